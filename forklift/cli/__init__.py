@@ -1,0 +1,38 @@
+"""The forklift command line: parse arguments, call plain functions, render.
+
+Each stage registers its commands from its own module below; the logic lives
+in the stage packages, never here.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from forklift.cli.app import app, err_console
+from forklift.errors import ForkliftError
+
+# Command modules register themselves on `app` when imported.
+from forklift.cli import series as _series  # noqa: F401,E402
+
+
+def main() -> None:
+    """Entry point: one line on stderr and the error's exit code for every forklift failure."""
+    try:
+        app(standalone_mode=False)
+    except ForkliftError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("[bold red]interrupted[/]")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click's own usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(2)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        raise

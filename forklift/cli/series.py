@@ -1,0 +1,1 @@
+"""Commands of the source and series stages: init, fetch, check, patches-md."""

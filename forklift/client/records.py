@@ -1,0 +1,64 @@
+"""What the client records per request: the raw timings every later statistic is redone from.
+
+Times are seconds on the client's monotonic clock, relative to the start of
+the cell, so records from one cell share one time base.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ErrorKind = Literal["connect", "http", "stream_cut", "timeout", "server_gone", "interrupted", "protocol"]
+
+
+class RequestRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_id: str = Field(description="workload prompt id: the key that pairs A with B")
+    run: int = Field(default=0, description="run index within the bench (0 = first, the warm-up)")
+    send: float
+    first_token: float | None = Field(default=None, description="first chunk that carried content")
+    end: float | None = None
+    chunks: list[tuple[float, int]] = Field(
+        default_factory=list, description="(arrival time, tokens in the chunk) for every content chunk"
+    )
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    tokens_from: Literal["usage", "client"] | None = Field(
+        default=None, description="usage: the server's count; client: counted from chunks, marked so"
+    )
+    finish_reason: str | None = None
+    status: int | None = Field(default=None, description="HTTP status")
+    error_kind: ErrorKind | None = None
+    error: str | None = None
+    output_sha256: str | None = None
+    spec: dict[str, float] | None = Field(
+        default=None, description="per-request speculative decoding stats when the server exposes them"
+    )
+
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None and self.end is not None
+
+    @property
+    def ttft(self) -> float | None:
+        return None if self.first_token is None else self.first_token - self.send
+
+    @property
+    def e2e(self) -> float | None:
+        return None if self.end is None else self.end - self.send
+
+    @property
+    def tpot(self) -> float | None:
+        """vLLM's definition: (E2E - TTFT) / (tokens - 1); the first token is not decode."""
+        n = self.completion_tokens
+        if self.end is None or self.first_token is None or not n or n < 2:
+            return None
+        return (self.end - self.first_token) / (n - 1)
+
+    @property
+    def decode_tps(self) -> float | None:
+        tpot = self.tpot
+        return None if not tpot else 1.0 / tpot

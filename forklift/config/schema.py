@@ -1,0 +1,78 @@
+"""The typed schema of forklift.toml.
+
+Every model forbids unknown keys: a typo in a key is an error naming the key,
+never a setting silently ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="64 lowercase hex digits")]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PypiPin(Strict):
+    """An artifact (sdist or wheel) of a package on a PEP 691 simple index."""
+
+    source: Literal["pypi"]
+    package: str
+    version: str
+    filename: str | None = Field(
+        default=None, description="which file of the release; default: the sdist"
+    )
+    sha256: Sha256
+
+
+class GitPin(Strict):
+    """A tag of a git repository, bound to the commit it must resolve to."""
+
+    source: Literal["git"]
+    url: str
+    tag: str
+    commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$", description="a full 40-hex commit id")]
+
+
+class PathPin(Strict):
+    """A local tarball (sha256 of the file) or directory (sha256 of its listing, see source.hashing)."""
+
+    source: Literal["path"]
+    path: str
+    sha256: Sha256
+
+
+Pin = Annotated[Union[PypiPin, GitPin, PathPin], Field(discriminator="source")]
+
+
+class EngineConfig(Strict):
+    kind: Literal["vllm", "generic"] = "vllm"
+
+
+class SeriesConfig(Strict):
+    dir: str = "patches"
+    contract: list[str] = Field(
+        default_factory=list, description="patches that must also apply standalone on the pristine tree"
+    )
+    patches_md: str | None = Field(
+        default="PATCHES.md", description="generated patch table that check keeps in sync; '' for none"
+    )
+
+    @field_validator("contract")
+    @classmethod
+    def _no_paths(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if "/" in name or not re.fullmatch(r"[^\s]+", name):
+                raise ValueError(f"{name!r} must be a patch file name from the series, not a path")
+        return names
+
+
+class ForkliftToml(Strict):
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    upstream: Pin
+    series: SeriesConfig = Field(default_factory=SeriesConfig)

@@ -1,0 +1,45 @@
+"""Boot facts: what the engine reported while booting, parsed from its log.
+
+The body of a boot receipt (kind "boot") is a BootBody. Facts the engine did
+not print stay None: a missing fact is never read as zero.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Outcome = Literal["ready", "died", "timeout", "interrupted", "refused"]
+
+
+class BootFacts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kv_pool_tokens: int | None = None
+    max_concurrency: float | None = Field(default=None, description="x requests of the stated length")
+    max_concurrency_tokens: int | None = None
+    kv_memory_gib: float | None = Field(default=None, description="memory given to the KV cache")
+    memory_available_gib: float | None = Field(default=None, description="when a boot is refused: what there was")
+    memory_needed_gib: float | None = Field(default=None, description="when a boot is refused: what was asked")
+    model_load_gib: float | None = None
+    model_load_s: float | None = None
+    compile_s: float | None = None
+    graph_capture_s: float | None = None
+    graph_capture_gib: float | None = None
+    engine_init_s: float | None = None
+    unknown_env: list[str] = Field(default_factory=list)
+    fatal: str | None = Field(default=None, description="the first fatal line: the cause of a failed boot")
+    listening: str | None = None
+    extra: dict[str, str] = Field(default_factory=dict, description="facts added by a patch series' own log lines")
+
+
+class BootBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: Outcome
+    setting: str | None = None
+    boot_seconds: float | None = None
+    log_path: str | None = None
+    last_lines: list[str] = Field(default_factory=list)
+    facts: BootFacts = Field(default_factory=BootFacts)
