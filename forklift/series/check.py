@@ -1,0 +1,199 @@
+"""`forklift check`: the fail-closed gate over a series and a pristine tree (pure core).
+
+Everything here is a plain function of the parsed series and a reader of
+pristine file contents; the command line materializes the tree and renders.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from forklift.errors import ConfigError
+from forklift.series.engine import APPLIED, Overlay, PatchResult, Reader, apply_patch, apply_series
+from forklift.series.model import Patch, Series
+from forklift.series.render import overlay_hash, patches_md
+
+CheckName = Literal["pass1", "pass2", "whitespace", "compile", "patches-md", "nothing-changed", "manifest"]
+
+
+class HunkRow(BaseModel):
+    file: str
+    index: int
+    status: str
+    offset: int = 0
+    fuzz: int = 0
+    line: int | None = None
+    stated: int = 0
+
+
+class FileStat(BaseModel):
+    path: str
+    added: int
+    removed: int
+
+
+class PatchRow(BaseModel):
+    name: str
+    status: str
+    kind: str = ""
+    description: str = ""
+    hunks: list[HunkRow] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+    files: list[FileStat] = Field(default_factory=list)
+
+
+class Finding(BaseModel):
+    check: CheckName
+    subject: str
+    message: str
+
+
+class CheckReport(BaseModel):
+    tree: str
+    digest: str
+    pass1: list[PatchRow]
+    pass2: list[PatchRow]
+    findings: list[Finding]
+    overlay_hash: str | None
+    manifest: list[FileStat]
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def tree_reader(root: Path) -> Reader:
+    """Read pristine files under `root`; a path that is not a regular file inside it reads as absent."""
+    base = root.resolve()
+
+    def read(path: str) -> bytes | None:
+        target = (base / path).resolve()
+        if base not in target.parents or not target.is_file():
+            return None
+        return target.read_bytes()
+
+    return read
+
+
+def _row(patch: Patch, result: PatchResult) -> PatchRow:
+    return PatchRow(
+        name=patch.name,
+        status=result.status,
+        kind=patch.header.get("kind"),
+        description=patch.header.description,
+        hunks=[HunkRow(**vars(h)) for h in result.hunks],
+        problems=[str(p) for p in result.problems],
+        files=[FileStat(path=f.path, added=f.added, removed=f.removed) for f in patch.files],
+    )
+
+
+def _explain(result: PatchResult) -> str:
+    """Why a patch did not land exactly: the hunks that did not, with their verdict."""
+    parts = [str(p) for p in result.problems]
+    for h in result.hunks:
+        if h.status not in APPLIED:
+            detail = f" with fuzz {h.fuzz}" if h.status == "fuzz" else ""
+            parts.append(f"{h.file} hunk #{h.index} (line {h.stated}): {h.status}{detail}")
+    return f"{result.status}: " + "; ".join(dict.fromkeys(parts))
+
+
+def whitespace_findings(patches: list[Patch]) -> list[Finding]:
+    """git's default whitespace rules on added lines: blank at end of line, space before tab in indent."""
+    findings = []
+    for patch in patches:
+        for fp in patch.files:
+            for index, hunk in enumerate(fp.hunks, 1):
+                for line in hunk.added:
+                    text = line.rstrip(b"\n")
+                    indent = text[: len(text) - len(text.lstrip(b" \t"))]
+                    if text != text.rstrip(b" \t"):
+                        problem = "trailing whitespace"
+                    elif b" \t" in indent:
+                        problem = "space before tab in indent"
+                    else:
+                        continue
+                    shown = text.decode("utf-8", "replace").strip()[:60]
+                    findings.append(Finding(check="whitespace", subject=patch.name,
+                                            message=f"{fp.path} hunk #{index}: {problem} in added line {shown!r}"))
+    return findings
+
+
+def compile_findings(overlay: Overlay) -> list[Finding]:
+    """Every .py file the series touched must still byte-compile."""
+    findings = []
+    for path, content in sorted(overlay.files.items()):
+        if not path.endswith(".py") or content is None:
+            continue
+        try:
+            compile(content, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            where = f"{path}:{getattr(exc, 'lineno', '?')}"
+            findings.append(Finding(check="compile", subject=path,
+                                    message=f"{where}: {type(exc).__name__}: {getattr(exc, 'msg', exc)}"))
+    return findings
+
+
+def manifest(changed: dict[str, tuple[bytes | None, bytes | None]], patches: list[Patch]) -> list[FileStat]:
+    """Files the overlay touches, with the +/- lines the series adds and removes in each."""
+    totals: dict[str, list[int]] = {path: [0, 0] for path in changed}
+    for patch in patches:
+        for fp in patch.files:
+            if fp.path in totals:
+                totals[fp.path][0] += fp.added
+                totals[fp.path][1] += fp.removed
+    return [FileStat(path=p, added=a, removed=r) for p, (a, r) in sorted(totals.items())]
+
+
+def check_series(
+    series: Series,
+    read: Reader,
+    contract: list[str],
+    tree: str = "",
+    digest: str = "",
+    committed_patches_md: str | None = None,
+) -> CheckReport:
+    """Run every check of the gate; the report's findings are empty only when all hold."""
+    patches = list(series.patches)
+    findings: list[Finding] = []
+    require_contract(series, contract)
+
+    results, overlay = apply_series(read, patches)
+    pass1 = [_row(p, r) for p, r in zip(patches, results)]
+    findings += [Finding(check="pass1", subject=r.name, message=_explain(r)) for r in results if not r.applies]
+
+    pass2 = []
+    for name in contract:
+        patch = series.by_name(name)
+        result = apply_patch(read, patch)
+        pass2.append(_row(patch, result))
+        if not result.applies:
+            findings.append(Finding(check="pass2", subject=name, message="standalone on the pristine tree: " + _explain(result)))
+
+    findings += whitespace_findings(patches)
+    findings += compile_findings(overlay)
+    changed = overlay.changed()
+    if not changed:
+        findings.append(Finding(check="nothing-changed", subject=str(series.folder),
+                                message="the series changed no file of the tree (do its paths resolve?)"))
+    if committed_patches_md is not None and committed_patches_md != patches_md(patches, list(series.retired)):
+        findings.append(Finding(check="patches-md", subject="PATCHES.md",
+                                message="differs from a fresh render of the patch headers: run `forklift patches-md`"))
+    return CheckReport(
+        tree=tree,
+        digest=digest,
+        pass1=pass1,
+        pass2=pass2,
+        findings=findings,
+        overlay_hash=overlay_hash(changed) if changed else None,
+        manifest=manifest(changed, patches),
+    )
+
+
+def require_contract(series: Series, contract: list[str]) -> None:
+    names = {p.name for p in series.patches}
+    for name in contract:
+        if name not in names:
+            raise ConfigError(f"series.contract names {name!r}, which is not in {series.folder / 'series'}")
