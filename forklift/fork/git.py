@@ -1,0 +1,98 @@
+"""The git plumbing the fork stage needs: one subprocess call per question, errors naming the repo.
+
+Every call passes its arguments as a list (never a shell string) and runs with a
+fixed environment so the user's git config (pagers, colour, diff drivers,
+rename detection) cannot change what forklift reads.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from forklift.errors import ForkliftError
+
+# Settings that would make the same commits diff differently on two machines.
+_NEUTRAL = ("-c", "core.quotepath=false", "-c", "diff.noprefix=false", "-c", "diff.mnemonicprefix=false",
+            "-c", "core.autocrlf=false", "-c", "color.ui=false", "-c", "core.attributesFile=/dev/null")
+
+
+@dataclass(frozen=True)
+class Git:
+    """A git repository forklift reads (and, for import, writes commits and one branch into)."""
+
+    repo: Path
+
+    def run(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        full_env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_LITERAL_PATHSPECS": "1",
+                    **(env or {})}
+        try:
+            proc = subprocess.run(["git", *_NEUTRAL, "-C", str(self.repo), *args], input=input,
+                                  capture_output=True, env=full_env)
+        except FileNotFoundError:
+            raise ForkliftError("git is not installed (forklift needs it for the fork commands)") from None
+        if check and proc.returncode != 0:
+            detail = proc.stderr.decode(errors="replace").strip().splitlines()
+            raise ForkliftError(f"{self.repo}: git {args[0]} failed: {detail[-1] if detail else proc.returncode}")
+        return proc
+
+    def text(self, *args: str, **kwargs: object) -> str:
+        return self.run(*args, **kwargs).stdout.decode("utf-8", errors="surrogateescape")  # type: ignore[arg-type]
+
+    def ensure_repo(self) -> None:
+        if not self.repo.is_dir():
+            raise ForkliftError(f"{self.repo}: no such fork repository")
+        if self.run("rev-parse", "--git-dir", check=False).returncode != 0:
+            raise ForkliftError(f"{self.repo}: not a git repository")
+
+    def resolve(self, rev: str) -> str | None:
+        """The full commit id `rev` names, or None when the repository has no such commit."""
+        proc = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False)
+        if proc.returncode != 0:
+            return None
+        return proc.stdout.decode().strip()
+
+    def commit_of(self, rev: str, what: str = "revision") -> str:
+        commit = self.resolve(rev)
+        if commit is None:
+            raise ForkliftError(f"{self.repo}: {what} {rev!r} does not exist")
+        return commit
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        return self.run("merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
+
+    def tree_blobs(self, rev: str) -> dict[str, str]:
+        """path -> blob id of every file in rev's tree (submodules and symlinks included as entries)."""
+        out = self.run("ls-tree", "-r", "-z", "--full-tree", rev).stdout
+        blobs = {}
+        for entry in out.split(b"\0"):
+            if entry:
+                meta, path = entry.split(b"\t", 1)
+                blobs[path.decode("utf-8", errors="surrogateescape")] = meta.split()[2].decode()
+        return blobs
+
+    def blob(self, rev: str, path: str) -> bytes | None:
+        proc = self.run("cat-file", "blob", f"{rev}:{path}", check=False)
+        return proc.stdout if proc.returncode == 0 else None
+
+    def blobs(self, specs: list[str]) -> list[bytes | None]:
+        """Contents of many `rev:path` objects in one `git cat-file --batch` call (None: no such object)."""
+        if not specs:
+            return []
+        out = self.run("cat-file", "--batch", input="".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")).stdout
+        contents: list[bytes | None] = []
+        pos = 0
+        for _ in specs:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split()
+            pos = end + 1
+            if header[-1] == b"missing":
+                contents.append(None)
+                continue
+            size = int(header[2])
+            contents.append(out[pos:pos + size])
+            pos += size + 1
+        return contents

@@ -1,0 +1,86 @@
+"""Import a series into a fork repository: a branch at the pinned base with one commit per patch.
+
+The commits are built with git plumbing on a private index (`git apply --cached`,
+`write-tree`, `commit-tree`), so the user's working tree and current branch are
+never touched; only the new branch ref is written, and only once every patch
+has applied.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+from forklift.errors import ForkliftError
+from forklift.fork.git import Git
+from forklift.series.headers import Header
+from forklift.series.model import Patch
+
+# Fixed dates make an import reproducible: the same series at the same base gives the same commit ids.
+_EPOCH = "1970-01-01T00:00:00+0000"
+_FALLBACK_AUTHOR = ("forklift", "forklift@localhost")
+
+
+@dataclass(frozen=True)
+class ImportedCommit:
+    patch: str
+    commit: str
+
+
+def commit_message(header: Header, patch_name: str) -> str:
+    """Subject and body from Description, then the other header fields back as trailers."""
+    description = header.fields.get("description") or header.body or patch_name
+    subject, _, body = description.strip().partition("\n")
+    trailers = [f"{_field_name(k)}: {v}" for k, v in header.fields.items()
+                if k not in ("description", "author", "export-commit", "date") and "\n" not in v]
+    parts = [subject.strip()]
+    if body.strip():
+        parts.append(body.strip())
+    if trailers:
+        parts.append("\n".join(trailers))
+    return "\n\n".join(parts) + "\n"
+
+
+def _field_name(key: str) -> str:
+    return "-".join(part.capitalize() for part in key.split("-"))
+
+
+def _author(header: Header) -> tuple[str, str]:
+    value = header.get("author")
+    if "<" in value and value.rstrip().endswith(">"):
+        name, email = value.rsplit("<", 1)
+        return name.strip() or _FALLBACK_AUTHOR[0], email.rstrip()[:-1].strip()
+    return (value.strip(), _FALLBACK_AUTHOR[1]) if value.strip() else _FALLBACK_AUTHOR
+
+
+def import_series(git: Git, base: str, branch: str, patches: tuple[Patch, ...] | list[Patch],
+                  force: bool = False) -> list[ImportedCommit]:
+    """Create `branch` at `base` with one commit per patch; fails naming the patch that does not apply."""
+    git.ensure_repo()
+    base_commit = git.commit_of(base, "base")
+    if git.run("check-ref-format", "--branch", branch, check=False).returncode != 0:
+        raise ForkliftError(f"{branch!r} is not a valid branch name")
+    if not force and git.resolve(f"refs/heads/{branch}") is not None:
+        raise ForkliftError(f"{git.repo}: branch {branch!r} already exists (pass --force to replace it)")
+    made: list[ImportedCommit] = []
+    with tempfile.TemporaryDirectory(prefix="forklift-import-") as scratch:
+        env = {"GIT_INDEX_FILE": os.path.join(scratch, "index")}
+        git.run("read-tree", base_commit, env=env)
+        parent = base_commit
+        for patch in patches:
+            proc = git.run("apply", "--cached", "--whitespace=nowarn", f"-p{patch.strip}", "-",
+                           input=patch.text.encode("utf-8", "surrogateescape"), env=env, check=False)
+            if proc.returncode != 0:
+                detail = proc.stderr.decode(errors="replace").strip().splitlines()
+                raise ForkliftError(f"{patch.name}: does not apply on top of the previous patches at base "
+                                    f"{base_commit[:12]}: {detail[0] if detail else 'git apply failed'}")
+            tree = git.text("write-tree", env=env).strip()
+            name, email = _author(patch.header)
+            commit_env = {**env, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": _EPOCH,
+                          "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": _EPOCH}
+            parent = git.text("commit-tree", tree, "-p", parent, "-F", "-",
+                              input=commit_message(patch.header, patch.name).encode(), env=commit_env).strip()
+            made.append(ImportedCommit(patch=patch.name, commit=parent))
+    git.run("update-ref", f"refs/heads/{branch}", parent)
+    return made
