@@ -16,23 +16,12 @@ from forklift.cli import series as _series  # noqa: F401,E402
 
 
 def main() -> None:
-    """Entry point: one line on stderr and the error's exit code for every forklift failure."""
+    """Entry point: one line on stderr and the error's exit code for every forklift failure.
+
+    typer (click) handles its own usage errors (exit 2); forklift's errors pass through it.
+    """
     try:
-        app(standalone_mode=False)
+        app()
     except ForkliftError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        err_console.print("[bold red]interrupted[/]")
-        sys.exit(130)
-    except SystemExit:
-        raise
-    except Exception as exc:  # click's own usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(2)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
-        raise

@@ -1,1 +1,85 @@
-"""Commands of the source and series stages: init, fetch, check, patches-md."""
+"""Commands of the series stage: check (the CI gate) and patches-md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from forklift.cli.app import app, console, load
+
+STYLE = {
+    "exact": "green", "offset": "yellow", "fuzz": "red", "fails": "red", "already-applied": "red",
+    "partly-applied": "red", "file-missing": "red",
+}
+
+
+def _hunks(row) -> str:
+    parts = []
+    for h in row.hunks:
+        if h.status == "exact":
+            continue
+        if h.status == "offset":
+            parts.append(f"{h.file}#{h.index} offset {h.offset:+d} lines")
+        elif h.status == "fuzz":
+            parts.append(f"{h.file}#{h.index} needs fuzz {h.fuzz}")
+        else:
+            parts.append(f"{h.file}#{h.index} {h.status}")
+    exact = sum(1 for h in row.hunks if h.status == "exact")
+    return "; ".join([f"{exact}/{len(row.hunks)} exact"] + parts + row.problems)
+
+
+def render_report(report) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"forklift check — {report.tree}", title_justify="left")
+    for column in ("pass", "#", "patch", "status", "hunks", "+/-"):
+        table.add_column(column)
+    for label, rows in (("1", report.pass1), ("2", report.pass2)):
+        for number, row in enumerate(rows, 1):
+            added = sum(f.added for f in row.files)
+            removed = sum(f.removed for f in row.files)
+            style = STYLE.get(row.status, "red")
+            table.add_row(label, str(number), row.name, f"[{style}]{row.status}[/]", _hunks(row), f"+{added} -{removed}")
+    console.print(table)
+    for finding in report.findings:
+        console.print(f"[red]FAIL[/] {finding.check}: {finding.subject}: {finding.message}")
+    touched = ", ".join(f"{f.path} (+{f.added} -{f.removed})" for f in report.manifest)
+    console.print(f"files touched: {touched or 'none'}")
+    console.print(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}")
+
+
+@app.command()
+def check(
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON instead of a table"),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="also write a JUnit XML file for CI"),
+    receipts: Optional[Path] = typer.Option(None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"),
+) -> None:
+    """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails."""
+    from forklift.series.gate import run_check
+
+    result = run_check(load(), receipts, progress=None if as_json else console)
+    report = result.report
+    if junit:
+        from forklift.receipts.store import write_atomic
+        from forklift.series.junit import junit_xml
+
+        write_atomic(junit, junit_xml(report))
+    if as_json:
+        console.print_json(json.dumps({"ok": report.ok, "receipt": str(result.receipt), **report.model_dump()}))
+    else:
+        render_report(report)
+        verdict = "[green]OK[/]" if report.ok else f"[red]FAILED[/] ({len(report.findings)} finding(s))"
+        console.print(f"{verdict} — receipt {result.receipt}")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command("patches-md")
+def patches_md_command() -> None:
+    """Regenerate PATCHES.md from the patch headers."""
+    from forklift.series.gate import write_patches_md
+
+    console.print(f"wrote {write_patches_md(load())}")

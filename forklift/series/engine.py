@@ -71,9 +71,19 @@ def split_lines(content: bytes) -> list[bytes]:
     return lines
 
 
-def _find(lines: list[bytes], block: tuple[bytes, ...], guess: int, floor: int) -> int | None:
-    """Position of `block` in `lines` at or after `floor`, nearest to `guess` (ties: earlier)."""
+def _find(
+    lines: list[bytes], block: tuple[bytes, ...], guess: int, floor: int, at_start: bool, at_end: bool
+) -> int | None:
+    """Position of `block` in `lines` at or after `floor`, nearest to `guess` (ties: later).
+
+    `at_start`/`at_end` pin the block to the file's first/last line, as git
+    and GNU patch do for hunks whose context stops at the file's edge.
+    """
     n = len(block)
+    if at_start or at_end:
+        pos = 0 if at_start else len(lines) - n
+        fits = pos >= floor and (not at_end or pos + n == len(lines))
+        return pos if fits and lines[pos:pos + n] == list(block) else None
     if n == 0:
         return guess if floor <= guess <= len(lines) else None
     first, want = block[0], list(block)
@@ -89,32 +99,39 @@ def _find(lines: list[bytes], block: tuple[bytes, ...], guess: int, floor: int) 
     return best
 
 
-def _trim(hunk: Hunk, fuzz: int) -> tuple[tuple[bytes, ...], tuple[bytes, ...], int]:
-    """Drop up to `fuzz` context lines at each end (what GNU patch's fuzz does)."""
-    lead = min(fuzz, hunk.leading_context)
-    trail = min(fuzz, hunk.trailing_context)
-    old_end = len(hunk.old) - trail
-    new_end = len(hunk.new) - trail
-    return hunk.old[lead:old_end], hunk.new[lead:new_end], lead
+def _window(hunk: Hunk, fuzz: int) -> tuple[int, int, bool, bool]:
+    """Context lines to drop (leading, trailing) at this fuzz, and whether the hunk is pinned to the
+    file's start or end. GNU patch pins the side with less context than the other (it must be the
+    file's edge); git also pins a hunk stated at line 1, and one with no trailing context."""
+    lead, trail = hunk.leading_context, hunk.trailing_context
+    context = max(lead, trail)
+    drop_lead, drop_trail = fuzz + lead - context, fuzz + trail - context
+    at_start = drop_lead < 0 or (fuzz == 0 and hunk.old_start <= 1)
+    at_end = drop_trail < 0 or (fuzz == 0 and trail == 0 and bool(hunk.old))
+    return min(max(drop_lead, 0), lead), min(max(drop_trail, 0), trail), at_start, at_end
 
 
 def _place(lines: list[bytes], hunk: Hunk, guess: int, floor: int, file: str, index: int):
-    """Where and how one hunk lands: (HunkResult, position, old block, new block) or position None."""
+    """Where and how one hunk lands: (HunkResult, position, old block, new block); position None if nowhere."""
     stated = hunk.old_start if hunk.old else hunk.old_start + 1
-    pos = _find(lines, hunk.old, guess, floor)
+    _, _, at_start, at_end = _window(hunk, 0)
+    pos = _find(lines, hunk.old, guess, floor, at_start, at_end)
     if pos is not None:
         offset = pos - (stated - 1)
         status = "exact" if offset == 0 else "offset"
         return HunkResult(file, index, status, offset, 0, pos + 1, stated), pos, hunk.old, hunk.new
     if hunk.old and hunk.new:
-        back = _find(lines, hunk.new, guess, floor)
+        back = _find(lines, hunk.new, guess, floor, at_start, at_end)
         if back is not None:
-            return HunkResult(file, index, "already-applied", back - (stated - 1), 0, back + 1, stated), back, None, hunk.new
+            result = HunkResult(file, index, "already-applied", back - (stated - 1), 0, back + 1, stated)
+            return result, back, None, hunk.new
     for fuzz in range(1, MAX_FUZZ + 1):
-        old, new, lead = _trim(hunk, fuzz)
-        if len(old) == len(hunk.old):
-            continue  # no context to drop: fuzz would change nothing
-        pos = _find(lines, old, guess + lead, floor)
+        lead, trail, at_start, at_end = _window(hunk, fuzz)
+        old = hunk.old[lead:len(hunk.old) - trail]
+        new = hunk.new[lead:len(hunk.new) - trail]
+        if not old:
+            break  # nothing left to anchor on: fuzz cannot place this hunk
+        pos = _find(lines, old, guess + lead, floor, at_start, at_end)
         if pos is not None:
             offset = pos - lead - (stated - 1)
             return HunkResult(file, index, "fuzz", offset, fuzz, pos + 1, stated), pos, old, new

@@ -169,7 +169,7 @@ def parse_patch(name: str, text: str, strip: int = 1) -> Patch:
     try:
         parsed = PatchSet(diff_text)
     except UnidiffParseError as exc:
-        raise PatchError(f"{name}: malformed diff: {exc}") from None
+        raise PatchError(f"{name}: malformed diff: {str(exc).strip()}") from None
     files = []
     for pf in parsed:
         if pf.is_binary_file:

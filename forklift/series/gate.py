@@ -1,0 +1,57 @@
+"""The edge of `forklift check` and `forklift patches-md`: materialize, read, check, write the receipt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from forklift.config import Config
+from forklift.receipts import new_receipt, write_receipt
+from forklift.receipts.store import write_atomic
+from forklift.series.check import CheckReport, check_series, tree_reader
+from forklift.series.model import load_series
+from forklift.series.render import patches_md
+
+
+@dataclass(frozen=True)
+class GateResult:
+    report: CheckReport
+    receipt: Path
+
+
+def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -> GateResult:
+    from forklift.source import materialize
+
+    series = load_series(config.series_dir)
+    tree = materialize(config.data.upstream, config.root, progress=progress)
+    committed = None
+    if config.patches_md is not None and config.patches_md.exists():
+        committed = config.patches_md.read_text(encoding="utf-8")
+    report = check_series(
+        series,
+        tree_reader(tree.path),
+        list(config.data.series.contract),
+        tree=tree.label,
+        digest=tree.digest,
+        committed_patches_md=committed,
+    )
+    receipt = new_receipt(
+        "check",
+        status="ok" if report.ok else "failed",
+        pin=config.data.upstream.model_dump(),
+        overlay_hash=report.overlay_hash,
+        body=report.model_dump(),
+    )
+    path = write_receipt(receipt, receipts_dir or config.root / "receipts")
+    return GateResult(report=report, receipt=path)
+
+
+def write_patches_md(config: Config) -> Path:
+    """Render PATCHES.md from the patch headers (the file `check` compares against)."""
+    if config.patches_md is None:
+        from forklift.errors import ConfigError
+
+        raise ConfigError(f"{config.path}: series.patches_md is empty: no PATCHES.md to write")
+    series = load_series(config.series_dir)
+    write_atomic(config.patches_md, patches_md(list(series.patches), list(series.retired)))
+    return config.patches_md

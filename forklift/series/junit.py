@@ -1,0 +1,26 @@
+"""JUnit XML for CI systems: one test case per patch and pass, one per other check."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from forklift.series.check import CheckReport
+
+OTHER_CHECKS = ("whitespace", "compile", "patches-md", "nothing-changed", "manifest")
+
+
+def junit_xml(report: CheckReport) -> str:
+    failures = {(f.check, f.subject): f.message for f in report.findings}
+    suite = ET.Element("testsuite", name="forklift check")
+    cases = [("pass1", row.name) for row in report.pass1] + [("pass2", row.name) for row in report.pass2]
+    for check in OTHER_CHECKS:
+        subjects = [f.subject for f in report.findings if f.check == check] or ["all"]
+        cases += [(check, subject) for subject in dict.fromkeys(subjects)]
+    for check, subject in cases:
+        case = ET.SubElement(suite, "testcase", classname=f"forklift.{check}", name=subject)
+        messages = [f.message for f in report.findings if f.check == check and f.subject == subject]
+        if messages:
+            ET.SubElement(case, "failure", message=messages[0]).text = "\n".join(messages)
+    suite.set("tests", str(len(cases)))
+    suite.set("failures", str(sum(1 for c in suite if c.find("failure") is not None)))
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
