@@ -95,8 +95,8 @@ def _explain(result: PatchResult) -> str:
     parts = [str(p) for p in result.problems]
     for h in result.hunks:
         if h.status not in APPLIED:
-            detail = f" with fuzz {h.fuzz}" if h.status == "fuzz" else ""
-            parts.append(f"{h.file} hunk #{h.index} (line {h.stated}): {h.status}{detail}")
+            verdict = f"needs fuzz {h.fuzz}" if h.status == "fuzz" else h.status
+            parts.append(f"{h.file} hunk #{h.index} (line {h.stated}): {verdict}")
     return f"{result.status}: " + "; ".join(dict.fromkeys(parts))
 
 
