@@ -1,0 +1,131 @@
+"""Relative change of B against A with a seeded bootstrap interval and the minimum detectable effect.
+
+Everything is computed on log ratios, log(b / a), and shown as a relative
+change, exp(mean log ratio) - 1 (the geometric mean of the per-prompt
+ratios). Log ratios rather than raw relative deltas (b - a) / a because:
+swapping A and B flips the sign exactly; pure noise has no bias (the mean
+of b / a - 1 over noisy a is inflated by about CV^2, enough to turn noise
+into false "wins"); and a multiplicative effect ("10 % slower on every
+prompt") becomes one additive shift whatever the prompt's length.
+
+Interval: a percentile bootstrap of the mean (scipy.stats.bootstrap, seeded)
+at the *expanded* level of Hesterberg (2015, "What teachers should know about
+the bootstrap", section 5): the plain percentile interval is too narrow for
+small samples (it uses the divide-by-n spread and normal tails), so the
+level is raised until its normal quantile equals sqrt(n / (n - 1)) times
+Student's t quantile. For the 8-prompt cohorts maintainers actually run,
+this is the difference between a 95 % interval and an 88 % one.
+
+Paired (the same prompt on both sides): bootstrap over prompts of the mean
+log ratio. Unpaired (no shared prompt ids): each side is resampled on its
+own and the statistic is mean(log b) - mean(log a).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import BaseModel
+from scipy import stats
+
+LEVEL = 0.95
+POWER = 0.80
+RESAMPLES = 9999
+
+
+class Estimate(BaseModel):
+    """B relative to A: change and interval as fractions (0.05 = B is 5 % higher)."""
+
+    change: float
+    low: float
+    high: float
+    paired: bool
+    n_a: int
+    n_b: int
+    mde: float | None = None  # smallest |change| this sample detects with 80 % power
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
+
+
+def expanded_level(n: int, level: float = LEVEL) -> float:
+    """Hesterberg's expanded percentile level: z' = sqrt(n/(n-1)) * t_{1-a/2, n-1}, level' = 2 Phi(z') - 1."""
+    t_quantile = stats.t.ppf(1 - (1 - level) / 2, n - 1)
+    z_expanded = math.sqrt(n / (n - 1)) * t_quantile
+    return float(1 - 2 * stats.norm.sf(z_expanded))
+
+
+def minimum_detectable_effect(standard_error: float, df: float, level: float = LEVEL, power: float = POWER) -> float:
+    """Smallest true change (as a fraction) a two-sided test at 1 - level detects with the given power.
+
+    MDE = (t_{1-alpha/2, df} + t_{power, df}) * SE of the mean log ratio, then
+    exp(.) - 1. For large samples the factor is 1.96 + 0.84 = 2.80. We quote the
+    80 %-power effect rather than the interval's half-width because the reader's
+    question is "could this cohort have caught a regression of size X?": an
+    effect equal to the half-width is caught only half the time.
+    """
+    factor = stats.t.ppf(1 - (1 - level) / 2, df) + stats.t.ppf(power, df)
+    return float(math.expm1(factor * standard_error))
+
+
+def _interval(low_log: float, high_log: float) -> tuple[float, float]:
+    return math.expm1(low_log), math.expm1(high_log)
+
+
+def paired_change(a: np.ndarray, b: np.ndarray, *, seed: int = 0, resamples: int = RESAMPLES) -> Estimate:
+    """B vs A where a[i] and b[i] are the same prompt; values must be positive."""
+    log_ratio = np.log(np.asarray(b, dtype=float)) - np.log(np.asarray(a, dtype=float))
+    n = len(log_ratio)
+    if n < 2:
+        raise ValueError(f"a paired interval needs at least 2 pairs, got {n}")
+    mean = float(log_ratio.mean())
+    if np.all(log_ratio == log_ratio[0]):  # no spread: the bootstrap distribution is a point
+        low_log = high_log = mean
+    else:
+        result = stats.bootstrap(
+            (log_ratio,), np.mean, method="percentile", n_resamples=resamples,
+            confidence_level=expanded_level(n), rng=np.random.default_rng(seed),
+        )
+        low_log, high_log = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    standard_error = float(log_ratio.std(ddof=1)) / math.sqrt(n)
+    low, high = _interval(low_log, high_log)
+    return Estimate(
+        change=math.expm1(mean), low=low, high=high, paired=True, n_a=n, n_b=n,
+        mde=minimum_detectable_effect(standard_error, n - 1),
+    )
+
+
+def unpaired_change(a: np.ndarray, b: np.ndarray, *, seed: int = 0, resamples: int = RESAMPLES) -> Estimate:
+    """B vs A from two independent samples (no shared prompts): ratio of geometric means.
+
+    The expansion uses the smaller sample's size, which errs on the wide side.
+    """
+    log_a, log_b = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
+    n_a, n_b = len(log_a), len(log_b)
+    if min(n_a, n_b) < 2:
+        raise ValueError(f"an unpaired interval needs at least 2 values per side, got {n_a} and {n_b}")
+    mean = float(log_b.mean() - log_a.mean())
+    var_a, var_b = float(log_a.var(ddof=1)) / n_a, float(log_b.var(ddof=1)) / n_b
+    if var_a + var_b == 0:
+        low_log = high_log = mean
+        df = float(min(n_a, n_b) - 1)
+    else:
+        result = stats.bootstrap(
+            (log_a, log_b), lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
+            method="percentile", n_resamples=resamples, confidence_level=expanded_level(min(n_a, n_b)),
+            rng=np.random.default_rng(seed),
+        )
+        low_log, high_log = float(result.confidence_interval.low), float(result.confidence_interval.high)
+        # Welch-Satterthwaite degrees of freedom for the MDE's t quantiles
+        df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+    low, high = _interval(low_log, high_log)
+    return Estimate(
+        change=math.expm1(mean), low=low, high=high, paired=False, n_a=n_a, n_b=n_b,
+        mde=minimum_detectable_effect(math.sqrt(var_a + var_b), df),
+    )

@@ -1,0 +1,137 @@
+"""Bench receipts as samples: kept requests keyed for pairing, and the labels rows are grouped by.
+
+A request is keyed by (prompt id, kept-run ordinal, occurrence): the same
+prompt in the k-th kept run on each side is one pair. Ordinals rather than
+raw run indexes so a bench that kept run 1 pairs with one that kept run 2,
+and several receipts of one setting simply add runs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from forklift.bench.schema import BenchBody, Cell
+from forklift.client.records import RequestRecord
+from forklift.errors import ForkliftError
+from forklift.receipts import Receipt
+
+Key = tuple[str, int, int]
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """One bench receipt with its body validated."""
+
+    path: Path
+    receipt: Receipt
+    body: BenchBody
+
+    @property
+    def machine_id(self) -> str:
+        return self.receipt.fingerprint.machine_id
+
+    @property
+    def hostname(self) -> str:
+        return self.receipt.fingerprint.hostname
+
+    @property
+    def setting(self) -> str:
+        profile_name = (self.receipt.profile or {}).get("name")
+        return self.body.setting or profile_name or "default"
+
+    @property
+    def build(self) -> str:
+        """Which engine build measured this: engine version plus the overlay hash when patched."""
+        version = self.receipt.engine_version or (self.receipt.pin or {}).get("version") or "unknown"
+        overlay = self.receipt.overlay_hash
+        return f"{version}+{overlay[:8]}" if overlay else str(version)
+
+    def cell(self, name: str) -> Cell | None:
+        return next((cell for cell in self.body.cells if cell.name == name), None)
+
+
+def bench_runs(receipts: list[tuple[Path, Receipt]]) -> list[BenchRun]:
+    """The bench receipts among `receipts`, bodies validated (other kinds are skipped)."""
+    runs = []
+    for path, receipt in receipts:
+        if receipt.kind != "bench":
+            continue
+        try:
+            body = BenchBody.model_validate(receipt.body)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = ".".join(str(part) for part in first["loc"])
+            raise ForkliftError(f"{path}: invalid bench body at {key}: {first['msg']}") from None
+        runs.append(BenchRun(path, receipt, body))
+    return sorted(runs, key=lambda run: (run.receipt.created, str(run.path)))
+
+
+def kept_run_indexes(cell: Cell) -> list[int]:
+    """The runs statistics use: those the bench kept, or every run when it did not say."""
+    return sorted(cell.kept_runs) if cell.kept_runs else sorted({record.run for record in cell.requests})
+
+
+def kept_requests(runs: list[BenchRun], cell_name: str) -> dict[Key, RequestRecord]:
+    """Every kept request of a cell across the group's receipts, keyed for pairing."""
+    keyed: dict[Key, RequestRecord] = {}
+    ordinal = 0
+    for run in runs:
+        cell = run.cell(cell_name)
+        if cell is None:
+            continue
+        for index in kept_run_indexes(cell):
+            seen: Counter[str] = Counter()
+            for record in cell.requests:
+                if record.run == index:
+                    keyed[(record.prompt_id, ordinal, seen[record.prompt_id])] = record
+                    seen[record.prompt_id] += 1
+            ordinal += 1
+    return keyed
+
+
+def requests_by_prompt(runs: list[BenchRun], cell_name: str) -> dict[tuple[str, int], list[RequestRecord]]:
+    """Every request of a cell (warm-up included) grouped by (prompt id, occurrence): what reproducibility reads."""
+    grouped: dict[tuple[str, int], list[RequestRecord]] = {}
+    for run in runs:
+        cell = run.cell(cell_name)
+        if cell is None:
+            continue
+        for index in sorted({record.run for record in cell.requests}):
+            seen: Counter[str] = Counter()
+            for record in cell.requests:
+                if record.run == index:
+                    grouped.setdefault((record.prompt_id, seen[record.prompt_id]), []).append(record)
+                    seen[record.prompt_id] += 1
+    return grouped
+
+
+def output_throughput(runs: list[BenchRun], cell_name: str) -> float | None:
+    """Output tok/s of a cell: completion tokens over wall time per kept run, averaged over kept runs."""
+    rates = []
+    for run in runs:
+        cell = run.cell(cell_name)
+        if cell is None:
+            continue
+        for index in kept_run_indexes(cell):
+            done = [r for r in cell.requests if r.run == index and r.ok and r.completion_tokens]
+            if not done:
+                continue
+            span = max(r.end for r in done) - min(r.send for r in done)
+            if span > 0:
+                rates.append(sum(r.completion_tokens for r in done) / span)
+    return sum(rates) / len(rates) if rates else None
+
+
+def server_tok_step(runs: list[BenchRun], cell_name: str) -> float | None:
+    """tok/step from the server's speculative-decoding counters over the kept runs (None: no speculation seen)."""
+    drafts = accepted = 0.0
+    for run in runs:
+        cell = run.cell(cell_name)
+        delta = cell.metrics_delta if cell else {}
+        drafts += float(delta.get("spec_decode_num_drafts") or 0)
+        accepted += float(delta.get("spec_decode_num_accepted_tokens") or 0)
+    return 1.0 + accepted / drafts if drafts else None

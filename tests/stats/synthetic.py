@@ -1,0 +1,97 @@
+"""Synthetic bench receipts with known answers, built through the real schemas (new_receipt + BenchBody).
+
+Each prompt has a base speed; a side multiplies it by a planted factor and
+per-request noise, so the true relative change is known exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from forklift.bench.schema import BenchBody, Cell, WorkloadIdentity
+from forklift.client.records import RequestRecord
+from forklift.receipts import Receipt, new_receipt, write_receipt
+from forklift.stats.sample import BenchRun
+
+GREEDY = {"preset": "greedy", "temperature": 0.0}
+
+
+def workload(**changes) -> WorkloadIdentity:
+    fields = dict(name="cohort", hash="w" * 64, corpus_hash="c" * 64, sampling=GREEDY, max_tokens=64)
+    return WorkloadIdentity(**{**fields, **changes})
+
+
+def records(
+    prompts: int,
+    *,
+    speed: float = 1.0,
+    noise: float = 0.05,
+    seed: int = 0,
+    runs: int = 2,
+    text: str = "same",
+    tokens: int = 64,
+    prefix: str = "p",
+    tok_step: float | None = None,
+) -> list[RequestRecord]:
+    """`runs` runs over `prompts` prompts; decode is `speed` times the per-prompt base, with lognormal noise."""
+    base = np.random.default_rng(12345).uniform(0.02, 0.06, prompts)  # per-prompt TPOT, shared by both sides
+    rng = np.random.default_rng(seed)
+    out = []
+    for run in range(runs):
+        clock = 0.0
+        for i in range(prompts):
+            tpot = base[i] / speed * rng.lognormal(0, noise)
+            ttft = 0.1 * base[i] / 0.04 / speed * rng.lognormal(0, noise)
+            first = clock + ttft
+            end = first + tpot * (tokens - 1)
+            out.append(RequestRecord(
+                prompt_id=f"{prefix}{i}", run=run, send=clock, first_token=first, end=end,
+                chunks=[(first, 1), (end, tokens - 1)], prompt_tokens=20, completion_tokens=tokens,
+                tokens_from="usage", finish_reason="length", status=200,
+                output_sha256=hashlib.sha256(f"{text}-{i}".encode()).hexdigest(),
+                spec=None if tok_step is None else {"tok_step": tok_step * float(rng.lognormal(0, noise))},
+            ))
+            clock = end
+    return out
+
+
+def bench_receipt(
+    cells: dict[str, list[RequestRecord]],
+    *,
+    setting: str = "plain",
+    engine_version: str = "0.32.0",
+    overlay_hash: str | None = None,
+    ident: WorkloadIdentity | None = None,
+    machine: str | None = None,
+    concurrency: dict[str, int] | None = None,
+    metrics_delta: dict[str, dict] | None = None,
+    kept: list[int] | None = None,
+) -> Receipt:
+    body = BenchBody(
+        url="http://127.0.0.1:8000", model="tiny", mode="sweep", workload=ident or workload(), setting=setting,
+        cells=[
+            Cell(
+                name=name, concurrency=(concurrency or {}).get(name, 1), runs=2, kept_runs=[1] if kept is None else kept,
+                requests=reqs, metrics_delta=(metrics_delta or {}).get(name, {}),
+            )
+            for name, reqs in cells.items()
+        ],
+    )
+    receipt = new_receipt("bench", engine_version=engine_version, overlay_hash=overlay_hash,
+                          profile={"name": setting}, body=body.model_dump(mode="json"))
+    if machine:
+        receipt = receipt.model_copy(update={
+            "fingerprint": receipt.fingerprint.model_copy(update={"machine_id": machine, "hostname": machine})
+        })
+    return receipt
+
+
+def as_run(receipt: Receipt, path: str = "r.json") -> BenchRun:
+    return BenchRun(Path(path), receipt, BenchBody.model_validate(receipt.body))
+
+
+def written(receipt: Receipt, folder: Path) -> Path:
+    return write_receipt(receipt, folder)

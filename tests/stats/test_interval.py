@@ -1,0 +1,91 @@
+"""Known answers for the interval maths: planted effects found at their size, noise left as noise."""
+
+import math
+
+import numpy as np
+import pytest
+
+from forklift.stats.interval import expanded_level, minimum_detectable_effect, paired_change, unpaired_change
+
+
+def cohort(n, effect, noise, seed):
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(20, 60, n)
+    return base * rng.lognormal(0, noise, n), base * (1 + effect) * rng.lognormal(0, noise, n)
+
+
+def test_planted_effect_is_found_at_its_size():
+    a, b = cohort(32, 0.10, 0.05, seed=1)
+    est = paired_change(a, b, seed=0)
+    assert est.excludes_zero and est.paired
+    assert est.low < 0.10 < est.high
+    assert abs(est.change - 0.10) < 0.03
+
+
+def test_planted_slowdown_has_negative_interval():
+    a, b = cohort(16, -0.08, 0.03, seed=2)
+    est = paired_change(a, b, seed=0)
+    assert est.high < 0 and est.low < -0.08 < est.high
+
+
+def test_identical_inputs_give_zero_change_and_zero_width():
+    a, _ = cohort(8, 0, 0.1, seed=3)
+    est = paired_change(a, a.copy(), seed=0)
+    assert est.change == 0 and est.low == 0 and est.high == 0 and not est.excludes_zero
+    assert est.mde == 0
+
+
+def test_swapping_sides_flips_the_change_exactly():
+    a, b = cohort(12, 0.05, 0.1, seed=4)
+    forward, backward = paired_change(a, b), paired_change(b, a)
+    assert math.isclose(math.log1p(forward.change), -math.log1p(backward.change), abs_tol=1e-12)
+
+
+def test_seeded_bootstrap_is_reproducible_and_seed_dependent():
+    a, b = cohort(10, 0.0, 0.1, seed=5)
+    assert paired_change(a, b, seed=7) == paired_change(a, b, seed=7)
+    assert paired_change(a, b, seed=7).low != paired_change(a, b, seed=8).low
+
+
+def test_pure_noise_is_within_noise_in_95_percent_of_seeded_trials():
+    """The interval is calibrated at 95 % (94.9 % over 4,000 trials at n=8 while building it).
+
+    A calibrated 95 % interval meets ">= 95 %" only on average, so over 1,000
+    trials we allow two Monte Carlo standard errors (1.4 points) below 95 %.
+    Measured here: 94.1 % at n=8, 95.0 % at n=32; the plain percentile
+    bootstrap gives 88.0 % at n=8 and fails.
+    """
+    trials = 1000
+    for n in (8, 32):
+        within = sum(not paired_change(*cohort(n, 0.0, 0.1, seed), seed=seed).excludes_zero for seed in range(trials))
+        assert within / trials >= 0.95 - 2 * math.sqrt(0.05 * 0.95 / trials), (n, within)
+
+
+def test_expansion_widens_small_samples_and_vanishes_for_large_ones():
+    assert expanded_level(8) > 0.985
+    assert abs(expanded_level(10_000) - 0.95) < 1e-3
+
+
+def test_mde_matches_the_textbook_factor_for_large_samples():
+    assert math.isclose(math.log1p(minimum_detectable_effect(0.01, 10_000)), 0.0280, rel_tol=0.01)
+
+
+def test_planted_effect_equal_to_the_mde_is_caught_about_80_percent_of_the_time():
+    n, noise = 16, 0.1
+    mde = paired_change(*cohort(n, 0.0, noise, seed=0)).mde
+    caught = sum(paired_change(*cohort(n, mde, noise, seed), seed=seed).excludes_zero for seed in range(200))
+    assert 0.65 <= caught / 200 <= 0.95
+
+
+def test_unpaired_fallback_finds_a_large_effect_but_is_wider_than_paired():
+    a, b = cohort(32, 0.30, 0.05, seed=6)
+    paired, unpaired = paired_change(a, b), unpaired_change(a, b)
+    assert not unpaired.paired and unpaired.excludes_zero
+    assert unpaired.half_width > paired.half_width
+
+
+def test_too_few_values_are_refused():
+    with pytest.raises(ValueError, match="at least 2"):
+        paired_change(np.array([1.0]), np.array([2.0]))
+    with pytest.raises(ValueError, match="at least 2"):
+        unpaired_change(np.array([1.0, 2.0]), np.array([2.0]))
