@@ -13,6 +13,7 @@ from forklift.errors import ForkliftError
 
 # Command modules register themselves on `app` when imported.
 from forklift.cli import series as _series  # noqa: F401,E402
+from forklift.cli import source as _source  # noqa: F401,E402
 
 
 def main() -> None:
