@@ -1,0 +1,138 @@
+"""The content-addressed cache of upstream artifacts, git mirrors and extracted trees.
+
+Layout under the cache root (``FORKLIFT_CACHE``, else the platform's user cache folder)::
+
+    artifacts/<sha256[:2]>/<sha256>   downloaded or copied files, stored only after their sha256 checked
+    trees/<recipe>-<digest>/          pristine trees (treat read-only): archive-<sha256> (sdist or
+                                      tarball, top folder stripped), wheel-<sha256>, git-<commit>,
+                                      dir-<listing digest>
+    trees/<recipe>-<digest>.done      completion marker, written last
+    git/<sha256(url)[:24]>.git        bare mirrors of git remotes
+    locks/                            filelock files: one writer per artifact, tree or mirror
+    tmp/                              work in progress; renamed into place only when complete
+
+Nothing half-made is ever visible: files and trees are built under ``tmp/`` and renamed in,
+and a tree counts as present only once its marker exists, so a crash mid-extract is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock
+
+from forklift.errors import ForkliftError
+
+
+@dataclass(frozen=True)
+class Cache:
+    root: Path
+
+    def artifact_path(self, sha256: str) -> Path:
+        return self.root / "artifacts" / sha256[:2] / sha256
+
+    def tree_path(self, key: str) -> Path:
+        return self.root / "trees" / key
+
+    def mirror_path(self, url: str) -> Path:
+        return self.root / "git" / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.git"
+
+    def lock(self, name: str) -> FileLock:
+        folder = self.root / "locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(folder / f"{name}.lock"))
+
+    @contextmanager
+    def scratch(self) -> Iterator[Path]:
+        """A temporary folder on the cache's file system, so finished work can be renamed into place."""
+        folder = self.root / "tmp"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(dir=folder))
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def cached_tree(self, key: str) -> Path | None:
+        """The finished tree for `key`, or None. Costs two stat calls: this is the warm hot path."""
+        tree = self.tree_path(key)
+        if _marker(tree).is_file() and tree.is_dir():
+            return tree
+        return None
+
+    def build_tree(self, key: str, build: Callable[[Path], None]) -> Path:
+        """Return the tree for `key`, calling `build(dest)` to make it when absent.
+
+        `build` must create `dest`; it runs under the key's lock, in a scratch folder, and its
+        result is renamed into place before the marker is written.
+        """
+        if tree := self.cached_tree(key):
+            return tree
+        with self.lock(key):
+            if tree := self.cached_tree(key):  # another process built it while we waited
+                return tree
+            tree = self.tree_path(key)
+            if tree.exists():  # left by a crash before the marker: never trust it
+                shutil.rmtree(tree)
+            tree.parent.mkdir(parents=True, exist_ok=True)
+            with self.scratch() as scratch:
+                build(scratch / "tree")
+                os.rename(scratch / "tree", tree)
+            _write_atomic(_marker(tree), json.dumps({"key": key}).encode())
+        return tree
+
+    def ingest(self, sha256: str, chunks: Iterable[bytes], *, what: str, size: int | None = None) -> Path:
+        """Store the bytes of `chunks` as artifact `sha256`, refusing them unless size and hash match.
+
+        The bytes go to a temporary file first; a short read, a wrong hash or an exception from
+        `chunks` (a connection cut) leaves nothing in the cache.
+        """
+        dest = self.artifact_path(sha256)
+        with self.lock(f"artifact-{sha256}"):
+            if dest.is_file():
+                return dest
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with self.scratch() as scratch:
+                tmp = scratch / "artifact"
+                digest, count = hashlib.sha256(), 0
+                with open(tmp, "wb") as out:
+                    for chunk in chunks:
+                        digest.update(chunk)
+                        count += len(chunk)
+                        out.write(chunk)
+                if size is not None and count != size:
+                    raise ForkliftError(f"truncated download of {what}: got {count} of {size} bytes")
+                if digest.hexdigest() != sha256:
+                    raise ForkliftError(
+                        f"sha256 mismatch for {what}: forklift.toml pins {sha256}, got {digest.hexdigest()}"
+                    )
+                os.rename(tmp, dest)
+        return dest
+
+
+def default_cache() -> Cache:
+    """The user's cache: ``$FORKLIFT_CACHE`` when set, else platformdirs' user cache folder for forklift."""
+    override = os.environ.get("FORKLIFT_CACHE")
+    if override:
+        return Cache(Path(override).expanduser())
+    from platformdirs import user_cache_dir
+
+    return Cache(Path(user_cache_dir("forklift", appauthor=False)))
+
+
+def _marker(tree: Path) -> Path:
+    return tree.with_name(tree.name + ".done")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

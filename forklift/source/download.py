@@ -1,0 +1,63 @@
+"""Stream a file from the index into the cache, checking size and sha256 before it lands."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from forklift.errors import ForkliftError
+from forklift.source.cache import Cache
+from forklift.source.index import IndexFile, UnreachableError, http_client, reason, redact
+
+CHUNK_BYTES = 1 << 20
+
+
+def download(file: IndexFile, sha256: str, cache: Cache, progress=None) -> Path:
+    """The cached artifact for `file`, downloaded when absent; `sha256` is the pinned hash.
+
+    `progress` is a rich Console to draw a download bar on, or None for silence.
+    """
+    import httpx
+
+    if file.sha256 and file.sha256 != sha256:
+        raise ForkliftError(
+            f"sha256 mismatch for {file.filename}: forklift.toml pins {sha256}, the index lists {file.sha256}"
+        )
+    url = redact(file.url)
+    received = 0
+
+    def chunks(response) -> Iterator[bytes]:
+        nonlocal received
+        for chunk in response.iter_bytes(CHUNK_BYTES):
+            received += len(chunk)
+            yield chunk
+
+    try:
+        with http_client() as client, client.stream("GET", file.url, headers={"Accept-Encoding": "identity"}) as response:
+            if response.status_code != 200:
+                raise ForkliftError(f"download of {url} failed: HTTP {response.status_code}")
+            total = file.size or _length(response)
+            stream = chunks(response)
+            if progress is not None:
+                stream = _with_bar(stream, file.filename, total, progress)
+            return cache.ingest(sha256, stream, what=url, size=total)
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        raise UnreachableError(f"cannot reach {url}: {reason(exc)}") from None
+    except httpx.HTTPError as exc:
+        raise ForkliftError(f"truncated download of {url}: cut off after {received} bytes: {reason(exc)}") from None
+
+
+def _length(response) -> int | None:
+    value = response.headers.get("content-length")
+    return int(value) if value and value.isdigit() else None
+
+
+def _with_bar(stream: Iterator[bytes], name: str, total: int | None, console) -> Iterator[bytes]:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    columns = (TextColumn(name), BarColumn(), DownloadColumn(), TransferSpeedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(name, total=total)
+        for chunk in stream:
+            bar.advance(task, len(chunk))
+            yield chunk

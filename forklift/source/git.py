@@ -1,0 +1,109 @@
+"""Git pins: a tag bound to the commit it must resolve to, checked against the remote.
+
+A bare mirror of each remote lives in the cache. The pin holds only when the tag still
+resolves to the pinned commit; otherwise the failure is named by its cause:
+the commit is missing from the repository, the tag moved forward (the pinned commit is an
+ancestor of what the tag names now: "moved tag"), or the pinned commit is not an ancestor
+of the tag at all (history rewritten, or a wrong pin).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+from forklift.errors import ForkliftError
+from forklift.source.cache import Cache
+from forklift.source.index import UnreachableError, redact
+
+_SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
+
+
+def run_git(args: list[str], *, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """git with argv only (never a shell) and without prompts: a missing credential fails at once."""
+    result = subprocess.run(
+        ["git", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})},
+    )
+    if check and result.returncode != 0:
+        raise ForkliftError(f"{shlex.join(['git', *args])} failed: {_last_line(result.stderr)}")
+    return result
+
+
+def resolve_url(url: str, root: Path) -> str:
+    """A local path (relative to the folder of forklift.toml) made absolute; URLs unchanged."""
+    if "://" in url or _SCP_LIKE.match(url):
+        return url
+    path = Path(url).expanduser()
+    return str(path if path.is_absolute() else (root / path).resolve())
+
+
+def remote_tag_commit(url: str, tag: str) -> str:
+    """The commit `tag` names at `url` now (annotated tags peeled), asked with one ls-remote."""
+    ref = f"refs/tags/{tag}"
+    result = run_git(["ls-remote", "--tags", "--", url, ref, ref + "^{}"], check=False)
+    if result.returncode != 0:
+        raise UnreachableError(f"cannot reach the git repository {redact(url)}: {_last_line(result.stderr)}")
+    refs = {name: sha for sha, name in (line.split("\t", 1) for line in result.stdout.splitlines() if "\t" in line)}
+    commit = refs.get(ref + "^{}") or refs.get(ref)
+    if commit is None:
+        raise ForkliftError(f"tag {tag!r} not found at {redact(url)}")
+    return commit
+
+
+def update_mirror(url: str, cache: Cache) -> Path:
+    """The cache's bare mirror of `url`, cloned or fetched (tags forced, so a moved tag shows)."""
+    mirror = cache.mirror_path(url)
+    with cache.lock(mirror.stem):
+        if mirror.is_dir():
+            result = run_git(["--git-dir", str(mirror), "fetch", "--prune", "--force", "--quiet", "origin"], check=False)
+        else:
+            mirror.parent.mkdir(parents=True, exist_ok=True)
+            with cache.scratch() as scratch:
+                result = run_git(["clone", "--mirror", "--quiet", "--", url, str(scratch / "m.git")], check=False)
+                if result.returncode == 0:
+                    os.rename(scratch / "m.git", mirror)
+    if result.returncode != 0:
+        raise UnreachableError(f"cannot reach the git repository {redact(url)}: {_last_line(result.stderr)}")
+    return mirror
+
+
+def verify_pin(mirror: Path, url: str, tag: str, commit: str) -> None:
+    """Fail closed unless `tag` resolves to `commit` in the freshly fetched mirror."""
+    git = ["--git-dir", str(mirror)]
+    if run_git([*git, "cat-file", "-e", f"{commit}^{{commit}}"], check=False).returncode != 0:
+        raise ForkliftError(f"commit {commit} is missing from {redact(url)} (pinned for tag {tag!r})")
+    found = run_git([*git, "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}"], check=False)
+    if found.returncode != 0:
+        raise ForkliftError(f"tag {tag!r} not found at {redact(url)}")
+    now = found.stdout.strip()
+    if now == commit:
+        return
+    if run_git([*git, "merge-base", "--is-ancestor", commit, now], check=False).returncode == 0:
+        raise ForkliftError(
+            f"moved tag: {tag!r} at {redact(url)} now resolves to {now}, forklift.toml pins {commit} (an older commit)"
+        )
+    raise ForkliftError(
+        f"commit {commit} is not an ancestor of tag {tag!r} at {redact(url)} (the tag resolves to {now}):"
+        " history was rewritten or the pin is wrong"
+    )
+
+
+def checkout_commit(mirror: Path, commit: str, dest: Path) -> None:
+    """Write the full tree of `commit` into `dest` (read-tree + checkout-index: unlike
+    `git archive`, no export-ignore attribute can leave a file out)."""
+    index = {"GIT_INDEX_FILE": str(dest.with_name(dest.name + ".index"))}
+    run_git(["--git-dir", str(mirror), "read-tree", commit], env=index)
+    dest.mkdir()
+    run_git(["--git-dir", str(mirror), "--work-tree", str(dest), "checkout-index", "--all", "--force"], env=index)
+
+
+def _last_line(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (fatal or lines or ["no message"])[0]

@@ -1,0 +1,122 @@
+"""Turn a pin from forklift.toml into a pristine upstream tree in the cache.
+
+A warm hit costs a couple of stat calls for PyPI pins (the tree is keyed by the pinned
+sha256 and marked complete when built), an ``ls-remote`` for git pins (the tag is re-checked
+every time: fail closed), and a hash of the local file or folder for path pins (a local pin
+can change under us, so it is checked every time).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from forklift.config.schema import GitPin, PathPin, PypiPin
+from forklift.errors import ForkliftError
+from forklift.source import git
+from forklift.source.cache import Cache, default_cache
+from forklift.source.download import download
+from forklift.source.extract import extract_archive, refuse_escaping_links
+from forklift.source.hashing import directory_digest, file_sha256
+from forklift.source.index import redact, resolve_pypi_file
+
+TreeKind = Literal["sdist", "wheel", "git", "tarball", "dir"]
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A pristine upstream tree. `path` lives in the cache and is shared: treat it read-only."""
+
+    path: Path
+    digest: str  # the artifact's sha256, the commit for git, the listing digest for a folder
+    label: str  # for people: "vllm 0.32.0 sdist"
+    kind: TreeKind
+
+
+def materialize(
+    pin: PypiPin | GitPin | PathPin,
+    root: Path,
+    cache: Cache | None = None,
+    progress=None,
+    *,
+    index_url: str | None = None,
+) -> Tree:
+    """The pinned tree, fetched, verified and extracted on first use, from the cache afterwards.
+
+    `root` is the folder of forklift.toml (relative local paths resolve there); `progress` is a
+    rich Console for a download bar; `index_url` overrides PIP_INDEX_URL / PyPI.
+    """
+    cache = cache or default_cache()
+    if isinstance(pin, PypiPin):
+        return _pypi(pin, cache, progress, index_url)
+    if isinstance(pin, GitPin):
+        return _git(pin, Path(root), cache)
+    if isinstance(pin, PathPin):
+        return _path(pin, Path(root), cache)
+    raise TypeError(f"not a pin: {pin!r}")
+
+
+def _pypi(pin: PypiPin, cache: Cache, progress, index_url: str | None) -> Tree:
+    kind: TreeKind = "wheel" if (pin.filename or "").endswith(".whl") else "sdist"
+
+    def build(dest: Path) -> None:
+        artifact = cache.artifact_path(pin.sha256)
+        if not artifact.is_file():
+            file = resolve_pypi_file(pin.package, pin.version, pin.filename, index_url)
+            artifact = download(file, pin.sha256, cache, progress)
+        name = pin.filename or f"{pin.package} {pin.version} sdist"
+        _extract_verified(artifact, pin.sha256, dest, strip_top=kind == "sdist", name=name)
+
+    path = cache.build_tree(f"{'wheel' if kind == 'wheel' else 'archive'}-{pin.sha256}", build)
+    return Tree(path, pin.sha256, f"{pin.package} {pin.version} {kind}", kind)
+
+
+def _git(pin: GitPin, root: Path, cache: Cache) -> Tree:
+    url = git.resolve_url(pin.url, root)
+    key = f"git-{pin.commit}"
+    label = f"{redact(pin.url)} {pin.tag} @ {pin.commit[:12]}"
+    if git.remote_tag_commit(url, pin.tag) != pin.commit or cache.cached_tree(key) is None:
+        mirror = git.update_mirror(url, cache)
+        git.verify_pin(mirror, url, pin.tag, pin.commit)
+
+        def build(dest: Path) -> None:
+            git.checkout_commit(mirror, pin.commit, dest)
+            refuse_escaping_links(dest, f"git tree {label}")
+
+        cache.build_tree(key, build)
+    return Tree(cache.tree_path(key), pin.commit, label, "git")
+
+
+def _path(pin: PathPin, root: Path, cache: Cache) -> Tree:
+    source = Path(pin.path).expanduser()
+    source = source if source.is_absolute() else root / source
+    if not source.exists():
+        raise ForkliftError(f"{source}: no such file or folder (upstream.path in forklift.toml)")
+    kind: TreeKind = "dir" if source.is_dir() else "tarball"
+    found = directory_digest(source) if kind == "dir" else file_sha256(source)
+    if found != pin.sha256:
+        raise ForkliftError(f"{source}: sha256 mismatch: forklift.toml pins {pin.sha256}, found {found}")
+
+    def build(dest: Path) -> None:
+        if kind == "dir":
+            shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+            refuse_escaping_links(dest, f"folder {source}")
+            if (copied := directory_digest(dest)) != pin.sha256:
+                raise ForkliftError(f"{source}: changed while being copied (sha256 {copied}, pinned {pin.sha256})")
+        else:
+            with open(source, "rb") as handle:
+                artifact = cache.ingest(pin.sha256, iter(lambda: handle.read(1 << 20), b""), what=str(source))
+            _extract_verified(artifact, pin.sha256, dest, strip_top=True, name=source.name)
+
+    path = cache.build_tree(f"{'dir' if kind == 'dir' else 'archive'}-{pin.sha256}", build)
+    return Tree(path, pin.sha256, f"{kind} {pin.path}", kind)
+
+
+def _extract_verified(artifact: Path, sha256: str, dest: Path, *, strip_top: bool, name: str) -> None:
+    """Extract a cached artifact after re-checking its hash (cheap next to extraction; catches a tampered cache)."""
+    if (found := file_sha256(artifact)) != sha256:
+        artifact.unlink()
+        raise ForkliftError(f"cached artifact {artifact} was corrupted (sha256 {found}); removed it, run again")
+    extract_archive(artifact, dest, strip_top=strip_top, name=name)
