@@ -14,6 +14,8 @@ from forklift.errors import ForkliftError
 # Command modules register themselves on `app` when imported.
 from forklift.cli import series as _series  # noqa: F401,E402
 from forklift.cli import source as _source  # noqa: F401,E402
+from forklift.cli import fork as _fork  # noqa: F401,E402
+from forklift.cli import flip as _flip  # noqa: F401,E402
 
 
 def main() -> None:

@@ -1,0 +1,200 @@
+"""Commands of the fork round-trip: export, import, replay, source bind/verify, manifest."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from forklift.cli.app import app, console, load
+
+source_app = typer.Typer(help="Bind the release to the fork commit its series came from (the SOURCE file).",
+                         no_args_is_help=True)
+app.add_typer(source_app, name="source")
+
+REPO_OPTION = typer.Option(Path("."), "--repo", help="the fork's git repository")
+
+
+def _base(config, base: Optional[str]) -> str:
+    """The fork commit the series applies on: the git pin's commit, else --base, else the recorded one."""
+    from forklift.config.schema import GitPin
+    from forklift.errors import UsageError
+    from forklift.fork.export import recorded_base
+
+    pin = config.data.upstream
+    if isinstance(pin, GitPin):
+        if base and base != pin.commit:
+            raise UsageError(f"--base {base} contradicts the git pin's commit {pin.commit} in {config.path}")
+        return pin.commit
+    found = base or recorded_base(config.series_dir)
+    if not found:
+        raise UsageError(f"{config.path}: a {pin.source} pin names no commit of the fork: pass --base REV (the fork "
+                         "commit holding the pristine tree); export records it in patches/series")
+    return found
+
+
+def _pristine(config):
+    from forklift.source import materialize
+
+    return materialize(config.data.upstream, config.root, progress=console)
+
+
+@app.command("export")
+def export_command(
+    ref: str = typer.Option(..., "--from", help="the fork branch or commit to export (its commits since the base)"),
+    repo: Path = REPO_OPTION,
+    base: Optional[str] = typer.Option(None, "--base", help="fork commit of the pristine tree (PyPI/path pins)"),
+    check: bool = typer.Option(False, "--check", help="only compare with the committed series; exit 1 on drift"),
+    drop_outside: bool = typer.Option(False, "--drop-outside", help="export without files outside upstream's tree (each is listed)"),
+) -> None:
+    """Write one normalized patch per fork commit and rewrite patches/series (byte-identical on re-export)."""
+    from forklift.fork.export import export_drift, export_fork, write_export
+    from forklift.fork.git import Git
+    from forklift.fork.upstream import UpstreamPaths
+
+    config = load()
+    upstream = UpstreamPaths.from_tree(_pristine(config).path)
+    export = export_fork(Git(repo), _base(config, base), ref, upstream, drop_outside=drop_outside)
+    for patch in export.patches:
+        for path in patch.dropped:
+            console.print(f"[yellow]dropped[/] {path} from {patch.name} (commit {patch.commit[:12]}): outside upstream's tree")
+    if check:
+        drift = export_drift(export, config.series_dir)
+        for line in drift:
+            console.print(f"[red]drift[/] {line}")
+        if drift:
+            console.print(f"[red]FAILED[/] {len(drift)} drifted: run `forklift export --from {ref}` and commit")
+            raise typer.Exit(1)
+        console.print(f"[green]OK[/] {len(export.patches)} patches match a fresh export of {ref} ({export.tip[:12]})")
+        return
+    removed = write_export(export, config.series_dir)
+    for patch in export.patches:
+        console.print(f"{patch.name}  <- {patch.commit[:12]} {patch.subject}")
+    for name in removed:
+        console.print(f"[yellow]removed[/] {name} (no longer on the fork branch)")
+    console.print(f"wrote {len(export.patches)} patches and {config.series_dir / 'series'} (base {export.base[:12]})")
+
+
+@app.command("import")
+def import_command(
+    branch: str = typer.Option(..., "--branch", help="the branch to create, one commit per patch"),
+    repo: Path = REPO_OPTION,
+    base: Optional[str] = typer.Option(None, "--base", help="fork commit of the pristine tree (PyPI/path pins)"),
+    force: bool = typer.Option(False, "--force", help="replace the branch if it exists"),
+) -> None:
+    """Make a git branch at the pinned base with one commit per patch, for editing the series as commits."""
+    from forklift.fork.git import Git
+    from forklift.fork.importer import import_series
+    from forklift.series.model import load_series
+
+    config = load()
+    series = load_series(config.series_dir)
+    made = import_series(Git(repo), _base(config, base), branch, series.patches, force=force)
+    for item in made:
+        console.print(f"{item.commit[:12]} {item.patch}")
+    console.print(f"branch {branch}: {len(made)} commits on {_base(config, base)[:12]}")
+
+
+@app.command()
+def replay(
+    against: Optional[str] = typer.Option(None, "--against", help="fork ref to compare with (default: SOURCE's commit)"),
+    repo: Path = REPO_OPTION,
+) -> None:
+    """Apply the series to the pristine tree and compare with the fork's tree over upstream's paths."""
+    from forklift.fork.binding import SOURCE_FILE, load_binding
+    from forklift.fork.git import Git
+    from forklift.fork.replay import replay as run_replay
+    from forklift.series.model import load_series
+
+    config = load()
+    ref = against or load_binding(config.root / SOURCE_FILE).commit
+    result = run_replay(Git(repo), ref, _pristine(config).path, load_series(config.series_dir).patches)
+    for difference in result.differences:
+        console.print(f"[red]differs[/] {difference}")
+    verdict = "[green]identical[/]" if result.identical else "[red]NOT identical[/]"
+    console.print(f"{len(result.differences)} differing files of {result.compared} compared "
+                  f"(series vs {ref} at {result.tip[:12]}): {verdict}")
+    if not result.identical:
+        raise typer.Exit(1)
+
+
+def _binding_base(config) -> tuple[str, Optional[str]]:
+    """(pinned base commit, upstream tag that must still name it) for the binding checks."""
+    from forklift.config.schema import GitPin
+
+    pin = config.data.upstream
+    return (pin.commit, pin.tag) if isinstance(pin, GitPin) else (_base(config, None), None)
+
+
+def _report_binding(failures) -> None:
+    for failure in failures:
+        console.print(f"[red]FAIL[/] {failure}")
+    if failures:
+        raise typer.Exit(1)
+
+
+@source_app.command("bind")
+def source_bind(
+    commit: str = typer.Argument(..., help="the fork commit the series was exported from"),
+    branch: str = typer.Option(..., "--branch", help="the published branch as a ref of the fork repo (origin/NAME)"),
+    tag: Optional[str] = typer.Option(None, "--tag", help="upstream tag in the fork that must keep naming the base"),
+    repo: Path = REPO_OPTION,
+) -> None:
+    """Record COMMIT in SOURCE after checking it exists, is published, descends from the base and moves forward."""
+    from forklift.fork.binding import SOURCE_FILE, SourceBinding, load_binding, verify_binding
+    from forklift.fork.git import Git
+    from forklift.receipts.store import write_atomic
+
+    config = load()
+    fork = Git(repo)
+    fork.ensure_repo()
+    path = config.root / SOURCE_FILE
+    previous = load_binding(path).commit if path.exists() else None
+    base, pinned_tag = _binding_base(config)
+    binding = SourceBinding(commit=fork.commit_of(commit, "fork commit"), branch=branch, tag=tag or pinned_tag)
+    _report_binding(verify_binding(fork, binding, base, previous))
+    write_atomic(path, binding.render())
+    console.print(f"wrote {path}: {binding.commit[:12]} on {branch}")
+
+
+@source_app.command("verify")
+def source_verify(repo: Path = REPO_OPTION) -> None:
+    """Check SOURCE: the commit exists, is on the published branch, descends from the base, only moved forward."""
+    from forklift.fork.binding import SOURCE_FILE, load_binding, previous_commit, verify_binding
+    from forklift.fork.git import Git
+
+    config = load()
+    path = config.root / SOURCE_FILE
+    binding = load_binding(path)
+    base, pinned_tag = _binding_base(config)
+    if pinned_tag and not binding.tag:
+        binding = replace(binding, tag=pinned_tag)
+    _report_binding(verify_binding(Git(repo), binding, base, previous_commit(path, binding.commit)))
+    console.print(f"[green]OK[/] {binding.commit[:12]} is published on {binding.branch} and descends from {base[:12]}")
+
+
+@app.command()
+def manifest(
+    write: bool = typer.Option(False, "--write", help="(re)write patches/MANIFEST.toml from today's series"),
+) -> None:
+    """Check the lost-work manifest against the series, or write one requiring every file it touches today."""
+    from forklift.receipts.store import write_atomic
+    from forklift.series.manifest import MANIFEST_FILE, check_manifest, load_manifest, render_manifest
+    from forklift.series.model import load_series
+
+    config = load()
+    series = load_series(config.series_dir)
+    touched = {p for patch in series.patches for p in patch.paths}
+    if write:
+        old = load_manifest(config.series_dir)
+        write_atomic(config.series_dir / MANIFEST_FILE, render_manifest(touched, old.lines if old else None))
+        console.print(f"wrote {config.series_dir / MANIFEST_FILE}: {len(touched)} files")
+        return
+    lost = check_manifest(config.series_dir, series.patches, touched)
+    for item in lost:
+        console.print(f"[red]lost work[/] {item.message}")
+    if lost:
+        raise typer.Exit(1)
+    console.print("[green]OK[/] the series carries everything the manifest requires")

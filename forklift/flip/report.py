@@ -1,0 +1,132 @@
+"""The flip report: one record for the table, the JSON, the receipt body and the markdown for the PR."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from forklift.flip.triage import BLOCKING, PatchTriage
+
+VERDICT_TEXT = {
+    "applies": "applies exactly",
+    "offset": "applies at an offset",
+    "already-upstream": "already upstream: retire",
+    "partly-upstream": "partly upstream",
+    "conflicts": "conflicts",
+    "file-gone": "file gone upstream",
+}
+
+
+class HunkNote(BaseModel):
+    file: str
+    index: int
+    status: str
+    offset: int = 0
+
+
+class PatchRow(BaseModel):
+    name: str
+    verdict: str
+    description: str = ""
+    files: list[str]
+    hunks: list[HunkNote]
+    problems: list[str] = Field(default_factory=list)
+    upstream_changed: list[str] = Field(default_factory=list)
+    needs_look: bool = False
+
+    @classmethod
+    def of(cls, t: PatchTriage, description: str) -> "PatchRow":
+        return cls(name=t.name, verdict=t.verdict, description=description, files=list(t.files),
+                   hunks=[HunkNote(file=h.file, index=h.index, status=h.status, offset=h.offset) for h in t.hunks],
+                   problems=list(t.problems), upstream_changed=list(t.upstream_changed), needs_look=t.needs_look)
+
+    def detail(self) -> str:
+        """What a reviewer needs on one line: why it conflicts, or where it moved."""
+        if self.problems:
+            return "; ".join(self.problems)
+        moved = [f"{h.file}#{h.index} {h.offset:+d}" for h in self.hunks if h.status == "offset"]
+        upstream = [f"{h.file}#{h.index}" for h in self.hunks if h.status == "already-applied"]
+        parts = []
+        if upstream and self.verdict == "partly-upstream":
+            parts.append("upstream carries " + ", ".join(upstream))
+        if moved:
+            parts.append("moved " + ", ".join(moved))
+        return "; ".join(parts)
+
+
+class KnobDelta(BaseModel):
+    """The engine's environment-knob registry on the old and the new tree."""
+
+    tree: str  # "pristine" or "patched"
+    before: int
+    after: int
+    added: list[str]
+    removed: list[str]
+    unregistered_before: int = 0
+    unregistered_after: int = 0
+
+
+class FlipReport(BaseModel):
+    old: str  # labels, e.g. "vllm 0.32.0 (sdist vllm-0.32.0.tar.gz)"
+    new: str
+    new_pin: dict
+    patches: list[PatchRow]
+    knobs: list[KnobDelta] = Field(default_factory=list)
+    knobs_skipped: str | None = None  # why there is no knob section (not a vLLM tree)
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for p in self.patches if p.verdict == verdict)
+
+    @property
+    def blocked(self) -> list[PatchRow]:
+        return [p for p in self.patches if p.verdict in BLOCKING]
+
+    @property
+    def retired(self) -> list[PatchRow]:
+        return [p for p in self.patches if p.verdict == "already-upstream"]
+
+    @property
+    def needs_look(self) -> list[PatchRow]:
+        return [p for p in self.patches if p.needs_look]
+
+    def summary(self) -> str:
+        counts = [f"{self.count(v)} {VERDICT_TEXT[v]}" for v in VERDICT_TEXT if self.count(v)]
+        return f"{len(self.patches)} patches: " + ", ".join(counts)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").strip() or "-"
+
+
+def render_markdown(report: FlipReport) -> str:
+    """The flip report for the pull request that moves the pin."""
+    lines = [f"# Flip {report.old} → {report.new}", "", report.summary() + ".", ""]
+    if report.blocked:
+        lines += [f"**Blocked:** {len(report.blocked)} patch(es) do not apply; the pin cannot move until they "
+                  "are re-cut.", ""]
+    lines += ["| # | patch | verdict | needs a look | detail |", "|---|---|---|---|---|"]
+    for number, p in enumerate(report.patches, 1):
+        look = "yes: upstream changed " + ", ".join(f"`{f}`" for f in p.upstream_changed) if p.needs_look else ""
+        lines.append(f"| {number} | `{p.name}` | {VERDICT_TEXT[p.verdict]} | {_cell(look)} | {_cell(p.detail())} |")
+    if report.retired:
+        lines += ["", "## Retire (upstream carries them)", ""]
+        lines += [f"- `{p.name}`: {p.description or 'no description'}" for p in report.retired]
+    if report.needs_look:
+        lines += ["", "## Needs a human look", "",
+                  "These apply cleanly, but upstream changed the files they touch between the two releases:", ""]
+        lines += [f"- `{p.name}`: " + ", ".join(f"`{f}`" for f in p.upstream_changed) for p in report.needs_look]
+    lines += ["", "## Environment knobs", ""]
+    if report.knobs_skipped:
+        lines.append(report.knobs_skipped)
+    else:
+        lines += ["| tree | before | after | added | removed | unregistered reads |", "|---|---|---|---|---|---|"]
+        for k in report.knobs:
+            lines.append(f"| {k.tree} | {k.before} | {k.after} | {_names(k.added)} | {_names(k.removed)} | "
+                         f"{k.unregistered_before} → {k.unregistered_after} |")
+    return "\n".join(lines) + "\n"
+
+
+def _names(names: list[str]) -> str:
+    if not names:
+        return "-"
+    shown = ", ".join(f"`{n}`" for n in names[:12])
+    return shown + (f" and {len(names) - 12} more" if len(names) > 12 else "")

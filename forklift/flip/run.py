@@ -1,0 +1,184 @@
+"""The edge of `forklift flip`: resolve and materialize the new release, triage, knobs, receipt, --write."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from forklift.config import Config
+from forklift.config.load import parse_config
+from forklift.config.schema import GitPin, PathPin, PypiPin
+from forklift.errors import ForkliftError, UsageError
+from forklift.flip.report import FlipReport, KnobDelta, PatchRow
+from forklift.flip.triage import PatchTriage, triage
+from forklift.receipts import new_receipt, write_receipt
+from forklift.receipts.store import write_atomic
+from forklift.series.check import tree_reader
+from forklift.series.engine import apply_series
+from forklift.series.manifest import MANIFEST_FILE, load_manifest, render_manifest
+from forklift.series.model import SERIES_FILE, Series, load_series
+from forklift.series.render import patches_md
+
+
+@dataclass(frozen=True)
+class FlipResult:
+    report: FlipReport
+    verdicts: list[PatchTriage]
+    receipt: Path
+    written: list[Path]
+
+
+def new_pin(pin: PypiPin | GitPin, version: str, root: Path) -> PypiPin | GitPin:
+    """The pin moved to `version`: for PyPI the same artifact kind with the sha256 the index gives,
+    for git the tag `version` bound to the commit it names now."""
+    from forklift.source import git
+    from forklift.source.index import resolve_pypi_file
+
+    if isinstance(pin, GitPin):
+        return pin.model_copy(update={"tag": version, "commit": git.remote_tag_commit(git.resolve_url(pin.url, root), version)})
+
+    wheel = bool(pin.filename and pin.filename.endswith(".whl"))
+    found = resolve_pypi_file(pin.package, version, wheel=wheel)
+    if not found.sha256:
+        raise ForkliftError(f"the index gives no sha256 for {found.filename}: forklift will not pin an unverifiable file")
+    return pin.model_copy(update={"version": version, "sha256": found.sha256,
+                                  "filename": found.filename if pin.filename else None})
+
+
+def patched_view(pristine: Path, files: dict[str, bytes | None], dest: Path) -> Path:
+    """A tree equal to pristine plus `files`, made of hard links (copies across file systems)."""
+    for folder, dirs, names in os.walk(pristine):
+        rel = os.path.relpath(folder, pristine)
+        target = dest / rel
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            src = os.path.join(folder, name)
+            try:
+                os.link(src, target / name, follow_symlinks=False)
+            except OSError:
+                shutil.copy2(src, target / name, follow_symlinks=False)
+    for path, content in files.items():
+        out = dest / path
+        out.unlink(missing_ok=True)  # never write through a hard link into the pristine cache
+        if content is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(content)
+    return dest
+
+
+def knob_deltas(old: Path, new: Path, old_files: dict, new_files: dict) -> tuple[list[KnobDelta], str | None]:
+    """The knob registry before and after, on the pristine trees and on the patched trees."""
+    from forklift.knobs import registry
+
+    if not (old / "vllm" / "envs.py").is_file() or not (new / "vllm" / "envs.py").is_file():
+        return [], "not compared: the trees have no vllm/envs.py (not a vLLM tree)"
+    deltas = [_delta("pristine", registry(old), registry(new))]
+    with tempfile.TemporaryDirectory(prefix="forklift-flip-") as scratch:
+        before = registry(patched_view(old, old_files, Path(scratch) / "old"))
+        after = registry(patched_view(new, new_files, Path(scratch) / "new"))
+    deltas.append(_delta("patched", before, after))
+    return deltas, None
+
+
+def _delta(tree: str, before, after) -> KnobDelta:
+    old, new = set(before.names), set(after.names)
+    return KnobDelta(tree=tree, before=len(old), after=len(new), added=sorted(new - old), removed=sorted(old - new),
+                     unregistered_before=len(before.unregistered), unregistered_after=len(after.unregistered))
+
+
+def run_flip(config: Config, version: str, receipts_dir: Path | None = None, progress=None,
+             write: bool = False) -> FlipResult:
+    from forklift.source import materialize
+
+    pin = config.data.upstream
+    if isinstance(pin, PathPin):
+        raise UsageError(f"{config.path}: upstream.source is 'path': a local pin has no versions to flip to")
+    if version == (pin.version if isinstance(pin, PypiPin) else pin.tag):
+        raise UsageError(f"{config.path}: the pin is already at {version}")
+    series = load_series(config.series_dir)
+    target = new_pin(pin, version, config.root)
+    old_tree = materialize(pin, config.root, progress=progress)
+    new_tree = materialize(target, config.root, progress=progress)
+    old_read, new_read = tree_reader(old_tree.path), tree_reader(new_tree.path)
+    verdicts, new_overlay = triage(old_read, new_read, series.patches)
+    _, old_overlay = apply_series(old_read, series.patches)
+    knobs, skipped = knob_deltas(old_tree.path, new_tree.path, old_overlay.files, new_overlay.files)
+    report = FlipReport(
+        old=old_tree.label, new=new_tree.label, new_pin=target.model_dump(exclude_none=True),
+        patches=[PatchRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)],
+        knobs=knobs, knobs_skipped=skipped,
+    )
+    written = write_flip(config, series, target, verdicts, report) if write and not report.blocked else []
+    receipt = new_receipt("flip", status="failed" if report.blocked else "ok", pin=target.model_dump(),
+                          body={**report.model_dump(), "written": [str(p) for p in written]})
+    path = write_receipt(receipt, receipts_dir or config.root / "receipts")
+    return FlipResult(report=report, verdicts=verdicts, receipt=path, written=written)
+
+
+def rewrite_pin(text: str, pin: PypiPin | GitPin) -> str:
+    """forklift.toml with the [upstream] values that move (version, sha256, filename; tag, commit)
+    replaced in place, so comments and layout survive."""
+    section = re.search(r"(?ms)^\[upstream\][^\n]*\n(.*?)(?=^\[|\Z)", text)
+    if not section:
+        raise ForkliftError("forklift.toml has no [upstream] table to rewrite (inline pins are not rewritten)")
+    body = section.group(1)
+    for key in ("version", "sha256", "filename") if isinstance(pin, PypiPin) else ("tag", "commit"):
+        value = getattr(pin, key)
+        line = re.compile(rf'(?m)^({key}\s*=\s*)"[^"\n]*"')
+        if line.search(body):
+            body = line.sub(lambda m: f'{m.group(1)}"{value}"', body, count=1)
+        elif value is not None:
+            raise ForkliftError(f"forklift.toml: [upstream] has no {key} line to rewrite")
+    return text[: section.start(1)] + body + text[section.end(1):]
+
+
+def write_flip(config: Config, series: Series, pin: PypiPin | GitPin, verdicts: list[PatchTriage],
+               report: FlipReport) -> list[Path]:
+    """Move the pin and the series; refused (nothing written) when any patch conflicts or lost its file."""
+    if report.blocked:
+        names = ", ".join(p.name for p in report.blocked)
+        raise ForkliftError(f"not written: {len(report.blocked)} patch(es) do not apply on {report.new}: {names}")
+    toml_text = rewrite_pin(config.path.read_text(encoding="utf-8"), pin)
+    if parse_config(toml_text, config.path).data.upstream != pin:
+        raise ForkliftError(f"{config.path}: rewriting the pin did not give the new pin (edit it by hand)")
+    series_file = config.series_dir / SERIES_FILE
+    retired = {t.name for t in verdicts if t.verdict == "already-upstream"}
+    series_lines = []
+    for raw in series_file.read_text(encoding="utf-8").splitlines():
+        name = raw.split("#", 1)[0].split()
+        if name and name[0] in retired:
+            raw = f"# retired: {name[0]} (already upstream in {report.new})"
+        series_lines.append(raw)
+    written = [config.path, series_file]
+    write_atomic(config.path, toml_text)
+    write_atomic(series_file, "\n".join(series_lines) + "\n")
+    for t in verdicts:
+        if t.refreshed is not None:
+            write_atomic(config.series_dir / t.name, t.refreshed)
+            written.append(config.series_dir / t.name)
+    for name in sorted(retired):
+        (config.series_dir / name).unlink()
+    fresh = load_series(config.series_dir)
+    written += _drop_retired_from_manifest(config, fresh, retired)
+    if config.patches_md is not None:
+        write_atomic(config.patches_md, patches_md(list(fresh.patches), list(fresh.retired)))
+        written.append(config.patches_md)
+    return written
+
+
+def _drop_retired_from_manifest(config: Config, fresh: Series, retired: set[str]) -> list[Path]:
+    """Upstream now carries the retired patches' work: stop requiring the series to carry it."""
+    manifest = load_manifest(config.series_dir)
+    if manifest is None or not retired:
+        return []
+    still = {p for patch in fresh.patches for p in patch.paths}
+    files = [f for f in manifest.files if f in still]
+    lines = {name: wanted for name, wanted in manifest.lines.items() if name not in retired}
+    if files == list(manifest.files) and lines == manifest.lines:
+        return []
+    write_atomic(manifest.path, render_manifest(files, lines))
+    return [config.series_dir / MANIFEST_FILE]
