@@ -24,6 +24,8 @@ class WorkloadIdentity(BaseModel):
     max_tokens: int | None = None
     salted: bool = True
     endpoint: Literal["chat", "completions"] = "chat"
+    prompts: int | None = Field(default=None, description="number of distinct prompts in the workload")
+    salt_nonce: str | None = Field(default=None, description="what the per-request salts derive from (not hashed)")
 
 
 class Cell(BaseModel):
@@ -57,3 +59,7 @@ class BenchBody(BaseModel):
     cells: list[Cell] = Field(default_factory=list)
     boot: dict[str, Any] | None = Field(default=None, description="boot facts when forklift launched the server")
     source: str | None = Field(default=None, description="for imports: the file it was read from")
+    server_info: dict[str, Any] = Field(
+        default_factory=dict, description="what the server states about itself in /metrics (KV pool tokens, blocks)"
+    )
+    client: dict[str, Any] = Field(default_factory=dict, description="the measuring client: library, timeout, pacing")

@@ -29,6 +29,10 @@ class RequestRecord(BaseModel):
     tokens_from: Literal["usage", "client"] | None = Field(
         default=None, description="usage: the server's count; client: counted from chunks, marked so"
     )
+    chunk_tokens_from: Literal["usage", "one_per_chunk"] | None = Field(
+        default=None,
+        description="usage: per-chunk counts from the server's running usage; one_per_chunk: assumed, so ITL is per chunk",
+    )
     finish_reason: str | None = None
     status: int | None = Field(default=None, description="HTTP status")
     error_kind: ErrorKind | None = None
@@ -57,6 +61,20 @@ class RequestRecord(BaseModel):
         if self.end is None or self.first_token is None or not n or n < 2:
             return None
         return (self.end - self.first_token) / (n - 1)
+
+    @property
+    def itls(self) -> list[float]:
+        """Inter-token latencies: each chunk gap divided across the tokens it carried.
+
+        A speculative step delivers several tokens in one chunk; charging the whole gap to
+        one token (vLLM issue 27485) would inflate ITL by the acceptance length. Tokens
+        beyond the first in the first chunk arrived with it and belong to TTFT.
+        """
+        out: list[float] = []
+        for (prev, _), (now, tokens) in zip(self.chunks, self.chunks[1:]):
+            if tokens > 0:
+                out.extend([(now - prev) / tokens] * tokens)
+        return out
 
     @property
     def decode_tps(self) -> float | None:

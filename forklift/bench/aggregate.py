@@ -1,0 +1,66 @@
+"""Per-cell aggregates from request records (numpy). Pure: records in, numbers out.
+
+Definitions follow `vllm bench serve` so the numbers read the same:
+TTFT = first content chunk - send; TPOT = (E2E - TTFT) / (tokens - 1), per request;
+ITL = chunk gaps divided across the tokens each chunk carried; E2E = end - send.
+Latencies are in milliseconds. Aggregate decode = concurrency x 1000 / median TPOT (ms):
+the decode rate C streams sustain, using the median so a few slow requests do not move it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+import numpy as np
+
+from forklift.client.records import RequestRecord
+
+PERCENTILES = (50, 90, 99)
+
+
+def distribution(values_s: Sequence[float]) -> dict[str, float] | None:
+    """mean / median / p90 / p99 in ms, or None when nothing was measured."""
+    if len(values_s) == 0:
+        return None
+    ms = np.asarray(values_s, dtype=float) * 1000.0
+    median, p90, p99 = np.percentile(ms, PERCENTILES)
+    return {"mean": float(ms.mean()), "median": float(median), "p90": float(p90), "p99": float(p99)}
+
+
+def aggregate(records: Sequence[RequestRecord], *, concurrency: int, duration_s: float | None) -> dict[str, Any]:
+    ok = [r for r in records if r.ok]
+    failures = Counter(r.error_kind for r in records if not r.ok)
+    output_tokens = int(sum(r.completion_tokens or 0 for r in ok))
+    tpots = [t for r in ok if (t := r.tpot) is not None]
+    itls = [gap for r in ok for gap in r.itls]
+    out: dict[str, Any] = {
+        "requests": len(records),
+        "ok": len(ok),
+        "failures": dict(sorted((str(k), v) for k, v in failures.items())),
+        "input_tokens": int(sum(r.prompt_tokens or 0 for r in ok)),
+        "output_tokens": output_tokens,
+        "duration_s": duration_s,
+        "ttft_ms": distribution([r.ttft for r in ok if r.ttft is not None]),
+        "tpot_ms": distribution(tpots),
+        "itl_ms": distribution(itls),
+        "e2e_ms": distribution([r.e2e for r in ok if r.e2e is not None]),
+        "tokens_from_client": sum(1 for r in ok if r.tokens_from == "client"),
+    }
+    if tpots:
+        median_tpot = float(np.median(tpots))
+        out["per_stream_decode_tok_s"] = 1.0 / median_tpot
+        out["aggregate_decode_tok_s"] = concurrency / median_tpot
+        out["aggregate_decode_basis"] = "concurrency x 1000 / median TPOT (ms)"
+    if duration_s:
+        out["e2e_tok_s"] = output_tokens / duration_s
+        out["request_per_s"] = len(ok) / duration_s
+    return out
+
+
+def run_duration(records: Sequence[RequestRecord]) -> float | None:
+    """Wall time of one run: first send to last end (records of one run share a time base)."""
+    ends = [r.end for r in records if r.end is not None]
+    if not records or not ends:
+        return None
+    return max(ends) - min(r.send for r in records)

@@ -1,0 +1,116 @@
+"""Server counters from Prometheus /metrics: snapshots, deltas over a cell, and what they mean.
+
+Speculative-decoding tok/step and prefix-cache hits are only readable as deltas of
+server-wide counters, so every run is bracketed by two scrapes. A metric the server
+does not expose stays absent (None): it is never read as zero.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from forklift.bench.vllm_metrics import MISSING_FROM_ADAPTER
+from forklift.engines import adapter
+
+# family -> {frozenset(labels): value}; counters summed over their `_total` samples.
+Snapshot = dict[str, dict[frozenset, float]]
+
+COUNTER_ROLES = (
+    "spec_drafts",
+    "spec_draft_tokens",
+    "spec_accepted_tokens",
+    "prefix_cache_queries",
+    "prefix_cache_hits",
+    "preemptions",
+    "generation_tokens",
+    "prompt_tokens",
+)
+PER_POSITION_ROLE = "spec_accepted_per_pos"
+
+
+def metric_names(engine: str) -> dict[str, str]:
+    """Role -> family name: the engine adapter's, plus the stopgap list until the adapter has them."""
+    return {**MISSING_FROM_ADAPTER, **adapter(engine).metrics}
+
+
+def parse_snapshot(text: str) -> Snapshot:
+    snapshot: Snapshot = {}
+    for family in text_string_to_metric_families(text):
+        values = snapshot.setdefault(family.name, {})
+        for sample in family.samples:
+            if sample.name in (family.name, family.name + "_total"):
+                values[frozenset(sample.labels.items())] = sample.value
+    return snapshot
+
+
+async def scrape(session: aiohttp.ClientSession, base_url: str) -> Snapshot | None:
+    """The server's /metrics, parsed; None when it has none (any OpenAI server may be benched)."""
+    try:
+        async with session.get(base_url.rstrip("/") + "/metrics", timeout=aiohttp.ClientTimeout(total=30)) as response:
+            if response.status != 200:
+                return None
+            return parse_snapshot(await response.text())
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return None
+
+
+def counter_deltas(before: Snapshot, after: Snapshot, names: dict[str, str]) -> dict[str, Any]:
+    """Raw counter movement between two snapshots, by role (only roles the server exposes)."""
+    out: dict[str, Any] = {}
+    for role in COUNTER_ROLES:
+        family = names.get(role)
+        if family in after:
+            out[role] = sum(after[family].values()) - sum(before.get(family, {}).values())
+    family = names.get(PER_POSITION_ROLE)
+    if family in after:
+        per_pos: dict[str, float] = defaultdict(float)
+        for labels, value in after[family].items():
+            per_pos[dict(labels).get("position", "?")] += value
+        for labels, value in before.get(family, {}).items():
+            per_pos[dict(labels).get("position", "?")] -= value
+        out[PER_POSITION_ROLE] = dict(per_pos)
+    return out
+
+
+def add_deltas(total: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    """Sum raw deltas of several runs (the kept ones)."""
+    out = dict(total)
+    for role, value in delta.items():
+        if isinstance(value, dict):
+            merged = dict(out.get(role, {}))
+            for key, v in value.items():
+                merged[key] = merged.get(key, 0.0) + v
+            out[role] = merged
+        else:
+            out[role] = out.get(role, 0.0) + value
+    return out
+
+
+def derive(raw: dict[str, Any]) -> dict[str, Any]:
+    """Raw deltas plus what they mean: tok/step = 1 + accepted/drafts, per-position acceptance, hit rate."""
+    out = {role: (int(v) if isinstance(v, float) and v.is_integer() else v) for role, v in raw.items()}
+    drafts = raw.get("spec_drafts")
+    if drafts:
+        out["tok_per_step"] = 1.0 + raw.get("spec_accepted_tokens", 0.0) / drafts
+        if raw.get("spec_draft_tokens"):
+            out["acceptance_rate"] = raw.get("spec_accepted_tokens", 0.0) / raw["spec_draft_tokens"]
+        per_pos = raw.get(PER_POSITION_ROLE) or {}
+        positions = sorted(per_pos, key=lambda p: int(p) if p.isdigit() else 1 << 30)
+        out["acceptance_per_position"] = [per_pos[p] / drafts for p in positions]
+    if raw.get("prefix_cache_queries"):
+        out["prefix_cache_hit_rate"] = raw.get("prefix_cache_hits", 0.0) / raw["prefix_cache_queries"]
+    return out
+
+
+def server_info(snapshot: Snapshot | None, names: dict[str, str]) -> dict[str, Any]:
+    """Facts the server states about itself (KV pool size, blocks) from its info metric's labels."""
+    family = names.get("cache_config")
+    if not snapshot or family not in snapshot:
+        return {}
+    labels = dict(next(iter(snapshot[family])))
+    wanted = ("kv_cache_size_tokens", "num_gpu_blocks", "block_size", "enable_prefix_caching")
+    return {key: labels[key] for key in wanted if key in labels}

@@ -1,0 +1,222 @@
+"""Run a bench: cells (single stream, concurrency sweep, batch), repeated runs, pacing, scrapes.
+
+Each cell: for every run, prepare the requests (fresh salt per run), scrape /metrics,
+send them at the cell's concurrency (optionally paced by a Poisson/gamma arrival
+process), scrape again. Statistics use the kept runs only (the warm-up is dropped by
+default); every record of every run stays in the receipt. A server that stops
+accepting connections ends the bench: the receipt is then partial, never silently short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from forklift.bench.aggregate import aggregate, run_duration
+from forklift.bench.metrics import add_deltas, counter_deltas, derive, metric_names, scrape, server_info
+from forklift.bench.recorder import BenchRecorder
+from forklift.bench.schema import Cell
+from forklift.client.records import RequestRecord
+from forklift.client.stream import PreparedRequest, StreamClient
+from forklift.errors import UsageError
+from forklift.receipts.envelope import Status
+from forklift.workload import Workload, prepare
+
+UNREACHABLE = ("connect", "server_gone")  # nothing more can be measured: stop sending
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    name: str
+    concurrency: int
+    requests: int | None = None  # None: the workload's prompts once
+    rate: float | None = None  # requests per second; None: as fast as the concurrency allows
+    burstiness: float = 1.0  # gamma shape of the arrival gaps; 1.0 is Poisson
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    url: str
+    model: str
+    workload: Workload
+    cells: tuple[CellSpec, ...]
+    runs: int = 1
+    keep: Literal["last", "all"] = "last"
+    timeout: float = 600.0
+    engine: str = "vllm"
+    seed: int = 0  # of the pacing process
+    client: dict[str, Any] = field(default_factory=dict)
+
+    def kept_runs(self) -> list[int]:
+        return [self.runs - 1] if self.keep == "last" else list(range(self.runs))
+
+
+class Progress(Protocol):
+    def start(self, cell: str, run: int, total: int) -> None: ...
+    def advance(self, record: RequestRecord) -> None: ...
+
+
+class _Silent:
+    def start(self, cell: str, run: int, total: int) -> None:
+        pass
+
+    def advance(self, record: RequestRecord) -> None:
+        pass
+
+
+def cell_specs(
+    mode: str, concurrencies: list[int], requests: int | None, rate: float | None, burstiness: float
+) -> tuple[CellSpec, ...]:
+    """The cells a mode measures: single = C1 over the cohort; sweep = one cell per C; batch = N at C."""
+    if any(c < 1 for c in concurrencies):
+        raise UsageError(f"--concurrency {','.join(map(str, concurrencies))}: every value must be >= 1")
+    if requests is not None and requests < 1:
+        raise UsageError(f"--requests {requests}: must be >= 1")
+    if rate is not None and rate <= 0:
+        raise UsageError(f"--rate {rate}: must be > 0 requests per second")
+    if burstiness <= 0:
+        raise UsageError(f"--burstiness {burstiness}: must be > 0")
+    if mode == "single":
+        return (CellSpec("single", 1, requests, rate, burstiness),)
+    if mode == "sweep":
+        return tuple(CellSpec(f"c{c}", c, requests, rate, burstiness) for c in concurrencies)
+    if mode == "batch":
+        if len(concurrencies) != 1 or requests is None:
+            raise UsageError("--mode batch needs one --concurrency C and --requests N")
+        c = concurrencies[0]
+        return (CellSpec(f"batch-n{requests}-c{c}", c, requests, rate, burstiness),)
+    raise UsageError(f"--mode {mode!r}: expected single, sweep or batch")
+
+
+async def send_all(
+    client: StreamClient,
+    requests: list[PreparedRequest],
+    spec: CellSpec,
+    *,
+    run: int,
+    zero: float,
+    recorder: BenchRecorder,
+    cell: Cell,
+    progress: Progress,
+    rng: np.random.Generator,
+) -> bool:
+    """Send one run's requests at the cell's concurrency; True when the server became unreachable."""
+    slots = asyncio.Semaphore(spec.concurrency)
+    unreachable = asyncio.Event()
+    tasks: set[asyncio.Task] = set()
+
+    async def one(request: PreparedRequest) -> None:
+        record = RequestRecord(prompt_id=request.prompt_id, run=run, send=time.perf_counter() - zero)
+        try:
+            await client.fill(record, request, zero)
+        finally:  # on cancellation too: an interrupted request is still recorded
+            recorder.add(cell, record)
+            progress.advance(record)
+            slots.release()
+        if record.error_kind in UNREACHABLE:
+            unreachable.set()
+
+    try:
+        for index, request in enumerate(requests):
+            if spec.rate and index:
+                await asyncio.sleep(rng.gamma(spec.burstiness, 1.0 / (spec.rate * spec.burstiness)))
+            await slots.acquire()
+            if unreachable.is_set():
+                break
+            tasks.add(asyncio.create_task(one(request)))
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return unreachable.is_set()
+
+
+def cross_check(metrics: dict[str, Any], records: list[RequestRecord]) -> dict[str, Any]:
+    """Server generation-token delta vs the completion tokens the client saw (equal when alone on the server)."""
+    server = metrics.get("generation_tokens")
+    if server is None:
+        return {}
+    client_tokens = int(sum(r.completion_tokens or 0 for r in records))
+    out = {"server_generation_tokens": server, "client_completion_tokens": client_tokens, "match": server == client_tokens}
+    if not out["match"]:
+        out["note"] = (
+            "mismatch: another client shared the server, a failed request's tokens never reached us, "
+            "or the server counts differently"
+        )
+    return out
+
+
+def finish_cell(cell: Cell, plan: BenchPlan, raw: dict[str, Any] | None, durations: list[float]) -> None:
+    kept = [r for r in cell.requests if r.run in cell.kept_runs]
+    cell.duration_s = sum(durations) if durations else None
+    cell.aggregate = aggregate(kept, concurrency=cell.concurrency, duration_s=cell.duration_s)
+    cell.metrics_delta = derive(raw) if raw is not None else {}
+    cell.cross_check = cross_check(cell.metrics_delta, kept)
+
+
+def status_of(cells: list[Cell]) -> Status:
+    records = [r for cell in cells for r in cell.requests]
+    if not any(r.ok for r in records):
+        return "failed"
+    if all(cell.complete for cell in cells) and all(r.ok for r in records):
+        return "ok"
+    return "partial"
+
+
+async def run_bench(plan: BenchPlan, recorder: BenchRecorder, progress: Progress | None = None) -> Status:
+    """Measure every cell of the plan into the recorder's receipt; returns the receipt status."""
+    progress = progress or _Silent()
+    names = metric_names(plan.engine)
+    rng = np.random.default_rng(plan.seed)
+    connections = max(spec.concurrency for spec in plan.cells)
+    async with StreamClient(plan.url, timeout=plan.timeout, connections=connections) as client:
+        recorder.body.server_info = server_info(await scrape(client.session, plan.url), names)
+        for spec in plan.cells:
+            cell = Cell(
+                name=spec.name,
+                concurrency=spec.concurrency,
+                request_rate=spec.rate,
+                runs=plan.runs,
+                kept_runs=plan.kept_runs(),
+                complete=False,
+            )
+            recorder.body.cells.append(cell)
+            zero = time.perf_counter()
+            raw: dict[str, Any] | None = {}
+            durations: list[float] = []
+            unreachable = False
+            try:
+                for run in range(plan.runs):
+                    requests = await prepare(
+                        plan.workload, model=plan.model, run=run, count=spec.requests,
+                        session=client.session, base_url=plan.url,
+                    )
+                    progress.start(spec.name, run, len(requests))
+                    before = await scrape(client.session, plan.url)
+                    unreachable = await send_all(
+                        client, requests, spec, run=run, zero=zero, recorder=recorder, cell=cell,
+                        progress=progress, rng=rng,
+                    )
+                    after = None if unreachable else await scrape(client.session, plan.url)
+                    if run in cell.kept_runs:
+                        if raw is not None and before is not None and after is not None:
+                            raw = add_deltas(raw, counter_deltas(before, after, names))
+                        else:
+                            raw = None  # a missing scrape makes the deltas unknown, not zero
+                        duration = run_duration([r for r in cell.requests if r.run == run])
+                        if duration is not None:
+                            durations.append(duration)
+                    if unreachable:
+                        break
+                cell.complete = not unreachable
+            finally:
+                finish_cell(cell, plan, raw if cell.complete else None, durations)
+                recorder.flush()
+            if unreachable:
+                break
+    return status_of(recorder.body.cells)

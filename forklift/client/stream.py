@@ -1,0 +1,192 @@
+"""The async OpenAI-compatible streaming client: one request in, one RequestRecord out.
+
+Built on aiohttp: benchmarks/client_throughput.py measures it against httpx on the same
+fake server (aiohttp reads raw stream bytes about twice as fast), and the client's hot
+path is a read, an SSE split and a json.loads per chunk.
+
+Per-chunk token counts come from vLLM's running usage (`continuous_usage_stats`), which
+is exact under speculative decoding, where one chunk carries several tokens. A server
+that ignores it gets one token per content chunk, and the record says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from forklift.client.records import RequestRecord
+from forklift.client.sse import SSEDecoder
+
+Endpoint = Literal["chat", "completions"]
+PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """A request ready to send: the workload item after sampling and salt were applied."""
+
+    prompt_id: str
+    endpoint: Endpoint
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+class StreamClient:
+    """One HTTP session (a connection pool) shared by every request of a bench."""
+
+    def __init__(self, base_url: str, *, timeout: float = 600.0, connections: int = 1024, api_key: str | None = None):
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.connections = connections
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> "StreamClient":
+        connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=self.connections)
+        self._session = aiohttp.ClientSession(
+            connector=connector, headers=self.headers, timeout=aiohttp.ClientTimeout(total=self.timeout)
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("StreamClient used outside `async with`")
+        return self._session
+
+    async def send(self, request: PreparedRequest, *, zero: float, run: int = 0) -> RequestRecord:
+        record = RequestRecord(prompt_id=request.prompt_id, run=run, send=time.perf_counter() - zero)
+        await self.fill(record, request, zero)
+        return record
+
+    async def fill(self, record: RequestRecord, request: PreparedRequest, zero: float) -> None:
+        """Send `request` and fill `record` in place; failures land in the record, never raise.
+
+        Cancellation (Ctrl-C) marks the record interrupted and propagates, so the caller can
+        still keep what was measured.
+        """
+        record.send = time.perf_counter() - zero
+        body = {**request.body, "stream": True, "stream_options": STREAM_OPTIONS}
+        try:
+            await self._exchange(PATHS[request.endpoint], body, record, zero)
+        except asyncio.CancelledError:
+            _fail(record, "interrupted", "cancelled mid-request")
+            raise
+        except asyncio.TimeoutError:
+            _fail(record, "timeout", f"no complete answer within {self.timeout:g}s")
+        except aiohttp.ClientConnectorError as exc:
+            _fail(record, "connect", f"cannot connect to {self.base_url}: {exc.os_error}")
+        except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+            kind = "stream_cut" if await self.server_alive() else "server_gone"
+            _fail(record, kind, f"{type(exc).__name__}: {exc}")
+        except (ValueError, aiohttp.ClientResponseError) as exc:
+            _fail(record, "protocol", f"{type(exc).__name__}: {exc}")
+
+    async def server_alive(self) -> bool:
+        """Whether the server still accepts connections: tells a cut stream from a dead server."""
+        parts = urlsplit(self.base_url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, port), 2.0)
+        except (OSError, asyncio.TimeoutError):
+            return False
+        writer.close()
+        return True
+
+    async def _exchange(self, path: str, body: dict[str, Any], record: RequestRecord, zero: float) -> None:
+        async with self.session.post(self.base_url + path, json=body) as response:
+            record.status = response.status
+            if response.status != 200:
+                text = (await response.text(errors="replace"))[:300].replace("\n", " ")
+                _fail(record, "http", f"HTTP {response.status}: {text}")
+                return
+            stream = _StreamState(record, zero)
+            decoder = SSEDecoder()
+            async for data in response.content.iter_any():
+                now = time.perf_counter()
+                for payload in decoder.feed(data):
+                    if stream.event(payload, now):
+                        stream.finish(now)
+                        return
+            stream.finish(time.perf_counter(), cut=True)
+
+
+class _StreamState:
+    """Folds the events of one stream into its record."""
+
+    def __init__(self, record: RequestRecord, zero: float):
+        self.record = record
+        self.zero = zero
+        self.text: list[str] = []
+        self.usage: dict[str, Any] | None = None
+        self.seen_tokens = 0  # running completion_tokens from continuous usage
+        self.continuous = False
+
+    def event(self, payload: bytes, now: float) -> bool:
+        """Fold one SSE data payload in; True at the end of the stream."""
+        if payload == b"[DONE]":
+            return True
+        obj = json.loads(payload)
+        if "error" in obj:
+            error = obj["error"]
+            raise ValueError(f"server error in stream: {error.get('message', error) if isinstance(error, dict) else error}")
+        choices = obj.get("choices") or []
+        usage = obj.get("usage")
+        if usage:
+            self.usage = usage
+        if not choices:
+            return False
+        text = ""
+        for choice in choices:
+            delta = choice.get("delta")
+            if delta is not None:
+                text += (delta.get("content") or "") + (delta.get("reasoning_content") or delta.get("reasoning") or "")
+            else:
+                text += choice.get("text") or ""
+            if choice.get("finish_reason"):
+                self.record.finish_reason = choice["finish_reason"]
+        if usage and usage.get("completion_tokens") is not None:
+            self.continuous = True
+            tokens = usage["completion_tokens"] - self.seen_tokens
+            self.seen_tokens = usage["completion_tokens"]
+        else:
+            tokens = 1 if text else 0
+        if tokens > 0 or text:
+            at = now - self.zero
+            if self.record.first_token is None:
+                self.record.first_token = at
+            self.record.chunks.append((at, tokens))
+            self.text.append(text)
+        return False
+
+    def finish(self, now: float, cut: bool = False) -> None:
+        record = self.record
+        record.end = now - self.zero
+        record.output_sha256 = hashlib.sha256("".join(self.text).encode()).hexdigest()
+        record.chunk_tokens_from = "usage" if self.continuous else "one_per_chunk"
+        if self.usage and self.usage.get("completion_tokens") is not None:
+            record.completion_tokens = self.usage["completion_tokens"]
+            record.prompt_tokens = self.usage.get("prompt_tokens")
+            record.tokens_from = "usage"
+        else:
+            record.completion_tokens = sum(tokens for _, tokens in record.chunks)
+            record.tokens_from = "client"
+        # A server that closes after its finish_reason without [DONE] has still finished.
+        if cut and record.finish_reason is None:
+            _fail(record, "stream_cut", "stream ended before [DONE] and without a finish_reason")
+
+
+def _fail(record: RequestRecord, kind: str, message: str) -> None:
+    record.error_kind = kind  # type: ignore[assignment]
+    record.error = message
