@@ -40,8 +40,9 @@ class Divergence(BaseModel):
             return f"divergence not assessed: {self.reason}"
         if not self.diverged:
             return f"no divergence: all {self.compared} prompts wrote the same text on both sides"
+        shown = ", ".join(self.diverged[:10]) + (", ..." if len(self.diverged) > 10 else "")
         return (
-            f"{len(self.diverged)}/{self.compared} prompts diverged (greedy, output hashes differ): "
+            f"{len(self.diverged)}/{self.compared} prompts diverged (greedy, output hashes differ: {shown}): "
             "tok/step and acceptance deltas are confounded by trajectory"
         )
 

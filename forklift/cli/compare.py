@@ -1,0 +1,101 @@
+"""Commands of the stats and report stages: compare, report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from forklift.cli.app import app, console
+from forklift.errors import ForkliftError, UsageError
+
+CLAIM_STYLE = {"better": "green", "worse": "red", "different": "yellow", "noise": "dim", "insufficient": "dim"}
+
+
+def _side(path: Path):
+    from forklift.receipts import read_receipts
+    from forklift.stats import bench_runs
+
+    runs = bench_runs(read_receipts([path]))
+    if not runs:
+        raise ForkliftError(f"{path}: no bench receipts")
+    return runs
+
+
+def _render(comparison) -> None:
+    from rich.table import Table
+
+    from forklift.report import format as fmt
+
+    a, b = f"{comparison.build_a} on {comparison.host_a}", f"{comparison.build_b} on {comparison.host_b}"
+    setting = comparison.setting_a if comparison.setting_a == comparison.setting_b else (
+        f"{comparison.setting_a} vs {comparison.setting_b}"
+    )
+    table = Table(title=f"{setting} · {comparison.workload}   A = {a}   B = {b}", title_justify="left")
+    for column in ("cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"):
+        table.add_column(column, justify="right" if column in ("A", "B", "Δ", "95% CI", "MDE") else "left")
+    for cell in comparison.cells:
+        for i, result in enumerate(cell.metrics):
+            table.add_row(
+                cell.cell if i == 0 else "", fmt.label(result), fmt.number(result.a), fmt.number(result.b),
+                fmt.change(result), fmt.interval(result), fmt.mde(result),
+                f"[{CLAIM_STYLE[result.claim]}]{result.verdict}[/]",
+            )
+        table.add_section()
+    console.print(table)
+    for cell in comparison.cells:
+        lines = [
+            fmt.pairing(cell.paired, cell.pairs, cell.requests_a, cell.requests_b)
+            + f"; output tok/s (cell, no interval): A {fmt.number(cell.throughput_a)}, B {fmt.number(cell.throughput_b)}",
+            cell.divergence.summary,
+            f"A: {cell.determinism_a.summary}; B: {cell.determinism_b.summary}",
+        ]
+        if cell.server_tok_step_a or cell.server_tok_step_b:
+            lines.append(f"server tok/step (counter delta, no interval): A {fmt.number(cell.server_tok_step_a)}, "
+                         f"B {fmt.number(cell.server_tok_step_b)}")
+        if cell.failed_a or cell.failed_b:
+            lines.append(f"failed requests: A {cell.failed_a}, B {cell.failed_b} (left out of pairs)")
+        console.print(f"[bold]{cell.cell}[/]\n" + "\n".join(f"  {line}" for line in lines))
+    for name in comparison.only_a + comparison.only_b:
+        side = "A" if name in comparison.only_a else "B"
+        console.print(f"[yellow]cell {name} measured by {side} only: not compared[/]")
+    for partial in comparison.partial:
+        console.print(f"[yellow]not a whole receipt: {partial}[/]")
+    if comparison.across_machines:
+        console.print("[yellow]across machines: A and B ran on different boxes; this row is not a same-box A/B[/]")
+    console.print("MDE: the smallest change this cohort detects 80% of the time (two-sided 5% test); "
+                  "Δ and CI are geometric means of per-prompt B/A ratios.\n")
+
+
+@app.command("compare")
+def compare_command(
+    receipts: list[Path] = typer.Argument(
+        ..., help="Receipt files or folders: the first is A (the baseline); every other is compared with it."
+    ),
+    across_machines: bool = typer.Option(
+        False, "--across-machines", help="Allow boxes to differ; each box stays its own row, never averaged."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed (results are reproducible for a given seed)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON instead of tables."),
+) -> None:
+    """Paired per-prompt A/B of bench receipts: deltas, 95% intervals, verdicts, divergence, MDE."""
+    from forklift.stats import compare_groups, match
+
+    if len(receipts) < 2:
+        raise UsageError(f"compare needs at least two receipts or folders (A B ...), got {len(receipts)}")
+    baseline = _side(receipts[0])
+    results, unmatched = [], []
+    for other in receipts[1:]:
+        matching = match(baseline, _side(other), across_machines=across_machines)
+        results += [compare_groups(a, b, across_machines=across_machines, seed=seed) for a, b in matching.pairs]
+        unmatched += [f"A only: {name}" for name in matching.only_a] + [f"{other} only: {n}" for n in matching.only_b]
+    if as_json:
+        typer.echo(json.dumps(
+            {"comparisons": [r.model_dump(mode="json") for r in results], "unmatched": unmatched}, indent=2
+        ))
+        return
+    for result in results:
+        _render(result)
+    for line in unmatched:
+        console.print(f"[yellow]not compared ({line})[/]")

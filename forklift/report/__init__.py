@@ -1,0 +1,1 @@
+"""Render receipts for people: markdown tables a reviewer can paste into a PR, and PNG plots."""

@@ -1,0 +1,71 @@
+"""`forklift compare` through the real command line, on synthetic receipts written through the real schema."""
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.stats.synthetic import bench_receipt, records, workload, written
+
+
+def forklift(*args):
+    return subprocess.run([sys.executable, "-c", "from forklift.cli import main; main()", *map(str, args)],
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "220"})
+
+
+def test_compare_prints_paired_table_divergence_and_mde(tmp_path):
+    a = written(bench_receipt({"single": records(prompts=8, seed=1)}), tmp_path / "old")
+    b_records = records(prompts=8, seed=2, speed=1.3)
+    for record in b_records:
+        if record.run == 1 and record.prompt_id in ("p2", "p5"):
+            record.output_sha256 = "e" * 64
+    written(bench_receipt({"single": b_records}, engine_version="0.33.0"), tmp_path / "new")
+    done = forklift("compare", a, tmp_path / "new")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "A = 0.32.0" in out and "B = 0.33.0" in out
+    assert "B faster by" in out and "95% CI" in out and "MDE" in out
+    assert "paired by prompt: 8 pairs" in out
+    assert "2/8 prompts diverged (greedy, output hashes differ: p2, p5)" in out
+    assert "B: not deterministic: 2/8 prompts changed text between runs" in out
+
+
+def test_compare_json_is_machine_readable(tmp_path):
+    a = written(bench_receipt({"single": records(prompts=4)}), tmp_path)
+    done = forklift("compare", a, a, "--json")
+    assert done.returncode == 0, done.stderr
+    cell = json.loads(done.stdout)["comparisons"][0]["cells"][0]
+    decode = next(m for m in cell["metrics"] if m["metric"] == "decode_tps")
+    assert decode["estimate"]["change"] == 0 and decode["claim"] == "noise"
+
+
+def test_compare_refuses_a_different_workload_on_one_line(tmp_path):
+    a = written(bench_receipt({"single": records(prompts=4)}), tmp_path / "a")
+    b = written(bench_receipt({"single": records(prompts=4)}, ident=workload(max_tokens=256)), tmp_path / "b")
+    done = forklift("compare", a, b)
+    assert done.returncode == 1
+    assert done.stderr.strip().count("\n") == 0
+    assert "error: not comparable: workload.max_tokens differs: 64 in" in done.stderr and "256 in" in done.stderr
+
+
+def test_compare_across_machines_needs_the_flag(tmp_path):
+    a = written(bench_receipt({"single": records(prompts=4)}, machine="box-a"), tmp_path / "a")
+    b = written(bench_receipt({"single": records(prompts=4)}, machine="box-b"), tmp_path / "b")
+    refused = forklift("compare", a, b)
+    assert refused.returncode == 1 and "fingerprint.machine_id differs: box-a (box-a)" in refused.stderr
+    allowed = forklift("compare", a, b, "--across-machines")
+    assert allowed.returncode == 0 and "on box-a" in allowed.stdout and "on box-b" in allowed.stdout
+    assert "across machines" in allowed.stdout
+
+
+def test_bad_inputs_get_one_line_errors(tmp_path):
+    a = written(bench_receipt({"single": records(prompts=4)}), tmp_path / "a")
+    assert forklift("compare", a).returncode == 2
+    missing = forklift("compare", a, tmp_path / "nope")
+    assert missing.returncode == 1 and "nope: no such receipt file or folder" in missing.stderr
+    (tmp_path / "empty").mkdir()
+    empty = forklift("compare", a, tmp_path / "empty")
+    assert empty.returncode == 1 and "empty: no bench receipts" in empty.stderr
+    (tmp_path / "bad.json").write_text("{not json")
+    bad = forklift("compare", a, tmp_path / "bad.json")
+    assert bad.returncode == 1 and "bad.json: not a readable receipt" in bad.stderr

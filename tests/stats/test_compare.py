@@ -1,0 +1,184 @@
+"""compare_groups over synthetic bench receipts built through the real schema."""
+
+import pytest
+
+from forklift.errors import ForkliftError
+from forklift.stats import compare_groups, match
+from tests.stats.synthetic import as_run, bench_receipt, records, workload
+
+
+def one_cell(**kwargs):
+    return as_run(bench_receipt({"single": records(**kwargs)}))
+
+
+def compare(a, b, **kwargs):
+    return compare_groups([a], [b], **kwargs).cells[0]
+
+
+def test_planted_speedup_is_claimed_at_its_size_in_the_metrics_own_words():
+    cell = compare(one_cell(prompts=16, seed=1), one_cell(prompts=16, speed=1.2, seed=2))
+    assert cell.paired and cell.pairs == 16  # kept run only: 16 prompts x 1 run
+    decode, ttft = cell.metric("decode_tps"), cell.metric("ttft")
+    assert decode.claim == "better" and decode.verdict.startswith("B faster by")
+    assert decode.estimate.low < 0.2 < decode.estimate.high
+    assert ttft.claim == "better" and ttft.verdict.startswith("B faster by")  # lower TTFT is better
+    assert ttft.estimate.change < 0
+    assert cell.metric("output_tokens").claim == "noise"
+
+
+def test_planted_slowdown_reads_slower_and_worse():
+    cell = compare(one_cell(prompts=16, seed=1), one_cell(prompts=16, speed=0.85, seed=2))
+    assert cell.metric("tpot").claim == "worse" and cell.metric("tpot").verdict.startswith("B slower by")
+    assert cell.metric("decode_tps").verdict.startswith("B slower by")
+
+
+def test_identical_receipts_give_zero_delta_within_noise():
+    run = one_cell(prompts=8)
+    cell = compare(run, run)
+    for metric in cell.metrics:
+        assert metric.estimate.change == 0, metric.metric
+        assert metric.verdict == "within noise (±0.0%)"
+    assert cell.divergence.assessed and not cell.divergence.diverged
+
+
+def test_same_speed_different_noise_is_within_noise():
+    cell = compare(one_cell(prompts=8, seed=1), one_cell(prompts=8, seed=2))
+    assert cell.metric("decode_tps").claim == "noise"
+    assert cell.metric("decode_tps").verdict.startswith("within noise (±")
+    assert cell.metric("decode_tps").estimate.mde > 0
+
+
+def test_geometric_means_are_consistent_with_the_paired_change():
+    cell = compare(one_cell(prompts=8, seed=1), one_cell(prompts=8, speed=1.1, seed=2))
+    decode = cell.metric("decode_tps")
+    assert decode.b / decode.a - 1 == pytest.approx(decode.estimate.change, rel=1e-9)
+
+
+def test_different_prompts_fall_back_to_unpaired_and_say_so():
+    cell = compare(one_cell(prompts=20, seed=1), one_cell(prompts=20, speed=1.5, seed=2, prefix="q"))
+    assert not cell.paired and cell.pairs == 0
+    decode = cell.metric("decode_tps")
+    assert not decode.estimate.paired and decode.claim == "better"
+    assert not cell.divergence.assessed
+
+
+def test_divergence_is_counted_per_prompt_and_confounds_tok_step():
+    a = as_run(bench_receipt({"single": records(prompts=8, seed=1, tok_step=2.5)}))
+    b_records = records(prompts=8, seed=2, tok_step=2.5)
+    for record in b_records:
+        if record.prompt_id in ("p1", "p4", "p6"):
+            record.output_sha256 = "0" * 64
+    cell = compare(a, as_run(bench_receipt({"single": b_records})))
+    assert cell.divergence.diverged == ["p1", "p4", "p6"] and cell.divergence.compared == 8
+    assert "3/8 prompts diverged" in cell.divergence.summary
+    tok_step = cell.metric("tok_step")
+    assert tok_step.confounded and "confounded: 3 prompts diverged" in tok_step.verdict
+    assert not cell.metric("decode_tps").confounded
+
+
+def test_divergence_is_not_assessed_when_sampling_is_not_greedy():
+    sampled = workload(sampling={"preset": "default"})
+    a = as_run(bench_receipt({"single": records(prompts=4)}, ident=sampled))
+    b = as_run(bench_receipt({"single": records(prompts=4, text="other")}, ident=sampled))
+    cell = compare(a, b)
+    assert not cell.divergence.assessed and "not greedy" in cell.divergence.summary
+
+
+def test_determinism_within_a_side():
+    steady = one_cell(prompts=4)
+    flaky_records = records(prompts=4)
+    flaky_records[0].output_sha256 = "f" * 64  # run 0, prompt p0 wrote something else than in run 1
+    cell = compare(steady, as_run(bench_receipt({"single": flaky_records})))
+    assert cell.determinism_a.summary == "deterministic: 4 prompts wrote the same text in all 2 runs"
+    assert cell.determinism_b.changed == ["p0"]
+    single = compare(one_cell(prompts=4, runs=1), one_cell(prompts=4, runs=1))
+    assert single.determinism_a.summary == "one run per prompt: determinism unknown"
+
+
+def test_tok_step_row_appears_only_with_per_request_spec_stats():
+    assert compare(one_cell(prompts=4), one_cell(prompts=4)).metric("tok_step") is None
+    cell = compare(one_cell(prompts=8, tok_step=1.0, seed=1), one_cell(prompts=8, tok_step=2.0, seed=2))
+    assert cell.metric("tok_step").claim == "better" and cell.metric("tok_step").verdict.startswith("B higher by")
+
+
+def test_failed_requests_drop_out_of_pairs_and_are_counted():
+    b_records = records(prompts=6, seed=2)
+    b_records[-1].error_kind, b_records[-1].end = "timeout", None
+    cell = compare(one_cell(prompts=6, seed=1), as_run(bench_receipt({"single": b_records})))
+    assert cell.failed_b == 1 and cell.metric("decode_tps").estimate.n_a == 5
+
+
+def test_too_few_pairs_say_so_instead_of_a_verdict():
+    cell = compare(one_cell(prompts=1), one_cell(prompts=1, speed=2))
+    assert cell.metric("decode_tps").claim == "insufficient"
+    assert cell.metric("decode_tps").verdict.startswith("too few values")
+
+
+def test_cells_on_one_side_only_are_listed():
+    a = as_run(bench_receipt({"c1": records(prompts=4), "c2": records(prompts=4)}))
+    b = as_run(bench_receipt({"c1": records(prompts=4), "c4": records(prompts=4)}))
+    result = compare_groups([a], [b])
+    assert [c.cell for c in result.cells] == ["c1"] and result.only_a == ["c2"] and result.only_b == ["c4"]
+
+
+@pytest.mark.parametrize(
+    ("field", "change", "shown"),
+    [
+        ("hash", {"hash": "x" * 64}, f"'{'w' * 64}' in a.json vs '{'x' * 64}' in b.json"),
+        ("corpus_hash", {"corpus_hash": "y" * 64}, f"vs '{'y' * 64}' in b.json"),
+        ("sampling", {"sampling": {"preset": "seeded", "seed": 1}}, 'vs {"preset": "seeded", "seed": 1} in b.json'),
+        ("max_tokens", {"max_tokens": 128}, "64 in a.json vs 128 in b.json"),
+        ("salted", {"salted": False}, "True in a.json vs False in b.json"),
+    ],
+)
+def test_guard_refuses_a_differing_workload_field_naming_both_values(field, change, shown):
+    a = as_run(bench_receipt({"single": records(prompts=4)}), "a.json")
+    b = as_run(bench_receipt({"single": records(prompts=4)}, ident=workload(**change)), "b.json")
+    with pytest.raises(ForkliftError) as caught:
+        compare_groups([a], [b])
+    message = str(caught.value)
+    assert message.startswith(f"not comparable: workload.{field} differs: ") and shown in message
+    assert "\n" not in message
+
+
+def test_guard_refuses_other_machines_unless_asked_and_then_keeps_boxes_apart():
+    a = as_run(bench_receipt({"single": records(prompts=4)}, machine="box-a"), "a.json")
+    b = as_run(bench_receipt({"single": records(prompts=4)}, machine="box-b"), "b.json")
+    with pytest.raises(ForkliftError, match=r"fingerprint.machine_id differs: box-a \(box-a\) in a.json vs box-b"):
+        match([a], [b])
+    with pytest.raises(ForkliftError, match="--across-machines"):
+        compare_groups([a], [b])
+    result = compare_groups([a], [b], across_machines=True)
+    assert result.across_machines and (result.host_a, result.host_b) == ("box-a", "box-b")
+
+
+def test_matching_pairs_settings_per_box_and_never_pools_boxes():
+    a_runs = [as_run(bench_receipt({"single": records(prompts=4)}, setting=s, machine=m)) for s in ("plain", "ngram")
+              for m in ("box-a", "box-b")]
+    b_runs = [as_run(bench_receipt({"single": records(prompts=4)}, setting=s, machine=m)) for s in ("plain", "ngram")
+              for m in ("box-a", "box-b")]
+    matching = match(a_runs, b_runs)
+    assert len(matching.pairs) == 4
+    for side_a, side_b in matching.pairs:
+        assert {r.machine_id for r in side_a + side_b} == {side_a[0].machine_id}
+        assert side_a[0].setting == side_b[0].setting
+
+
+def test_single_setting_sides_pair_whatever_their_labels():
+    a = as_run(bench_receipt({"single": records(prompts=4)}, setting="plain"))
+    b = as_run(bench_receipt({"single": records(prompts=4)}, setting="ngram"))
+    matching = match([a], [b])
+    assert len(matching.pairs) == 1 and not matching.only_a and not matching.only_b
+
+
+def test_nothing_in_common_is_refused():
+    a = [as_run(bench_receipt({"single": records(prompts=4)}, setting=s)) for s in ("x", "y")]
+    b = [as_run(bench_receipt({"single": records(prompts=4)}, setting=s)) for s in ("z", "w")]
+    with pytest.raises(ForkliftError, match="nothing to compare: A has x / cohort"):
+        match(a, b)
+
+
+def test_two_receipts_of_one_setting_add_runs():
+    runs = [one_cell(prompts=4, seed=s) for s in (1, 2)]
+    cell = compare_groups(runs, [one_cell(prompts=4, seed=3), one_cell(prompts=4, seed=4)]).cells[0]
+    assert cell.pairs == 8 and cell.requests_a == 8
