@@ -6,8 +6,10 @@ pristine file contents; the command line materializes the tree and renders.
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -121,11 +123,28 @@ def whitespace_findings(patches: list[Patch]) -> list[Finding]:
     return findings
 
 
-def compile_findings(overlay: Overlay) -> list[Finding]:
-    """Every .py file the series touched must still byte-compile."""
+class CompiledMemo(Protocol):
+    """Contents already known to byte-compile (a set, or a folder of markers in the cache)."""
+
+    def __contains__(self, key: object) -> bool: ...
+
+    def add(self, key: str) -> None: ...
+
+
+def compile_key(content: bytes) -> str:
+    """What a successful compile depends on: the bytes and the Python that compiled them."""
+    return hashlib.sha256(sys.version.encode() + b"\0" + content).hexdigest()
+
+
+def compile_findings(overlay: Overlay, memo: CompiledMemo | None = None) -> list[Finding]:
+    """Every .py file the series touched must still byte-compile (successes are remembered by content)."""
+    memo = set() if memo is None else memo
     findings = []
     for path, content in sorted(overlay.files.items()):
         if not path.endswith(".py") or content is None:
+            continue
+        key = compile_key(content)
+        if key in memo:
             continue
         try:
             compile(content, path, "exec", dont_inherit=True)
@@ -133,6 +152,8 @@ def compile_findings(overlay: Overlay) -> list[Finding]:
             where = f"{path}:{getattr(exc, 'lineno', '?')}"
             findings.append(Finding(check="compile", subject=path,
                                     message=f"{where}: {type(exc).__name__}: {getattr(exc, 'msg', exc)}"))
+            continue
+        memo.add(key)
     return findings
 
 
@@ -154,6 +175,7 @@ def check_series(
     tree: str = "",
     digest: str = "",
     committed_patches_md: str | None = None,
+    compiled: CompiledMemo | None = None,
 ) -> CheckReport:
     """Run every check of the gate; the report's findings are empty only when all hold."""
     patches = list(series.patches)
@@ -173,7 +195,7 @@ def check_series(
             findings.append(Finding(check="pass2", subject=name, message="standalone on the pristine tree: " + _explain(result)))
 
     findings += whitespace_findings(patches)
-    findings += compile_findings(overlay)
+    findings += compile_findings(overlay, compiled)
     changed = overlay.changed()
     if not changed:
         findings.append(Finding(check="nothing-changed", subject=str(series.folder),

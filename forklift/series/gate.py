@@ -13,6 +13,20 @@ from forklift.series.model import load_series
 from forklift.series.render import patches_md
 
 
+class CompiledMarkers:
+    """Contents known to byte-compile, as empty marker files in the cache (keyed by content hash)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def __contains__(self, key: object) -> bool:
+        return (self.folder / str(key)).exists()
+
+    def add(self, key: str) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / key).touch()
+
+
 @dataclass(frozen=True)
 class GateResult:
     report: CheckReport
@@ -20,7 +34,7 @@ class GateResult:
 
 
 def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -> GateResult:
-    from forklift.source import materialize
+    from forklift.source import default_cache, materialize
 
     series = load_series(config.series_dir)
     tree = materialize(config.data.upstream, config.root, progress=progress)
@@ -34,6 +48,7 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         tree=tree.label,
         digest=tree.digest,
         committed_patches_md=committed,
+        compiled=CompiledMarkers(default_cache().root / "compiled"),
     )
     receipt = new_receipt(
         "check",

@@ -22,6 +22,46 @@ def _text_lines(content: bytes | None) -> list[str]:
     return content.decode("utf-8", "surrogateescape").splitlines(keepends=True)
 
 
+def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes for old -> new, matching only the part between the common head and tail:
+    whole-file matching is slow, and a patched file differs from upstream in a few places."""
+    limit = min(len(old), len(new))
+    head = 0
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    inner = difflib.SequenceMatcher(None, old[head:len(old) - tail], new[head:len(new) - tail], autojunk=False)
+    codes = [("equal", 0, head, 0, head)] if head else []
+    codes += [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in inner.get_opcodes()]
+    if tail:
+        codes.append(("equal", len(old) - tail, len(old), len(new) - tail, len(new)))
+    return codes
+
+
+def _range(start: int, length: int) -> str:
+    """A hunk header range as diff writes it (1-based; an empty range names the line before it)."""
+    first = start + 1 if length else start
+    return f"{first}" if length == 1 else f"{first},{length}"
+
+
+def _hunks(old: list[str], new: list[str]) -> list[str]:
+    matcher = difflib.SequenceMatcher()  # empty: get_grouped_opcodes() only reads the opcodes set here
+    matcher.opcodes = _opcodes(old, new)
+    out = []
+    for group in matcher.get_grouped_opcodes(CONTEXT):
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        out.append(f"@@ -{_range(i1, i2 - i1)} +{_range(j1, j2 - j1)} @@\n")
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                out += [" " + line for line in old[a1:a2]]
+                continue
+            out += ["-" + line for line in old[a1:a2]]
+            out += ["+" + line for line in new[b1:b2]]
+    return out
+
+
 def file_diff(path: str, before: bytes | None, after: bytes | None) -> str:
     """One file's unified diff in git's layout, minus index lines and dates."""
     old, new = _text_lines(before), _text_lines(after)
@@ -30,18 +70,10 @@ def file_diff(path: str, before: bytes | None, after: bytes | None) -> str:
         head.append("new file mode 100644\n")
     elif after is None:
         head.append("deleted file mode 100644\n")
-    body = list(
-        difflib.unified_diff(
-            old,
-            new,
-            "/dev/null" if before is None else f"a/{path}",
-            "/dev/null" if after is None else f"b/{path}",
-            n=CONTEXT,
-            lineterm="\n",
-        )
-    )
+    head.append("--- /dev/null\n" if before is None else f"--- a/{path}\n")
+    head.append("+++ /dev/null\n" if after is None else f"+++ b/{path}\n")
     out = []
-    for line in body:
+    for line in _hunks(old, new):
         out.append(line)
         if not line.endswith("\n"):
             out.append("\n\\ No newline at end of file\n")
