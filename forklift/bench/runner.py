@@ -193,7 +193,7 @@ async def run_bench(plan: BenchPlan, recorder: BenchRecorder, progress: Progress
             try:
                 for run in range(plan.runs):
                     requests = await prepare(
-                        plan.workload, model=plan.model, run=run, count=spec.requests,
+                        plan.workload, model=plan.model, cell=spec.name, run=run, count=spec.requests,
                         session=client.session, base_url=plan.url,
                     )
                     progress.start(spec.name, run, len(requests))

@@ -29,9 +29,10 @@ class RequestRecord(BaseModel):
     tokens_from: Literal["usage", "client"] | None = Field(
         default=None, description="usage: the server's count; client: counted from chunks, marked so"
     )
-    chunk_tokens_from: Literal["usage", "one_per_chunk"] | None = Field(
+    chunk_tokens_from: Literal["usage", "one_per_chunk", "spread"] | None = Field(
         default=None,
-        description="usage: per-chunk counts from the server's running usage; one_per_chunk: assumed, so ITL is per chunk",
+        description="usage: per-chunk counts from the server's running usage; one_per_chunk: assumed, so ITL is "
+        "per chunk; spread: an imported record's tokens spread evenly over its chunks",
     )
     finish_reason: str | None = None
     status: int | None = Field(default=None, description="HTTP status")

@@ -45,6 +45,7 @@ def load_cohort(
     preset: str = "default",
     seed: int = 0,
     salted: bool = True,
+    salt_nonce: str = "forklift",
 ) -> Workload:
     """Read a cohort; every problem stops with file, line and key."""
     if preset not in PRESETS:
@@ -91,5 +92,6 @@ def load_cohort(
         preset=preset,
         seed=seed,
         salted=salted,
+        salt_nonce=salt_nonce,
         corpus_hash=hashlib.sha256(raw).hexdigest(),
     )

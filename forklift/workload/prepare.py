@@ -1,7 +1,7 @@
 """Turn workload items into ready-to-send requests for one run: salt, sampling, lengths.
 
-The salt is a unique prefix per (run, prompt): it keeps every request off the prefix
-cache (warm-up included, so the kept run never reuses it). It is derived, not random,
+The salt is a unique prefix per (cell, run, prompt): it keeps every request off the
+prefix cache (warm-up and earlier cells included, so no run reuses another's prefix). It is derived, not random,
 so pin A and pin B see identical prompts and their outputs stay comparable; change
 `salt_nonce` to bench the same live server again without hitting its cache.
 """
@@ -18,8 +18,8 @@ from forklift.workload.items import WorkItem, Workload
 from forklift.workload.synthetic import ServerTokenizer, as_request, filler_pool, fit_prompt
 
 
-def salt_for(workload: Workload, run: int, prompt_id: str) -> str:
-    digest = hashlib.sha256(f"{workload.salt_nonce}|{run}|{prompt_id}".encode()).hexdigest()
+def salt_for(workload: Workload, cell: str, run: int, prompt_id: str) -> str:
+    digest = hashlib.sha256(f"{workload.salt_nonce}|{cell}|{run}|{prompt_id}".encode()).hexdigest()
     return f"[{digest[:12]}] "
 
 
@@ -50,6 +50,7 @@ async def prepare(
     workload: Workload,
     *,
     model: str,
+    cell: str,
     run: int,
     count: int | None = None,
     session: aiohttp.ClientSession | None = None,
@@ -60,7 +61,7 @@ async def prepare(
     pools: dict[int, list[int]] = {}
     requests = []
     for prompt_id, index, item in prompt_ids(workload, count):
-        salt = salt_for(workload, run, prompt_id) if workload.salted else ""
+        salt = salt_for(workload, cell, run, prompt_id) if workload.salted else ""
         if item.synthetic_tokens is not None:
             if tokenizer is None:
                 raise ValueError("synthetic workloads are prepared against a server (session and base_url)")

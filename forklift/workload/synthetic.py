@@ -34,6 +34,7 @@ def synthetic_workload(
     seed: int = 0,
     salted: bool = True,
     ignore_eos: bool = True,
+    salt_nonce: str = "forklift",
 ) -> Workload:
     """`count` distinct prompts of exactly `input_tokens` (fitted at prepare time), `output_tokens` out."""
     if input_tokens < 1 or output_tokens < 1 or count < 1:
@@ -60,6 +61,7 @@ def synthetic_workload(
         preset=preset,
         seed=seed,
         salted=salted,
+        salt_nonce=salt_nonce,
     )
 
 

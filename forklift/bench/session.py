@@ -1,0 +1,98 @@
+"""One `forklift bench` from plan to receipt: find the model, run, stop cleanly on Ctrl-C.
+
+The receipt exists from the first moment (status partial) and grows with every request;
+whatever ends the bench (done, dead server, Ctrl-C) the file on disk holds every
+completed record and says how it ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from forklift.bench.importer import import_vllm_result
+from forklift.bench.recorder import BenchRecorder
+from forklift.bench.runner import BenchPlan, Progress, run_bench
+from forklift.bench.schema import BenchBody
+from forklift.errors import ForkliftError
+from forklift.receipts import new_receipt, write_receipt
+from forklift.receipts.envelope import Status
+
+
+@dataclass
+class Outcome:
+    status: Status
+    path: Path
+    body: BenchBody
+
+
+async def _first_model(url: str) -> str:
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+            async with session.get(url.rstrip("/") + "/v1/models") as response:
+                if response.status != 200:
+                    raise ForkliftError(f"{url}/v1/models answered HTTP {response.status}; give --model")
+                data = (await response.json()).get("data") or []
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        raise ForkliftError(f"{url}: cannot list models ({type(exc).__name__}: {exc}); is the server up?") from None
+    if not data:
+        raise ForkliftError(f"{url}/v1/models lists no model; give --model")
+    return str(data[0]["id"])
+
+
+def discover_model(url: str) -> str:
+    """The served model name: the first the server lists."""
+    return asyncio.run(_first_model(url))
+
+
+def client_facts(plan: BenchPlan) -> dict[str, Any]:
+    return {
+        "tool": "forklift",
+        "library": f"aiohttp {version('aiohttp')}",
+        "timeout_s": plan.timeout,
+        "runs": plan.runs,
+        "keep": plan.keep,
+        **({"pacing": "gamma", "burstiness": plan.cells[0].burstiness} if plan.cells[0].rate else {}),
+    }
+
+
+def bench(
+    plan: BenchPlan,
+    *,
+    mode: str,
+    folder: Path,
+    progress: Progress | None = None,
+    setting: str | None = None,
+    boot: dict[str, Any] | None = None,
+    receipt_fields: dict[str, Any] | None = None,
+) -> Outcome:
+    """Run the plan. Ctrl-C ends it with status interrupted: the outcome, not an exception."""
+    body = BenchBody(
+        url=plan.url, model=plan.model, mode=mode, workload=plan.workload.identity(),
+        setting=setting, boot=boot, client=client_facts(plan),
+    )
+    recorder = BenchRecorder(new_receipt("bench", **(receipt_fields or {})), body, folder)
+    try:
+        status: Status = asyncio.run(run_bench(plan, recorder, progress))
+    except KeyboardInterrupt:
+        status = "interrupted"
+    except BaseException:
+        recorder.finish("failed")
+        raise
+    kv_pool = (boot or {}).get("facts", {}).get("kv_pool_tokens")
+    if kv_pool is not None:
+        for cell in body.cells:
+            cell.aggregate["kv_pool_tokens"] = kv_pool
+    return Outcome(status, recorder.finish(status), body)
+
+
+def import_file(path: Path, folder: Path) -> Outcome:
+    body = import_vllm_result(path)
+    complete = all(cell.complete for cell in body.cells)
+    receipt = new_receipt("bench", status="ok" if complete else "partial", body=body.model_dump(mode="json"))
+    return Outcome(receipt.status, write_receipt(receipt, folder), body)
