@@ -17,6 +17,7 @@ from forklift.cli import source as _source  # noqa: F401,E402
 from forklift.cli import fork as _fork  # noqa: F401,E402
 from forklift.cli import flip as _flip  # noqa: F401,E402
 from forklift.cli import compare as _compare  # noqa: F401,E402
+from forklift.cli import bench as _bench  # noqa: F401,E402
 
 
 def main() -> None:
