@@ -2,4 +2,5 @@
 
 pytest_plugins = [
     "tests.fixtures.pypi",
+    "tests.fixtures.sse",
 ]
