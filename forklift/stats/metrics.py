@@ -1,7 +1,7 @@
 """The per-request metrics compare judges, and which direction of each is better.
 
 Every metric is read from a RequestRecord so statistics can always be redone
-from a receipt. Directions: higher decode tok/s and tok/step are better; lower
+from a receipt. Directions: higher decode tok/s, tok/step and tok/chunk are better; lower
 TTFT, TPOT and E2E are better; output tokens have no better direction (a
 change there is a difference in what was written, not in speed).
 """
@@ -33,6 +33,19 @@ def spec_tok_step(record: RequestRecord) -> float | None:
     return 1.0 + float(accepted) / float(drafts)
 
 
+def tokens_per_chunk(record: RequestRecord) -> float | None:
+    """Decode tokens per streamed chunk after the first: a per-request tok/step where spec stats are missing.
+
+    vLLM streams one chunk per engine step, so with speculative decoding a chunk
+    carries 1 + accepted tokens. Only when the server counted each chunk's
+    tokens (running usage); with one token assumed per chunk it says nothing.
+    """
+    if record.chunk_tokens_from != "usage":
+        return None
+    decode_chunks = [tokens for _, tokens in record.chunks[1:] if tokens > 0]
+    return sum(decode_chunks) / len(decode_chunks) if decode_chunks else None
+
+
 def output_tokens(record: RequestRecord) -> float | None:
     return None if record.completion_tokens is None else float(record.completion_tokens)
 
@@ -56,6 +69,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("tpot", "TPOT", "ms", "lower", "slower", "faster", value=lambda r: r.tpot, scale=1000.0),
     Metric("e2e", "E2E", "ms", "lower", "slower", "faster", value=lambda r: r.e2e, scale=1000.0),
     Metric("tok_step", "tok/step", "", "higher", "higher", "lower", trajectory_sensitive=True, value=spec_tok_step),
+    Metric("tok_chunk", "tok/chunk", "", "higher", "higher", "lower", trajectory_sensitive=True,
+           value=tokens_per_chunk),
     Metric("output_tokens", "output tokens", "tok", None, "longer", "shorter", trajectory_sensitive=True,
            value=output_tokens),
 )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from forklift.bench.aggregate import run_duration
 from forklift.bench.schema import BenchBody, Cell
 from forklift.client.records import RequestRecord
 from forklift.errors import ForkliftError
@@ -118,20 +119,18 @@ def output_throughput(runs: list[BenchRun], cell_name: str) -> float | None:
             continue
         for index in kept_run_indexes(cell):
             done = [r for r in cell.requests if r.run == index and r.ok and r.completion_tokens]
-            if not done:
-                continue
-            span = max(r.end for r in done) - min(r.send for r in done)
-            if span > 0:
+            span = run_duration(done)
+            if span:
                 rates.append(sum(r.completion_tokens for r in done) / span)
     return sum(rates) / len(rates) if rates else None
 
 
 def server_tok_step(runs: list[BenchRun], cell_name: str) -> float | None:
-    """tok/step from the server's speculative-decoding counters over the kept runs (None: no speculation seen)."""
+    """tok/step = 1 + accepted / drafts from the server's counter deltas over the kept runs (None: no drafts)."""
     drafts = accepted = 0.0
     for run in runs:
         cell = run.cell(cell_name)
         delta = cell.metrics_delta if cell else {}
-        drafts += float(delta.get("spec_decode_num_drafts") or 0)
-        accepted += float(delta.get("spec_decode_num_accepted_tokens") or 0)
+        drafts += float(delta.get("spec_drafts") or 0)
+        accepted += float(delta.get("spec_accepted_tokens") or 0)
     return 1.0 + accepted / drafts if drafts else None
