@@ -36,7 +36,7 @@ def render_report(report) -> None:
 
     table = Table(title=f"forklift check — {report.tree}", title_justify="left")
     for column in ("pass", "#", "patch", "status", "hunks", "+/-"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for label, rows in (("1", report.pass1), ("2", report.pass2)):
         for number, row in enumerate(rows, 1):
             added = sum(f.added for f in row.files)
@@ -45,10 +45,10 @@ def render_report(report) -> None:
             table.add_row(label, str(number), row.name, f"[{style}]{row.status}[/]", _hunks(row), f"+{added} -{removed}")
     console.print(table)
     for finding in report.findings:
-        console.print(f"[red]FAIL[/] {finding.check}: {finding.subject}: {finding.message}")
+        console.print(f"[red]FAIL[/] {finding.check}: {finding.subject}: {finding.message}", soft_wrap=True)
     touched = ", ".join(f"{f.path} (+{f.added} -{f.removed})" for f in report.manifest)
-    console.print(f"files touched: {touched or 'none'}")
-    console.print(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}")
+    console.print(f"files touched: {touched or 'none'}", soft_wrap=True)
+    console.print(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}", soft_wrap=True)
 
 
 @app.command()
@@ -72,7 +72,7 @@ def check(
     else:
         render_report(report)
         verdict = "[green]OK[/]" if report.ok else f"[red]FAILED[/] ({len(report.findings)} finding(s))"
-        console.print(f"{verdict} — receipt {result.receipt}")
+        console.print(f"{verdict} — receipt {result.receipt}", soft_wrap=True)
     if not report.ok:
         raise typer.Exit(1)
 
