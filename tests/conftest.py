@@ -3,4 +3,6 @@
 pytest_plugins = [
     "tests.fixtures.pypi",
     "tests.fixtures.sse",
+    "tests.fixtures.engine",
+    "tests.fork.fixtures",
 ]

@@ -10,13 +10,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Outcome = Literal["ready", "died", "timeout", "interrupted", "refused"]
+Outcome = Literal["ready", "died", "timeout", "interrupted", "refused", "booting"]
 
 
 class BootFacts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kv_pool_tokens: int | None = None
+    kv_pool_device: str | None = Field(default=None, description="where the KV pool lives: GPU, CPU, ...")
     max_concurrency: float | None = Field(default=None, description="x requests of the stated length")
     max_concurrency_tokens: int | None = None
     kv_memory_gib: float | None = Field(default=None, description="memory given to the KV cache")
@@ -32,6 +33,7 @@ class BootFacts(BaseModel):
     fatal: str | None = Field(default=None, description="the first fatal line: the cause of a failed boot")
     listening: str | None = None
     extra: dict[str, str] = Field(default_factory=dict, description="facts added by a patch series' own log lines")
+    warnings: list[str] = Field(default_factory=list, description="forklift's own warnings about the setting")
 
 
 class BootBody(BaseModel):

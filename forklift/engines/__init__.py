@@ -1,0 +1,75 @@
+"""Engine adapters: the one place that knows an engine's log lines, knobs, CLI and metrics.
+
+Everything else in forklift talks to an `EngineAdapter`, so a second engine
+(SGLang) is a second module here, not edits across the stages.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from forklift.errors import UsageError
+
+
+@dataclass(frozen=True)
+class FactPattern:
+    """A log line that reports boot facts.
+
+    `source` and `format` name the engine source file and the exact format string
+    that prints the line, so a test can check the pattern against the pinned
+    release's own source (a reworded line breaks a test, not a benchmark).
+    `facts` maps a regex group to (BootFacts field, converter).
+    """
+
+    regex: re.Pattern[str]
+    facts: dict[str, tuple[str, Callable[[str], object]]]
+    source: str
+    format: str
+
+
+@dataclass(frozen=True)
+class FatalPattern:
+    """A line that means the boot failed; lower rank = closer to the root cause."""
+
+    regex: re.Pattern[str]
+    rank: int
+    source: str | None = None
+    format: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineAdapter:
+    name: str
+    package: str  # the importable top-level package
+    env_prefix: str
+    registry_file: str  # relative to the source tree root
+    registry_dict: str  # the module-level dict that registers every knob
+    serve_module: str  # `python -m <serve_module> serve ...`
+    serve_script: str  # the console script used when no engine python is given
+    health_path: str
+    fact_patterns: tuple[FactPattern, ...]
+    fatal_patterns: tuple[FatalPattern, ...]
+    unknown_env_regex: re.Pattern[str]
+    log_prefix: re.Pattern[str]  # process/level/time/location prefix stripped from reported lines
+    metrics: dict[str, str] = field(default_factory=dict)  # role -> Prometheus metric name
+    deprecated_env: dict[str, str] = field(default_factory=dict)  # variable -> the flag that supersedes it
+    positional_model: bool = True
+
+    def serve_argv(self, python: str | None) -> list[str]:
+        """The command that starts the server, before the model and flags."""
+        if python:
+            return [python, "-m", self.serve_module, "serve"]
+        return [self.serve_script, "serve"]
+
+    def help_argv(self, python: str) -> list[str]:
+        return [python, "-m", self.serve_module, "serve", "--help=all"]
+
+
+def adapter(kind: str) -> EngineAdapter:
+    if kind == "vllm":
+        from forklift.engines.vllm import VLLM
+
+        return VLLM
+    raise UsageError(f"engine.kind {kind!r}: no engine adapter (known: vllm)")

@@ -1,0 +1,150 @@
+"""vLLM: log lines, knob registry location, CLI and metric names (checked against the 0.32.0 sdist)."""
+
+from __future__ import annotations
+
+import re
+
+from forklift.engines import EngineAdapter, FactPattern, FatalPattern
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def _float(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+_NUM = r"-?[\d,]+(?:\.\d+)?"
+
+FACTS = (
+    FactPattern(
+        regex=re.compile(
+            rf"(?P<device>\w+(?: \+ host)?) KV cache size: (?P<tokens>{_NUM}) tokens, "
+            rf"Maximum concurrency for (?P<per>{_NUM}) tokens per request: (?P<conc>{_NUM})x"
+        ),
+        facts={
+            "device": ("kv_pool_device", str),
+            "tokens": ("kv_pool_tokens", _int),
+            "per": ("max_concurrency_tokens", _int),
+            "conc": ("max_concurrency", _float),
+        },
+        source="vllm/v1/core/kv_cache_utils.py",
+        format="%s KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx",
+    ),
+    FactPattern(
+        regex=re.compile(rf"Available KV cache memory: (?P<gib>{_NUM}) GiB"),
+        facts={"gib": ("kv_memory_gib", _float)},
+        source="vllm/v1/worker/gpu_worker.py",
+        format="Available KV cache memory: %s GiB",
+    ),
+    FactPattern(
+        regex=re.compile(rf"(?:Explicitly|Auto) set \((?P<gib>{_NUM})/{_NUM}\) GiB for KV cache on node"),
+        facts={"gib": ("kv_memory_gib", _float)},
+        source="vllm/v1/worker/cpu_worker.py",
+        format="Explicitly set ({}/{}) GiB for KV cache on node {}.",
+    ),
+    FactPattern(
+        regex=re.compile(rf"Model loading took (?P<gib>{_NUM}) GiB memory and (?P<s>{_NUM}) seconds"),
+        facts={"gib": ("model_load_gib", _float), "s": ("model_load_s", _float)},
+        source="vllm/v1/worker/gpu_model_runner.py",
+        format="Model loading took %s GiB memory and %.6f seconds",
+    ),
+    FactPattern(
+        regex=re.compile(rf"Graph capturing finished in (?P<s>{_NUM}) secs, took (?P<gib>{_NUM}) GiB"),
+        facts={"s": ("graph_capture_s", _float), "gib": ("graph_capture_gib", _float)},
+        source="vllm/v1/worker/gpu_model_runner.py",
+        format="Graph capturing finished in %.0f secs, took %.2f GiB",
+    ),
+    FactPattern(
+        regex=re.compile(rf"torch\.compile took (?P<s>{_NUM}) s in total"),
+        facts={"s": ("compile_s", _float)},
+        source="vllm/compilation/monitor.py",
+        format="%storch.compile took %.2f s in total",
+    ),
+    FactPattern(
+        regex=re.compile(rf"init engine \(profile, create kv cache, warmup model\) took (?P<s>{_NUM}) s"),
+        facts={"s": ("engine_init_s", _float)},
+        source="vllm/v1/engine/core.py",
+        format="init engine (profile, create kv cache, warmup model) took %.2f s",
+    ),
+    FactPattern(
+        regex=re.compile(r"Starting vLLM server on (?P<url>\S+)"),
+        facts={"url": ("listening", str)},
+        source="vllm/entrypoints/launchers/api_server/entry.py",
+        format="Starting vLLM server on %s",
+    ),
+    FactPattern(
+        # The CPU worker refusing to boot on memory: what there was, and what was asked.
+        regex=re.compile(
+            rf"Available memory on node \d+ \((?P<avail>{_NUM})/{_NUM} GiB\) on (?:startup|kv cache allocation) "
+            rf"is less than (?:desired CPU memory utilization \({_NUM}, (?P<util>{_NUM}) GiB\)"
+            rf"|requested memory for kv \((?P<kv>{_NUM})(?:/{_NUM})? GiB\))"
+        ),
+        facts={
+            "avail": ("memory_available_gib", _float),
+            "util": ("memory_needed_gib", _float),
+            "kv": ("memory_needed_gib", _float),
+        },
+        source="vllm/v1/worker/cpu_worker.py",
+        format="Available memory on node {} ({}/{} GiB) on kv cache allocation is less than requested memory for kv ({} GiB). ",
+    ),
+)
+
+FATALS = (
+    FatalPattern(re.compile(r"CUDA out of memory|OutOfMemoryError|out of memory", re.I), rank=0),
+    FatalPattern(
+        re.compile(r"No available memory for the cache blocks"),
+        rank=0,
+        source="vllm/v1/core/kv_cache_utils.py",
+        format="No available memory for the cache blocks. ",
+    ),
+    FatalPattern(re.compile(r"is less than (?:desired CPU memory utilization|requested memory for kv)"), rank=0),
+    FatalPattern(re.compile(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError"), rank=0),
+    FatalPattern(re.compile(r"EngineDeadError"), rank=1),
+    # The exception line that closes a traceback: its message is usually the cause.
+    FatalPattern(re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): \S"), rank=2),
+    FatalPattern(
+        re.compile(r"EngineCore failed to start"),
+        rank=3,
+        source="vllm/v1/engine/core.py",
+        format="EngineCore failed to start.",
+    ),
+    FatalPattern(re.compile(r"^Traceback \(most recent call last\)"), rank=4),
+)
+
+VLLM = EngineAdapter(
+    name="vllm",
+    package="vllm",
+    env_prefix="VLLM_",
+    registry_file="vllm/envs.py",
+    registry_dict="environment_variables",
+    serve_module="vllm.entrypoints.cli.main",
+    serve_script="vllm",
+    health_path="/health",
+    fact_patterns=FACTS,
+    fatal_patterns=FATALS,
+    unknown_env_regex=re.compile(r"Unknown vLLM environment variable detected: (?P<name>\w+)"),
+    # "(EngineCore pid=8241) INFO 11-30 09:12:57 [core.py:402] " and bare "[W1130 ...] " torch lines.
+    log_prefix=re.compile(
+        r"^(?:\(\w[\w-]* pid=\d+\) )?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d [\d:]+ \[[^\]]+\] )?"
+    ),
+    metrics={
+        "spec_drafts": "vllm:spec_decode_num_drafts",
+        "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens",
+        "spec_accepted_tokens": "vllm:spec_decode_num_accepted_tokens",
+        "spec_accepted_per_pos": "vllm:spec_decode_num_accepted_tokens_per_pos",
+        "prefix_cache_queries": "vllm:prefix_cache_queries",
+        "prefix_cache_hits": "vllm:prefix_cache_hits",
+        "requests_running": "vllm:num_requests_running",
+        "kv_cache_usage": "vllm:kv_cache_usage_perc",
+        "preemptions": "vllm:num_preemptions",
+    },
+    # Legacy variables that overlap a CLI flag: when both are set, one silently beats the
+    # other (the 0.29 retention-interval bug). vLLM keeps no machine-readable list; each
+    # entry names the source line that proves the overlap.
+    deprecated_env={
+        # vllm/platforms/cpu.py: "# Legacy setting" -> cache_config.kv_cache_memory_bytes
+        "VLLM_CPU_KVCACHE_SPACE": "--kv-cache-memory-bytes",
+    },
+)

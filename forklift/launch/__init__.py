@@ -1,0 +1,1 @@
+"""launch: profiles -> exact argv + env, supervised boot, boot facts from the log, clean stop."""

@@ -1,0 +1,115 @@
+"""One boot, start to verdict: start the server, wait, read the facts, write the boot receipt.
+
+The receipt is written when the boot starts (status partial) and rewritten with
+the verdict, so a boot cut short still leaves a record of what was tried.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from forklift.engines import EngineAdapter
+from forklift.errors import ForkliftError
+from forklift.launch.facts import BootBody
+from forklift.launch.resolve import REDACTED, Resolved, is_secret, printed_lines
+from forklift.launch.supervise import Server, boot_body, start, stop, wait_healthy
+from forklift.receipts import new_receipt, write_receipt
+
+STATUS = {"ready": "ok", "interrupted": "interrupted", "booting": "partial"}
+
+
+@dataclass
+class Booted:
+    server: Server
+    body: BootBody
+    receipt_path: Path | None
+
+
+def profile_record(resolved: Resolved) -> dict[str, Any]:
+    """What a receipt keeps of the setting: name, choices, the exact argv and env, secrets redacted."""
+    return {
+        "name": resolved.profile,
+        "choices": resolved.choices,
+        "argv": printed_lines(resolved)[: len(resolved.argv)],
+        "env": {k: REDACTED if is_secret(k) else v for k, v in resolved.env.items()},
+    }
+
+
+def setting_name(resolved: Resolved) -> str:
+    return " ".join([resolved.profile, *(f"{k}={v}" for k, v in resolved.choices.items())])
+
+
+def control_variable(adapter: EngineAdapter) -> str:
+    """A made-up knob no engine registers: the positive control for its unknown-variable warning."""
+    return f"{adapter.env_prefix}FORKLIFT_CONTROL_{secrets.token_hex(4).upper()}"
+
+
+def boot(
+    resolved: Resolved,
+    adapter: EngineAdapter,
+    log_path: Path,
+    receipts: Path | None,
+    *,
+    extra_env: dict[str, str] | None = None,
+    warnings: list[str] | None = None,
+    receipt_fields: dict[str, Any] | None = None,
+) -> Booted:
+    """Boot and return the verdict; a failed boot is stopped (its process group gone) before returning.
+
+    KeyboardInterrupt (Ctrl-C, or SIGTERM from `forklift stop` turned into one) stops the
+    server, marks the receipt interrupted and propagates.
+    """
+    setting = setting_name(resolved)
+    server = start(resolved, log_path, extra_env)
+    receipt = new_receipt(
+        "boot",
+        status="partial",
+        profile=profile_record(resolved),
+        body=BootBody(outcome="booting", setting=setting, log_path=str(log_path)).model_dump(),
+        **(receipt_fields or {}),
+    )
+    path = write_receipt(receipt, receipts) if receipts else None
+
+    def record(body: BootBody) -> None:
+        body.facts.warnings = list(warnings or [])
+        if path is not None:
+            receipt.status = STATUS.get(body.outcome, "failed")
+            receipt.body = body.model_dump()
+            write_receipt(receipt, receipts, path)
+
+    try:
+        body = wait_healthy(server, adapter, resolved.health_timeout, setting)
+    except KeyboardInterrupt:
+        stop(server)
+        record(boot_body(server, adapter, "interrupted", setting))
+        raise
+    if body.outcome != "ready":
+        stop(server)  # a dead leader can leave workers behind; a timed-out one is still running
+    record(body)
+    return Booted(server, body, path)
+
+
+def failure_message(body: BootBody, exit_code: int | None = None) -> str:
+    """One line: the fatal line when the log has one, else the timeout and the log's last line."""
+    where = f" (log: {body.log_path})" if body.log_path else ""
+    if body.outcome == "died":
+        code = f" with code {exit_code}" if exit_code is not None else ""
+        cause = body.facts.fatal or (body.last_lines[-1] if body.last_lines else "no output")
+        return f"engine exited during boot{code}: {cause}{where}"
+    if body.outcome == "timeout":
+        tail = " | ".join(line.strip() for line in body.last_lines[-3:] if line.strip()) or "no output"
+        return f"engine not healthy after {body.boot_seconds:.0f} s; last log lines: {tail}{where}"
+    return f"boot {body.outcome}{where}"
+
+
+def check_control(body: BootBody, variable: str) -> None:
+    """The positive control holds only if the engine warned about exactly the made-up variable."""
+    seen = body.facts.unknown_env
+    if seen != [variable]:
+        raise ForkliftError(
+            f"positive control failed: exported {variable}, the engine warned about "
+            f"{', '.join(seen) if seen else 'no unknown variable'}"
+        )

@@ -1,0 +1,54 @@
+"""Boot facts from an engine's log: a pure function over lines, driven by the engine adapter.
+
+Any distribution can add its own facts without touching forklift: a line
+containing `forklift boot fact: key=value key=value` lands in BootFacts.extra.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from forklift.engines import EngineAdapter
+from forklift.launch.facts import BootFacts
+
+EXTRA_FACT_MARK = "forklift boot fact:"
+_EXTRA_PAIR = re.compile(r"([A-Za-z_][\w.-]*)=(\S+)")
+_MAX_FATAL_CHARS = 400
+
+
+def strip_prefix(adapter: EngineAdapter, line: str) -> str:
+    return adapter.log_prefix.sub("", line.rstrip("\r\n"), count=1)
+
+
+def parse_boot_log(lines: Iterable[str], adapter: EngineAdapter) -> BootFacts:
+    """Every fact the log states; facts it does not state stay None (never zero)."""
+    values: dict[str, object] = {}
+    unknown_env: list[str] = []
+    extra: dict[str, str] = {}
+    fatal: tuple[int, str] | None = None
+    for raw in lines:
+        line = strip_prefix(adapter, raw)
+        if EXTRA_FACT_MARK in line:
+            extra.update(_EXTRA_PAIR.findall(line.split(EXTRA_FACT_MARK, 1)[1]))
+            continue
+        for pattern in adapter.fact_patterns:
+            match = pattern.regex.search(line)
+            if match:
+                for group, (field, convert) in pattern.facts.items():
+                    if match.group(group) is not None:
+                        values[field] = convert(match.group(group))
+        match = adapter.unknown_env_regex.search(line)
+        if match and match.group("name") not in unknown_env:
+            unknown_env.append(match.group("name"))
+        for pattern in adapter.fatal_patterns:
+            if pattern.regex.search(line):
+                if fatal is None or pattern.rank < fatal[0]:
+                    fatal = (pattern.rank, line.strip()[:_MAX_FATAL_CHARS])
+                break
+    return BootFacts(
+        **values,
+        unknown_env=unknown_env,
+        extra=extra,
+        fatal=fatal[1] if fatal else None,
+    )

@@ -1,0 +1,64 @@
+"""Launch profiles in forklift.toml: `[profiles.NAME]` tables (schema only; resolution is in resolve.py).
+
+    [profiles.base]
+    model = "Qwen/Qwen3-8B"
+    served_name = "qwen3"
+    args = { max-model-len = 8192, enforce-eager = true }
+    env = { VLLM_LOGGING_LEVEL = "INFO" }
+    defaults = { spec = "off" }
+
+    [profiles.base.axes.spec.ngram.args]
+    speculative-config = { method = "ngram", num_speculative_tokens = 3 }
+
+    [profiles.base.axes.spec.off]
+
+    [profiles.long]
+    extends = "base"
+    args = { max-model-len = 32768 }
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# A TOML value turned into a flag: true -> --flag, false -> --no-flag, a table -> JSON,
+# a list of scalars -> repeated values, anything else -> its text.
+ArgValue = Union[bool, int, float, str, list, dict]
+EnvValue = Union[bool, int, float, str]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Choice(_Strict):
+    """One named value of an axis: the flags and variables it adds."""
+
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+
+
+class Profile(_Strict):
+    extends: str | None = Field(default=None, description="a profile this one starts from")
+    model: str | None = None
+    served_name: str | None = None
+    host: str | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    python: str | None = Field(
+        default=None, description="the engine's interpreter; default: the engine's console script on PATH"
+    )
+    health_timeout: float | None = Field(default=None, gt=0, description="seconds to wait for /health")
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+    axes: dict[str, dict[str, Choice]] = Field(default_factory=dict)
+    defaults: dict[str, str] = Field(default_factory=dict, description="axis -> choice when --set does not pick")
+
+    @field_validator("axes")
+    @classmethod
+    def _axes_have_choices(cls, axes: dict[str, dict[str, Choice]]) -> dict[str, dict[str, Choice]]:
+        for axis, choices in axes.items():
+            if not choices:
+                raise ValueError(f"axis {axis!r} has no choices")
+        return axes

@@ -1,0 +1,247 @@
+"""Profile resolution, a pure function: (profiles, name, choices, overrides) -> exact argv + env.
+
+Nothing here looks at the machine: `forklift launch --print` works with no
+engine installed. Checks against the installed engine (known flags, registered
+knobs) are in check.py.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from dataclasses import dataclass, field
+
+from forklift.engines import EngineAdapter
+from forklift.errors import ConfigError, UsageError
+from forklift.launch.profile import ArgValue, EnvValue, Profile
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_HEALTH_TIMEOUT = 600.0
+_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
+REDACTED = "<redacted>"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One engine flag as resolved: `name` is '--max-model-len'; `value` None for a bare switch."""
+
+    name: str
+    values: tuple[str, ...]
+    source: str  # where it came from: "profile base", "spec=ngram", "--set"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    profile: str
+    choices: dict[str, str]
+    python: str | None
+    model: str
+    served_name: str
+    host: str
+    port: int
+    health_timeout: float
+    command: list[str]  # the engine command before model and flags
+    flags: list[Flag]
+    env: dict[str, str]
+    env_sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def argv(self) -> list[str]:
+        argv = [*self.command, self.model]
+        for flag in self.flags:
+            argv.append(flag.name)
+            argv.extend(flag.values)
+        return argv
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def flatten(profiles: dict[str, Profile], name: str) -> Profile:
+    """The profile with its `extends` chain merged in (the child wins, key by key)."""
+    chain: list[str] = []
+    current: str | None = name
+    while current is not None:
+        if current in chain:
+            raise ConfigError(f"profiles: extends cycle {' -> '.join([*chain, current])}")
+        if current not in profiles:
+            known = ", ".join(sorted(profiles)) or "none"
+            if not chain:
+                raise UsageError(f"unknown profile {current!r} (profiles: {known})")
+            raise ConfigError(f"profiles.{chain[-1]}.extends: unknown profile {current!r} (profiles: {known})")
+        chain.append(current)
+        current = profiles[current].extends
+    merged: dict = {}
+    for ancestor in reversed(chain):
+        data = profiles[ancestor].model_dump(exclude_unset=True)
+        for key, value in data.items():
+            if key in ("args", "env", "defaults"):
+                merged[key] = {**merged.get(key, {}), **value}
+            elif key == "axes":
+                axes = dict(merged.get("axes", {}))
+                for axis, choices in value.items():
+                    axes[axis] = {**axes.get(axis, {}), **choices}
+                merged["axes"] = axes
+            else:
+                merged[key] = value
+    merged["extends"] = None
+    return Profile.model_validate(merged)
+
+
+def parse_sets(sets: list[str]) -> tuple[dict[str, str], dict[str, object]]:
+    """`--set` items: `axis=choice`, `args.FLAG=VALUE` (a TOML value) or `env.NAME=VALUE`."""
+    choices: dict[str, str] = {}
+    overrides: dict[str, object] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--set {item!r}: expected KEY=VALUE (axis=choice, args.FLAG=VALUE or env.NAME=VALUE)")
+        if key.startswith(("args.", "env.")):
+            overrides[key] = _toml_value(value) if key.startswith("args.") else value
+        else:
+            choices[key] = value
+    return choices, overrides
+
+
+def _toml_value(text: str) -> object:
+    """`4096` -> 4096, `true` -> True, `{method = "ngram"}` -> dict; anything else stays text."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def flag_name(key: str) -> str:
+    return "--" + key.lstrip("-").replace("_", "-")
+
+
+def flag_values(name: str, value: ArgValue, where: str) -> tuple[str, tuple[str, ...]] | None:
+    """How one TOML value becomes argv words; a value no flag can take is refused, naming it."""
+    if isinstance(value, bool):
+        return (name, ()) if value else ("--no-" + name[2:], ())
+    if isinstance(value, dict):
+        return name, (json.dumps(value, separators=(",", ":")),)
+    if isinstance(value, list):
+        if not value:
+            raise ConfigError(f"{where}: {name} is an empty list (remove it instead)")
+        if any(isinstance(v, (dict, list)) for v in value):
+            return name, (json.dumps(value, separators=(",", ":")),)
+        if any(isinstance(v, bool) for v in value) or any(isinstance(v, (_dt.date, _dt.time)) for v in value):
+            raise ConfigError(f"{where}: {name} = {value!r}: a list of booleans or dates is not a flag value")
+        return name, tuple(str(v) for v in value)
+    if isinstance(value, (int, float, str)):
+        return name, (str(value),)
+    raise ConfigError(f"{where}: {name} = {value!r}: a {type(value).__name__} is not a flag value")
+
+
+def env_text(value: EnvValue | object, where: str) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    raise ConfigError(f"{where}: {value!r}: a {type(value).__name__} is not an environment value")
+
+
+def resolve(
+    profiles: dict[str, Profile],
+    name: str,
+    choices: dict[str, str],
+    overrides: dict[str, object],
+    adapter: EngineAdapter,
+) -> Resolved:
+    profile = flatten(profiles, name)
+    picked = _pick_choices(profile, name, choices)
+    where = f"profiles.{name}"
+    if not profile.model:
+        raise ConfigError(f"{where}: no model (set model = \"...\" in the profile or one it extends)")
+    # Flags in layers: the profile, then each picked choice, then --set; a later layer replaces
+    # the same flag in place, so the argv order is stable.
+    layers: list[tuple[str, dict[str, object], dict[str, object]]] = [(f"profile {name}", profile.args, profile.env)]
+    for axis, choice in picked.items():
+        layer = profile.axes[axis][choice]
+        layers.append((f"{axis}={choice}", layer.args, layer.env))
+    layers.append(
+        (
+            "--set",
+            {k[5:]: v for k, v in overrides.items() if k.startswith("args.")},
+            {k[4:]: v for k, v in overrides.items() if k.startswith("env.")},
+        )
+    )
+    flags: dict[str, Flag] = {}
+    env: dict[str, str] = {}
+    env_sources: dict[str, str] = {}
+    for source, args, variables in layers:
+        for key, value in args.items():
+            name_ = flag_name(key)
+            words = flag_values(name_, value, f"{where} ({source})")
+            base = name_[5:] if name_.startswith("--no-") else name_[2:]
+            for stale in (f"--{base}", f"--no-{base}"):
+                flags.pop(stale, None)
+            flags[words[0]] = Flag(words[0], words[1], source)
+        for key, value in variables.items():
+            env[key] = env_text(value, f"{where} ({source}) env {key}")
+            env_sources[key] = source
+    fixed = [
+        Flag("--served-model-name", (profile.served_name or profile.model,), f"profile {name}"),
+        Flag("--host", (profile.host or DEFAULT_HOST,), f"profile {name}"),
+        Flag("--port", (str(profile.port or DEFAULT_PORT),), f"profile {name}"),
+    ]
+    for flag in fixed:
+        if flag.name in flags:
+            raise ConfigError(f"{where}: set {flag.name} with the profile's own key, not in args")
+    return Resolved(
+        profile=name,
+        choices=picked,
+        python=profile.python,
+        model=profile.model,
+        served_name=profile.served_name or profile.model,
+        host=profile.host or DEFAULT_HOST,
+        port=profile.port or DEFAULT_PORT,
+        health_timeout=profile.health_timeout or DEFAULT_HEALTH_TIMEOUT,
+        command=adapter.serve_argv(profile.python),
+        flags=[*fixed, *flags.values()],
+        env=env,
+        env_sources=env_sources,
+    )
+
+
+def _pick_choices(profile: Profile, name: str, choices: dict[str, str]) -> dict[str, str]:
+    axes = profile.axes
+    for axis, value in choices.items():
+        if axis not in axes:
+            known = ", ".join(sorted(axes)) or "none"
+            raise UsageError(f"profile {name}: unknown axis {axis!r} (axes: {known}; flags: --set args.FLAG=VALUE)")
+        if value not in axes[axis]:
+            raise UsageError(f"profile {name}: axis {axis}: unknown value {value!r} (one of {', '.join(axes[axis])})")
+    for axis, value in profile.defaults.items():
+        if axis not in axes:
+            raise ConfigError(f"profiles.{name}.defaults: unknown axis {axis!r}")
+        if value not in axes[axis]:
+            raise ConfigError(f"profiles.{name}.defaults.{axis}: unknown value {value!r} (one of {', '.join(axes[axis])})")
+    picked: dict[str, str] = {}
+    for axis, values in axes.items():
+        value = choices.get(axis, profile.defaults.get(axis))
+        if value is None:
+            raise UsageError(f"profile {name}: axis {axis} needs a value: --set {axis}={'|'.join(values)}")
+        picked[axis] = value
+    return picked
+
+
+def is_secret(name: str) -> bool:
+    return bool(_SECRET.search(name))
+
+
+def printed_lines(resolved: Resolved) -> list[str]:
+    """argv words, then NAME=value lines: one per line, secrets redacted (what --print shows)."""
+    lines = [*resolved.command, resolved.model]
+    for flag in resolved.flags:
+        lines.append(flag.name)
+        lines.extend(REDACTED if is_secret(flag.name) else v for v in flag.values)
+    lines.extend(f"{k}={REDACTED if is_secret(k) else v}" for k, v in resolved.env.items())
+    return lines

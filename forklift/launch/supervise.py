@@ -1,0 +1,167 @@
+"""Run the engine as a supervised child: own process group, log to a file, health wait, clean stop.
+
+The child is started from an argv list (never a shell string) in a new session,
+so stopping it means signalling its whole process group: the API server and
+every engine/worker process it forked. `stop` returns only when that group is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from forklift.engines import EngineAdapter
+from forklift.launch.facts import BootBody
+from forklift.launch.logfacts import parse_boot_log, strip_prefix
+from forklift.launch.resolve import Resolved
+
+LAST_LINES = 20
+POLL_S = 0.5
+
+
+@dataclass
+class Server:
+    """A started engine: its process (group leader), where it logs, and where it listens."""
+
+    process: subprocess.Popen
+    log_path: Path
+    url: str
+    model: str
+    started: float
+    boot: BootBody | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+def start(resolved: Resolved, log_path: Path, extra_env: dict[str, str] | None = None) -> Server:
+    """Start the engine; its stdout and stderr go to log_path (appended)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **resolved.env, **(extra_env or {})}
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            resolved.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # its own process group: one signal reaches every worker
+            close_fds=True,
+        )
+    return Server(process, log_path, resolved.url, resolved.served_name, time.monotonic())
+
+
+def last_lines(log_path: Path, adapter: EngineAdapter, count: int = LAST_LINES) -> list[str]:
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as fh:
+            tail = deque(fh, maxlen=count)
+    except FileNotFoundError:
+        return []
+    return [strip_prefix(adapter, line) for line in tail]
+
+
+def read_facts(server: Server, adapter: EngineAdapter):
+    with open(server.log_path, encoding="utf-8", errors="replace") as fh:
+        return parse_boot_log(fh, adapter)
+
+
+def wait_healthy(server: Server, adapter: EngineAdapter, timeout: float, setting: str | None = None) -> BootBody:
+    """Poll the health endpoint until ready, the child exits (died) or the timeout passes.
+
+    KeyboardInterrupt propagates: the caller stops the server and records "interrupted".
+    """
+    health = server.url + adapter.health_path
+    deadline = server.started + timeout
+    outcome = "timeout"
+    with httpx.Client(timeout=2.0, trust_env=False) as client:
+        while True:
+            if server.process.poll() is not None:
+                outcome = "died"
+                break
+            try:
+                if client.get(health).status_code == 200:
+                    outcome = "ready"
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_S)
+    return boot_body(server, adapter, outcome, setting)
+
+
+def boot_body(server: Server, adapter: EngineAdapter, outcome: str, setting: str | None) -> BootBody:
+    body = BootBody(
+        outcome=outcome,
+        setting=setting,
+        boot_seconds=round(time.monotonic() - server.started, 2),
+        log_path=str(server.log_path),
+        last_lines=[] if outcome == "ready" else last_lines(server.log_path, adapter),
+        facts=read_facts(server, adapter),
+    )
+    server.boot = body
+    return body
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group, read from /proc."""
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="utf-8") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state, ppid, pgrp, ...
+        state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
+        if int(pgrp) == pgid and state != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    return bool(group_members(pgid))
+
+
+def stop(server: Server, grace: float = 20.0) -> None:
+    """Terminate the whole process group, wait, then kill; return when no member is left."""
+    pgid = server.process.pid  # start_new_session made the child its group's leader
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while group_alive(pgid) and time.monotonic() < deadline:
+        _reap(server)
+        time.sleep(0.2)
+    if group_alive(pgid):
+        _signal_group(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + 10.0
+        while group_alive(pgid) and time.monotonic() < deadline:
+            _reap(server)
+            time.sleep(0.1)
+    _reap(server)
+    if group_alive(pgid):
+        raise RuntimeError(f"process group {pgid} survived SIGKILL")
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _reap(server: Server) -> None:
+    # The leader is our child: reap it, or it stays a zombie and the group looks alive.
+    try:
+        server.process.wait(timeout=0)
+    except subprocess.TimeoutExpired:
+        pass

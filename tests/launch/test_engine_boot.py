@@ -1,0 +1,49 @@
+"""The real vLLM CPU build booted through forklift.launch: facts read from its log, served requests."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.engine
+
+
+def test_server_boots_and_reports_its_kv_pool(vllm_server):
+    facts = vllm_server.boot.facts
+    assert vllm_server.boot.outcome == "ready"
+    assert facts.kv_pool_device == "CPU"
+    # 1 GiB of bf16 KV for 2 layers x 2 heads x 64 dims: 1 GiB / (2*2*2*64*2 bytes) tokens.
+    assert facts.kv_pool_tokens == 1024**3 // (2 * 2 * 2 * 64 * 2)
+    assert facts.kv_memory_gib == 1.0
+    assert facts.max_concurrency_tokens == 2048
+    assert facts.max_concurrency == pytest.approx(facts.kv_pool_tokens / 2048, rel=1e-3)
+    assert facts.engine_init_s is not None and facts.engine_init_s > 0
+    assert facts.listening == vllm_server.url
+    assert facts.fatal is None
+    assert facts.unknown_env == []
+
+
+def test_server_answers_a_chat_request(vllm_server):
+    response = httpx.post(
+        vllm_server.url + "/v1/chat/completions",
+        json={"model": vllm_server.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
+        timeout=60,
+    )
+    assert response.status_code == 200
+    assert response.json()["usage"]["completion_tokens"] == 4
+
+
+def test_boot_receipt_records_the_exact_argv(vllm_server):
+    receipt = json.loads(vllm_server.receipt_path.read_text())
+    assert receipt["kind"] == "boot" and receipt["status"] == "ok"
+    assert receipt["body"]["outcome"] == "ready"
+    assert receipt["profile"]["argv"][-1] == "--enforce-eager"
+    assert receipt["profile"]["env"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
+
+
+def test_ngram_server_runs_speculative_decoding(vllm_server_ngram):
+    # The TOML-style table became a JSON flag value the engine parsed into its config.
+    assert "SpeculativeConfig(method='ngram'" in vllm_server_ngram.log_path.read_text()
+    assert vllm_server_ngram.boot.outcome == "ready"
