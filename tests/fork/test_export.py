@@ -1,0 +1,161 @@
+"""forklift export / import on a throwaway fork of the real vLLM 0.32.0 tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forklift.fork.export import recorded_base
+from forklift.series.check import tree_reader
+from forklift.series.engine import apply_series
+from forklift.series.model import load_series
+from tests.fork.fixtures import AUDIO, FIX_LINE, LOGGER, SCHEDULER
+from tests.fork.gitfork import branch, commit, edit, forklift
+
+pytestmark = pytest.mark.network
+
+NAMES = [
+    "clear-speculative-drafts-for-requests-with-structure.patch",
+    "register-the-vllm_log_kv_cache_blocks-knob.patch",
+    "add-the-azacinto_foscolo-audio-asset.patch",
+    "document-that-the-assets-cache-folder-is-created-on.patch",
+]
+
+
+def export(dist: Path, fork, ref: str, *extra: str):
+    return forklift("-c", str(dist), "export", "--from", ref, "--repo", str(fork.git.repo), *extra)
+
+
+def patch_files(dist: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((dist / "patches").iterdir())}
+
+
+def test_export_writes_one_normalized_patch_per_commit(vllm_fork, distribution, vllm_032_tree):
+    proc = export(distribution, vllm_fork, "patched", "--base", vllm_fork.base)
+    assert proc.returncode == 0, proc.stderr
+    series = load_series(distribution / "patches")
+    assert [p.name for p in series.patches] == NAMES
+    assert recorded_base(distribution / "patches") == vllm_fork.base
+    first = series.patches[0]
+    assert first.header.get("author") == "Ann Maintainer <ann@example.org>"
+    assert first.header.get("origin") == "vendor"
+    assert first.header.get("kind") == "fix"
+    assert first.header.get("retires-when") == "upstream stops drafting for structured-output requests"
+    assert first.header.description == "Clear speculative drafts for requests with structured outputs"
+    assert "plain target-token path" in first.header.get("description")
+    for patch, commit_id in zip(series.patches, vllm_fork.commits):
+        assert patch.header.get("export-commit") == commit_id
+        assert "\nindex " not in patch.text and "2026" not in patch.text  # no index lines, no dates
+        assert not patch.text.rstrip().endswith(("2.39.5", "--"))  # no format-patch version trailer
+    assert [p.paths for p in series.patches] == [(SCHEDULER,), ("vllm/envs.py",), (AUDIO,), ("vllm/assets/base.py",)]
+    results, _ = apply_series(tree_reader(vllm_032_tree.path), series.patches)
+    assert [r.status for r in results] == ["exact"] * 4
+
+
+def test_reexport_is_byte_identical_and_check_passes(vllm_fork, distribution):
+    assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
+    first = patch_files(distribution)
+    proc = export(distribution, vllm_fork, vllm_fork.patched)  # base now read back from patches/series
+    assert proc.returncode == 0, proc.stderr
+    assert patch_files(distribution) == first
+    proc = export(distribution, vllm_fork, "patched", "--check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "4 patches match a fresh export" in proc.stdout
+
+
+def test_export_check_names_each_drifted_patch(vllm_fork, distribution):
+    assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
+    patches = distribution / "patches"
+    edited = patches / NAMES[1]
+    edited.write_text(edited.read_text().replace("Kind: feature", "Kind: fix"))
+    series = patches / "series"
+    series.write_text(series.read_text().replace(NAMES[3] + "\n", ""))
+    (patches / NAMES[3]).unlink()
+    proc = export(distribution, vllm_fork, "patched", "--check")
+    assert proc.returncode == 1
+    assert f"{NAMES[1]}: differs from a fresh export of fork commit {vllm_fork.commits[1][:12]}" in proc.stdout
+    assert f"{NAMES[3]}: missing from the committed series" in proc.stdout
+    assert NAMES[0] not in proc.stdout
+
+
+def test_export_refuses_a_merge_commit(vllm_fork, distribution, vllm_032_tree):
+    side = commit(vllm_fork.git, vllm_fork.base, {LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = ")},
+                  "Annotate the date format constant\n")
+    merge = commit(vllm_fork.git, [vllm_fork.patched, side], {}, "Merge branch 'side'\n")
+    branch(vllm_fork.git, "merged", merge)
+    proc = export(distribution, vllm_fork, "merged", "--base", vllm_fork.base)
+    assert proc.returncode == 1
+    assert f"error: commit {merge[:12]} (Merge branch 'side') is a merge commit" in proc.stderr
+    assert "rebase the fork branch" in proc.stderr
+    assert not (distribution / "patches" / "series").exists()  # nothing half-written
+
+
+def test_export_refuses_an_empty_commit(vllm_fork, distribution):
+    empty = commit(vllm_fork.git, vllm_fork.patched, {}, "Bump nothing\n")
+    proc = export(distribution, vllm_fork, empty, "--base", vllm_fork.base)
+    assert proc.returncode == 1
+    assert f"error: commit {empty[:12]} (Bump nothing) is empty" in proc.stderr
+
+
+def test_export_reports_files_outside_upstreams_tree(vllm_fork, distribution, vllm_032_tree):
+    ci = commit(vllm_fork.git, vllm_fork.patched,
+                {".forgejo/workflows/fork-ci.yml": b"on: push\n",
+                 LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = ")},
+                "Fork CI and a logger annotation\n")
+    proc = export(distribution, vllm_fork, ci, "--base", vllm_fork.base)
+    assert proc.returncode == 1
+    assert "touches files outside upstream's tree: .forgejo/workflows/fork-ci.yml" in proc.stderr
+    proc = export(distribution, vllm_fork, ci, "--base", vllm_fork.base, "--drop-outside")
+    assert proc.returncode == 0, proc.stderr
+    assert "dropped .forgejo/workflows/fork-ci.yml" in proc.stdout
+    last = load_series(distribution / "patches").patches[-1]
+    assert last.paths == (LOGGER,)
+
+
+def test_export_needs_a_base_for_a_pypi_pin(vllm_fork, distribution):
+    proc = export(distribution, vllm_fork, "patched")
+    assert proc.returncode == 2
+    assert "pass --base REV" in proc.stderr
+
+
+def test_import_makes_one_commit_per_patch_and_round_trips(vllm_fork, distribution, tmp_path):
+    assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
+    proc = forklift("-c", str(distribution), "import", "--branch", "editing", "--repo", str(vllm_fork.git.repo))
+    assert proc.returncode == 0, proc.stderr
+    git = vllm_fork.git
+    assert git.text("rev-list", "--count", f"{vllm_fork.base}..editing").strip() == "4"
+    assert git.text("rev-parse", "editing^{tree}") == git.text("rev-parse", "patched^{tree}")
+    message = git.text("log", "-1", "--format=%an <%ae>%n%B", "editing~3")
+    assert message.startswith("Ann Maintainer <ann@example.org>\nClear speculative drafts")
+    assert "Retires-When: upstream stops drafting" in message
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "forklift.toml").write_text((distribution / "forklift.toml").read_text())
+    proc = forklift("-c", str(again), "export", "--from", "editing", "--repo", str(git.repo), "--base", vllm_fork.base)
+    assert proc.returncode == 0, proc.stderr
+
+    def without_export_commit(folder: Path) -> dict[str, list[str]]:
+        return {name: [line for line in text.decode().splitlines() if not line.startswith("Export-Commit:")]
+                for name, text in patch_files(folder).items()}
+
+    assert without_export_commit(again) == without_export_commit(distribution)
+    proc = forklift("-c", str(distribution), "import", "--branch", "editing", "--repo", str(git.repo))
+    assert proc.returncode == 1 and "branch 'editing' already exists" in proc.stderr
+
+
+def test_import_names_the_patch_that_does_not_apply(vllm_fork, distribution):
+    assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
+    bad = distribution / "patches" / NAMES[2]
+    bad.write_text(bad.read_text().replace('"mary_had_lamb"]', '"mary_had_a_lamb"]').replace(
+        '-AudioAssetName = Literal["winning_call", "mary_had_lamb"', '-AudioAssetName = Literal["winning_call", "mary_had_a_lamb"'))
+    proc = forklift("-c", str(distribution), "import", "--branch", "broken", "--repo", str(vllm_fork.git.repo))
+    assert proc.returncode == 1
+    assert f"error: {NAMES[2]}: does not apply" in proc.stderr
+    assert vllm_fork.git.resolve("refs/heads/broken") is None  # no branch for a half import
+
+
+def test_fix_line_is_in_the_export(vllm_fork, distribution):
+    """The line the manifest tests guard is what the scheduler commit adds."""
+    assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
+    assert f"+            {FIX_LINE}\n" in (distribution / "patches" / NAMES[0]).read_text()
