@@ -1,0 +1,89 @@
+"""Local pins: a tarball by the sha256 of the file, a folder by the sha256 of its canonical listing."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from forklift.config.schema import PathPin
+from forklift.errors import ForkliftError
+from forklift.source import materialize
+from forklift.source.hashing import directory_digest, directory_listing
+from tests.source.helpers import sdist_bytes
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def folder(tmp_path):
+    root = tmp_path / "src"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "mod.py").write_text("A = 1\n")
+    (root / "run.sh").write_text("#!/bin/sh\n")
+    (root / "run.sh").chmod(0o755)
+    (root / "pkg" / "link.py").symlink_to("mod.py")
+    (root / "empty").mkdir()
+    (root / ".git").mkdir()
+    (root / ".git" / "index").write_text("changes on every git status")
+    return root
+
+
+def test_listing_format(folder):
+    assert directory_listing(folder) == (
+        f"l {sha(b'mod.py')} pkg/link.py\n"
+        f"f {sha(b'A = 1' + bytes([10]))} pkg/mod.py\n"
+        f"x {sha(b'#!/bin/sh' + bytes([10]))} run.sh\n"
+    )
+    assert directory_digest(folder) == sha(directory_listing(folder).encode())
+
+
+def test_digest_sees_content_mode_and_names_not_git_or_empty_folders(folder):
+    before = directory_digest(folder)
+    (folder / ".git" / "index").write_text("changed")
+    (folder / "another-empty").mkdir()
+    assert directory_digest(folder) == before
+    (folder / "run.sh").chmod(0o644)
+    assert directory_digest(folder) != before
+    (folder / "run.sh").chmod(0o755)
+    os.rename(folder / "pkg" / "mod.py", folder / "pkg" / "mod2.py")
+    assert directory_digest(folder) != before
+
+
+def test_folder_pin_is_copied_into_the_cache(folder, cache, tmp_path):
+    digest = directory_digest(folder)
+    tree = materialize(PathPin(source="path", path="src", sha256=digest), tmp_path, cache)
+    assert (tree.kind, tree.digest, tree.path.name) == ("dir", digest, f"dir-{digest}")
+    assert directory_digest(tree.path) == digest and not (tree.path / ".git").exists()
+    (folder / "pkg" / "mod.py").write_text("A = 'edited'\n")
+    with pytest.raises(ForkliftError, match=rf"^{folder}: sha256 mismatch: forklift.toml pins {digest}, found [0-9a-f]{{64}}$"):
+        materialize(PathPin(source="path", path="src", sha256=digest), tmp_path, cache)  # checked on every use
+
+
+def test_tarball_pin_and_hash_mismatch(tmp_path, cache):
+    content = sdist_bytes()
+    (tmp_path / "pkg-1.0.tar.gz").write_bytes(content)
+    good = PathPin(source="path", path="pkg-1.0.tar.gz", sha256=sha(content))
+    tree = materialize(good, tmp_path, cache)
+    assert tree.kind == "tarball" and (tree.path / "pkg" / "__init__.py").is_file()
+    wrong = "f" * 64
+    message = rf"^{tmp_path}/pkg-1\.0\.tar\.gz: sha256 mismatch: forklift.toml pins {wrong}, found {sha(content)}$"
+    with pytest.raises(ForkliftError, match=message):
+        materialize(PathPin(source="path", path="pkg-1.0.tar.gz", sha256=wrong), tmp_path, cache)
+
+
+def test_missing_local_path(tmp_path, cache):
+    with pytest.raises(ForkliftError, match=r"gone\.tar\.gz: no such file or folder \(upstream\.path in forklift\.toml\)"):
+        materialize(PathPin(source="path", path="gone.tar.gz", sha256="0" * 64), tmp_path, cache)
+
+
+def test_folder_with_escaping_symlink_is_refused(tmp_path, cache):
+    root = tmp_path / "src"
+    root.mkdir()
+    (root / "a.py").write_text("")
+    (root / "out").symlink_to("/etc")
+    with pytest.raises(ForkliftError, match=r"^unsafe folder .*src: member 'out' is a symlink to the absolute path '/etc'"):
+        materialize(PathPin(source="path", path="src", sha256=directory_digest(root)), tmp_path, cache)
