@@ -34,21 +34,32 @@ def _hunks(row) -> str:
 def render_report(report) -> None:
     from rich.table import Table
 
+    standalone = {row.name: row for row in report.pass2}
     table = Table(title=f"forklift check — {report.tree}", title_justify="left")
-    for column in ("pass", "#", "patch", "status", "hunks", "+/-"):
-        table.add_column(column, overflow="fold")
-    for label, rows in (("1", report.pass1), ("2", report.pass2)):
-        for number, row in enumerate(rows, 1):
-            added = sum(f.added for f in row.files)
-            removed = sum(f.removed for f in row.files)
-            style = STYLE.get(row.status, "red")
-            table.add_row(label, str(number), row.name, f"[{style}]{row.status}[/]", _hunks(row), f"+{added} -{removed}")
+    table.add_column("#", justify="right")
+    table.add_column("patch", overflow="fold")
+    table.add_column("pass 1", no_wrap=True)
+    table.add_column("pass 2", no_wrap=True)
+    table.add_column("hunks", overflow="fold")
+    table.add_column("+/-", no_wrap=True)
+    for number, row in enumerate(report.pass1, 1):
+        added = sum(f.added for f in row.files)
+        removed = sum(f.removed for f in row.files)
+        alone = standalone.get(row.name)
+        table.add_row(
+            str(number), row.name, _status(row.status), _status(alone.status) if alone else "-",
+            _hunks(row), f"+{added} -{removed}",
+        )
     console.print(table)
     for finding in report.findings:
         console.print(f"[red]FAIL[/] {finding.check}: {finding.subject}: {finding.message}", soft_wrap=True)
     touched = ", ".join(f"{f.path} (+{f.added} -{f.removed})" for f in report.manifest)
     console.print(f"files touched: {touched or 'none'}", soft_wrap=True)
     console.print(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}", soft_wrap=True)
+
+
+def _status(status: str) -> str:
+    return f"[{STYLE.get(status, 'red')}]{status}[/]"
 
 
 @app.command()
