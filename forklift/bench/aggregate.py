@@ -47,8 +47,8 @@ def aggregate(records: Sequence[RequestRecord], *, concurrency: int, duration_s:
         "e2e_ms": distribution([r.e2e for r in ok if r.e2e is not None]),
         "tokens_from_client": sum(1 for r in ok if r.tokens_from == "client"),
     }
-    if tpots:
-        median_tpot = float(np.median(tpots))
+    median_tpot = float(np.median(tpots)) if tpots else 0.0
+    if median_tpot > 0:  # zero when a whole answer arrived in one read: no decode rate to state
         out["per_stream_decode_tok_s"] = 1.0 / median_tpot
         out["aggregate_decode_tok_s"] = concurrency / median_tpot
         out["aggregate_decode_basis"] = "concurrency x 1000 / median TPOT (ms)"

@@ -113,12 +113,16 @@ class StreamClient:
                 return
             stream = _StreamState(record, zero)
             decoder = SSEDecoder()
-            async for data in response.content.iter_any():
-                now = time.perf_counter()
-                for payload in decoder.feed(data):
-                    if stream.event(payload, now):
-                        stream.finish(now)
-                        return
+            try:
+                async for data in response.content.iter_any():
+                    now = time.perf_counter()
+                    for payload in decoder.feed(data):
+                        if stream.event(payload, now):
+                            stream.finish(now)
+                            return
+            except BaseException:
+                stream.finish(time.perf_counter(), cut=True)  # keep what arrived; the caller names the failure
+                raise
             stream.finish(time.perf_counter(), cut=True)
 
 
