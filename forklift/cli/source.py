@@ -17,8 +17,8 @@ def fetch() -> None:
 
     config = load()
     tree = materialize(config.data.upstream, config.root, progress=console)
-    console.print(f"{tree.label}: {tree.path}")
-    console.print(f"digest {tree.digest}")
+    # soft_wrap: a long path stays on one line, so it can be copied
+    console.print(f"{tree.label}\n  path   {tree.path}\n  digest {tree.digest}", soft_wrap=True)
 
 
 @app.command()
@@ -36,6 +36,5 @@ def init(
     done = init_distribution(
         folder, pypi=pypi, wheel=wheel, git_url=git, tag=tag, path=str(path) if path else None
     )
-    console.print(f"wrote {done.config} and {done.series}")
-    for key, value in done.upstream.items():
-        console.print(f"  upstream.{key} = {value}")
+    pin = "".join(f"\n  upstream.{key} = {value}" for key, value in done.upstream.items())
+    console.print(f"wrote {done.config} and {done.series}{pin}", soft_wrap=True)

@@ -9,6 +9,7 @@ can change under us, so it is checked every time).
 from __future__ import annotations
 
 import shutil
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -19,7 +20,7 @@ from forklift.source import git
 from forklift.source.cache import Cache, default_cache
 from forklift.source.download import download
 from forklift.source.extract import extract_archive, refuse_escaping_links
-from forklift.source.hashing import directory_digest, file_sha256
+from forklift.source.hashing import SKIPPED_NAMES, directory_digest, file_sha256
 from forklift.source.index import redact, resolve_pypi_file
 
 TreeKind = Literal["sdist", "wheel", "git", "tarball", "dir"]
@@ -52,9 +53,9 @@ def materialize(
     if isinstance(pin, PypiPin):
         return _pypi(pin, cache, progress, index_url)
     if isinstance(pin, GitPin):
-        return _git(pin, Path(root), cache)
+        return _git(pin, Path(root), cache, progress)
     if isinstance(pin, PathPin):
-        return _path(pin, Path(root), cache)
+        return _path(pin, Path(root), cache, progress)
     raise TypeError(f"not a pin: {pin!r}")
 
 
@@ -67,29 +68,32 @@ def _pypi(pin: PypiPin, cache: Cache, progress, index_url: str | None) -> Tree:
             file = resolve_pypi_file(pin.package, pin.version, pin.filename, index_url)
             artifact = download(file, pin.sha256, cache, progress)
         name = pin.filename or f"{pin.package} {pin.version} sdist"
-        _extract_verified(artifact, pin.sha256, dest, strip_top=kind == "sdist", name=name)
+        with _status(progress, f"extracting {name}"):
+            _extract_verified(artifact, pin.sha256, dest, strip_top=kind == "sdist", name=name)
 
     path = cache.build_tree(f"{'wheel' if kind == 'wheel' else 'archive'}-{pin.sha256}", build)
     return Tree(path, pin.sha256, f"{pin.package} {pin.version} {kind}", kind)
 
 
-def _git(pin: GitPin, root: Path, cache: Cache) -> Tree:
+def _git(pin: GitPin, root: Path, cache: Cache, progress) -> Tree:
     url = git.resolve_url(pin.url, root)
     key = f"git-{pin.commit}"
     label = f"{redact(pin.url)} {pin.tag} @ {pin.commit[:12]}"
     if git.remote_tag_commit(url, pin.tag) != pin.commit or cache.cached_tree(key) is None:
-        mirror = git.update_mirror(url, cache)
+        with _status(progress, f"fetching {redact(url)}"):
+            mirror = git.update_mirror(url, cache)
         git.verify_pin(mirror, url, pin.tag, pin.commit)
 
         def build(dest: Path) -> None:
-            git.checkout_commit(mirror, pin.commit, dest)
+            with _status(progress, f"checking out {pin.commit[:12]}"):
+                git.checkout_commit(mirror, pin.commit, dest)
             refuse_escaping_links(dest, f"git tree {label}")
 
         cache.build_tree(key, build)
     return Tree(cache.tree_path(key), pin.commit, label, "git")
 
 
-def _path(pin: PathPin, root: Path, cache: Cache) -> Tree:
+def _path(pin: PathPin, root: Path, cache: Cache, progress) -> Tree:
     source = Path(pin.path).expanduser()
     source = source if source.is_absolute() else root / source
     if not source.exists():
@@ -100,18 +104,24 @@ def _path(pin: PathPin, root: Path, cache: Cache) -> Tree:
         raise ForkliftError(f"{source}: sha256 mismatch: forklift.toml pins {pin.sha256}, found {found}")
 
     def build(dest: Path) -> None:
-        if kind == "dir":
-            shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-            refuse_escaping_links(dest, f"folder {source}")
-            if (copied := directory_digest(dest)) != pin.sha256:
-                raise ForkliftError(f"{source}: changed while being copied (sha256 {copied}, pinned {pin.sha256})")
-        else:
+        with _status(progress, f"copying {source} into the cache"):
+            if kind == "dir":
+                shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED_NAMES))
+                refuse_escaping_links(dest, f"folder {source}")
+                if (copied := directory_digest(dest)) != pin.sha256:
+                    raise ForkliftError(f"{source}: changed while being copied (sha256 {copied}, pinned {pin.sha256})")
+                return
             with open(source, "rb") as handle:
                 artifact = cache.ingest(pin.sha256, iter(lambda: handle.read(1 << 20), b""), what=str(source))
             _extract_verified(artifact, pin.sha256, dest, strip_top=True, name=source.name)
 
     path = cache.build_tree(f"{'dir' if kind == 'dir' else 'archive'}-{pin.sha256}", build)
     return Tree(path, pin.sha256, f"{kind} {pin.path}", kind)
+
+
+def _status(console, text: str):
+    """A spinner on `console` for a slow step, or nothing."""
+    return console.status(text) if console is not None else nullcontext()
 
 
 def _extract_verified(artifact: Path, sha256: str, dest: Path, *, strip_top: bool, name: str) -> None:

@@ -30,7 +30,7 @@ def test_init_pypi_writes_a_valid_config_then_fetch(index_server, tmp_path, env)
     fetched = run_forklift("-c", "dist", "fetch", cwd=tmp_path, env=env)
     assert fetched.returncode == 0, fetched.stderr
     tree = tmp_path / "cache" / "trees" / f"archive-{sha}"
-    assert f"pkg 1.0 sdist: {tree}" in fetched.stdout.replace("\n", "") and f"digest {sha}" in fetched.stdout
+    assert fetched.stdout.splitlines() == ["pkg 1.0 sdist", f"  path   {tree}", f"  digest {sha}"]
     assert (tree / "pkg" / "__init__.py").is_file()
 
 
