@@ -103,14 +103,23 @@ def replay(
     repo: Path = REPO_OPTION,
 ) -> None:
     """Apply the series to the pristine tree and compare with the fork's tree over upstream's paths."""
+    from forklift.config.schema import GitPin
     from forklift.fork.binding import SOURCE_FILE, load_binding
     from forklift.fork.git import Git
     from forklift.fork.replay import replay as run_replay
     from forklift.series.model import load_series
 
+    from forklift.fork.export import recorded_base
+
     config = load()
     ref = against or load_binding(config.root / SOURCE_FILE).commit
-    result = run_replay(Git(repo), ref, _pristine(config).path, load_series(config.series_dir).patches)
+    pin = config.data.upstream
+    base = pin.commit if isinstance(pin, GitPin) else recorded_base(config.series_dir)
+    result = run_replay(Git(repo), ref, _pristine(config).path, load_series(config.series_dir).patches, base)
+    if result.not_in_base:
+        shown = ", ".join(result.not_in_base[:3]) + (" ..." if len(result.not_in_base) > 3 else "")
+        console.print(f"not compared: {len(result.not_in_base)} upstream files the fork's base {base[:12]} never "
+                      f"had (generated into the release: {shown})")
     for difference in result.differences:
         console.print(f"[red]differs[/] {difference}")
     verdict = "[green]identical[/]" if result.identical else "[red]NOT identical[/]"

@@ -34,6 +34,7 @@ class Replay:
     tip: str
     compared: int
     differences: tuple[Difference, ...]
+    not_in_base: tuple[str, ...] = ()  # upstream files the fork's base commit never had (sdist-generated)
 
     @property
     def identical(self) -> bool:
@@ -57,8 +58,14 @@ def pristine_reader(root: Path, upstream: UpstreamPaths):
     return read
 
 
-def replay(git: Git, ref: str, pristine_root: Path, patches: list[Patch] | tuple[Patch, ...]) -> Replay:
-    """Apply the series to the pristine tree and compare with `ref`'s tree over upstream's paths."""
+def replay(git: Git, ref: str, pristine_root: Path, patches: list[Patch] | tuple[Patch, ...],
+           base: str | None = None) -> Replay:
+    """Apply the series to the pristine tree and compare with `ref`'s tree over upstream's paths.
+
+    With the fork's `base` commit, upstream files that the base never had and nothing touched
+    (an sdist ships generated files such as vllm/_version.py that a git fork does not track) are
+    listed apart instead of as differences: the fork did not lose them, it never had them.
+    """
     git.ensure_repo()
     tip = git.commit_of(ref, "fork ref")
     upstream = UpstreamPaths.from_tree(pristine_root)
@@ -70,8 +77,14 @@ def replay(git: Git, ref: str, pristine_root: Path, patches: list[Patch] | tuple
                                 "replayed (run `forklift check`)")
     fork = {path: blob for path, blob in git.tree_blobs(tip).items() if upstream.contains(path)}
     paths = sorted(upstream.files | set(overlay.files) | set(fork))
+    untracked: set[str] = set()
+    if base is not None:
+        base_paths = set(git.tree_blobs(git.commit_of(base, "base")))
+        untracked = {p for p in upstream.files - base_paths - set(fork) if p not in overlay.files}
     differences = []
     for path in paths:
+        if path in untracked:
+            continue
         expected = overlay.read(path)
         actual = fork.get(path)
         if expected is None and actual is None:
@@ -82,4 +95,5 @@ def replay(git: Git, ref: str, pristine_root: Path, patches: list[Patch] | tuple
             differences.append(Difference(path, "missing from the fork"))
         elif blob_id(expected) != actual:
             differences.append(Difference(path, "content differs"))
-    return Replay(tip=tip, compared=len(paths), differences=tuple(differences))
+    return Replay(tip=tip, compared=len(paths) - len(untracked), differences=tuple(differences),
+                  not_in_base=tuple(sorted(untracked)))

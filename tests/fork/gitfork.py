@@ -48,7 +48,7 @@ def commit(git: Git, parent: str | list[str], changes: dict[str, bytes | None], 
         git.run("read-tree", parents[0], env=env)
         for path, content in changes.items():
             if content is None:
-                git.run("update-index", "--force-remove", "--", path, env=env)
+                git.run("update-index", "--index-info", input=f"0 {'0' * 40}\t{path}\n".encode(), env=env)
                 continue
             blob = git.text("hash-object", "-w", "--stdin", input=content).strip()
             listed = git.text("ls-tree", parents[0], "--", path).split()
