@@ -47,9 +47,11 @@ def materialize(
     """The pinned tree, fetched, verified and extracted on first use, from the cache afterwards.
 
     `root` is the folder of forklift.toml (relative local paths resolve there); `progress` is a
-    rich Console for a download bar; `index_url` overrides PIP_INDEX_URL / PyPI.
+    rich Console for a download bar and spinners (terminals only); `index_url` overrides PIP_INDEX_URL / PyPI.
     """
     cache = cache or default_cache()
+    if progress is not None and not progress.is_terminal:
+        progress = None  # live bars in a CI log are only noise (and stray blank lines)
     if isinstance(pin, PypiPin):
         return _pypi(pin, cache, progress, index_url)
     if isinstance(pin, GitPin):
