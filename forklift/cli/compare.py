@@ -99,3 +99,23 @@ def compare_command(
         _render(result)
     for line in unmatched:
         console.print(f"[yellow]not compared ({line})[/]")
+
+
+@app.command("report")
+def report_command(
+    folder: Path = typer.Argument(..., help="A folder of receipts (a campaign); searched recursively."),
+    output: Path = typer.Option(None, "--output", "-o", help="Markdown file to write [default: FOLDER/report.md]."),
+    baseline: str = typer.Option(
+        None, "--baseline", help="Build (e.g. 0.32.0) or setting to compare against [default: the oldest build]."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed (results are reproducible for a given seed)."),
+) -> None:
+    """Render a campaign's receipts into one markdown report plus PNG plots."""
+    from forklift.report import render_report
+
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: not a folder of receipts")
+    campaign, files = render_report(folder, output or folder / "report.md", baseline=baseline, seed=seed)
+    console.print(f"{len(campaign.rows)} rows from {len(campaign.receipts)} receipts; wrote:")
+    for path in files:
+        console.print(f"  {path}")

@@ -23,6 +23,13 @@ from forklift.receipts import Receipt
 Key = tuple[str, int, int]
 
 
+def build_label(receipt: Receipt) -> str:
+    """Which engine build measured a receipt: engine version plus the overlay hash when patched."""
+    version = receipt.engine_version or (receipt.pin or {}).get("version") or "unknown"
+    overlay = receipt.overlay_hash
+    return f"{version}+{overlay[:8]}" if overlay else str(version)
+
+
 @dataclass(frozen=True)
 class BenchRun:
     """One bench receipt with its body validated."""
@@ -46,10 +53,7 @@ class BenchRun:
 
     @property
     def build(self) -> str:
-        """Which engine build measured this: engine version plus the overlay hash when patched."""
-        version = self.receipt.engine_version or (self.receipt.pin or {}).get("version") or "unknown"
-        overlay = self.receipt.overlay_hash
-        return f"{version}+{overlay[:8]}" if overlay else str(version)
+        return build_label(self.receipt)
 
     def cell(self, name: str) -> Cell | None:
         return next((cell for cell in self.body.cells if cell.name == name), None)

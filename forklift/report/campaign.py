@@ -1,0 +1,226 @@
+"""A campaign: a folder of receipts, cut into the rows a reviewer reads.
+
+A row is one box, one setting and workload, one cell, the baseline beside
+the candidate. The baseline is a build (engine version + overlay hash; by
+default the oldest version) or, with `baseline` naming a setting, that
+setting on the same build (to judge a knob rather than a pin). Rows are
+never pooled across boxes. A side that never got to bench says why, from
+its boot receipt ("refused (4.63 GiB available, 4.76 needed)"), never a
+blank that reads as zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+from pydantic import ValidationError
+
+from forklift.errors import ForkliftError, UsageError
+from forklift.launch.facts import BootBody
+from forklift.receipts import Receipt, read_receipts
+from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
+from forklift.stats.sample import build_label, output_throughput, server_tok_step
+
+
+@dataclass(frozen=True)
+class Boot:
+    path: Path
+    receipt: Receipt
+    body: BootBody
+
+    @property
+    def setting(self) -> str:
+        return (self.receipt.profile or {}).get("name") or self.body.setting or "default"
+
+    @property
+    def build(self) -> str:
+        return build_label(self.receipt)
+
+
+def boot_state(boot: Boot | None) -> str:
+    """Why a side has no numbers, in the engine's own figures."""
+    if boot is None:
+        return "not run"
+    facts, outcome = boot.body.facts, boot.body.outcome
+    if facts.memory_available_gib is not None and facts.memory_needed_gib is not None:
+        return f"{outcome} ({facts.memory_available_gib:.2f} GiB available, {facts.memory_needed_gib:.2f} needed)"
+    if outcome in ("refused", "died"):
+        return f"{outcome} ({(facts.fatal or 'no fatal line in the log')[:120]})"
+    if outcome == "timeout":
+        waited = f" after {boot.body.boot_seconds:.0f} s" if boot.body.boot_seconds is not None else ""
+        return f"boot timed out{waited}"
+    if outcome == "booting":
+        return "boot never finished (its receipt is partial)"
+    return f"boot {outcome}, no bench receipt"
+
+
+@dataclass
+class Side:
+    """One side of a row: the bench receipts of a setting on a box, or the boot that stopped it."""
+
+    build: str
+    setting: str
+    runs: list[BenchRun] = field(default_factory=list)
+    boot: Boot | None = None
+
+    @property
+    def pool(self) -> int | None:
+        """KV pool tokens as the server stated them (metrics info) or the boot log reported them."""
+        for run in self.runs:
+            stated = run.body.server_info.get("kv_cache_size_tokens")
+            if stated is not None:
+                return int(stated)
+            if run.body.boot and (run.body.boot.get("facts") or {}).get("kv_pool_tokens") is not None:
+                return int(run.body.boot["facts"]["kv_pool_tokens"])
+        if self.boot is not None:
+            return self.boot.body.facts.kv_pool_tokens
+        return None
+
+    @property
+    def state(self) -> str | None:
+        """None when there are numbers; else why not."""
+        return None if self.runs else boot_state(self.boot)
+
+    def throughput(self, cell: str) -> float | None:
+        return output_throughput(self.runs, cell) if self.runs else None
+
+    def tok_step(self, cell: str) -> str:
+        value = server_tok_step(self.runs, cell)
+        if value is not None:
+            return f"{value:.2f}"
+        deltas = [run.cell(cell).metrics_delta for run in self.runs if run.cell(cell)]
+        return "no spec" if any(deltas) else "unknown"
+
+
+@dataclass
+class Row:
+    host: str
+    workload: str
+    cell: str
+    concurrency: int | None
+    old: Side
+    new: Side
+    result: CellResult | None = None
+    refused: str | None = None  # a comparability guard's one line
+
+    @property
+    def setting(self) -> str:
+        same = self.old.setting == self.new.setting
+        return self.old.setting if same else f"{self.old.setting} → {self.new.setting}"
+
+
+@dataclass
+class Campaign:
+    folder: Path
+    receipts: list[tuple[Path, Receipt]]
+    runs: list[BenchRun]
+    boots: list[Boot]
+    builds: list[str]  # baseline first when comparing builds
+    baseline: str | None  # the build or setting rows compare against; None: one build, nothing to compare
+    by_setting: bool
+    rows: list[Row]
+    comparisons: list[GroupComparison]
+
+
+def _boots(receipts: list[tuple[Path, Receipt]]) -> list[Boot]:
+    boots = []
+    for path, receipt in receipts:
+        if receipt.kind != "boot":
+            continue
+        try:
+            boots.append(Boot(path, receipt, BootBody.model_validate(receipt.body)))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ForkliftError(
+                f"{path}: invalid boot body at {'.'.join(map(str, first['loc']))}: {first['msg']}"
+            ) from None
+    return boots
+
+
+def _build_order(runs: list[BenchRun], boots: list[Boot]) -> list[str]:
+    """Oldest first: by engine version where it parses, else by when it was first measured."""
+    first_seen: dict[str, object] = {}
+    versions: dict[str, Version | None] = {}
+    for item in sorted([*runs, *boots], key=lambda x: x.receipt.created):
+        first_seen.setdefault(item.build, item.receipt.created)
+        try:
+            versions[item.build] = Version(str(item.receipt.engine_version))
+        except InvalidVersion:
+            versions[item.build] = None
+    parsed = all(v is not None for v in versions.values())
+    return sorted(first_seen, key=lambda b: (versions[b], first_seen[b]) if parsed else (first_seen[b],))
+
+
+def _host(machine_id: str, runs: list[BenchRun], boots: list[Boot]) -> str:
+    for item in [*runs, *boots]:
+        if item.receipt.fingerprint.machine_id == machine_id:
+            return item.receipt.fingerprint.hostname
+    return machine_id
+
+
+def _side(build: str, setting: str, machine: str, workload: str, runs: list[BenchRun], boots: list[Boot]) -> Side:
+    mine = [r for r in runs if (r.build, r.setting, r.machine_id, r.body.workload.name) == (build, setting, machine, workload)]
+    boot = next((b for b in reversed(boots) if (b.build, b.setting, b.receipt.fingerprint.machine_id)
+                 == (build, setting, machine)), None)
+    return Side(build, setting, mine, boot)
+
+
+def _cells(runs: list[BenchRun]) -> dict[str, int]:
+    """Cell name -> concurrency, in the order measured."""
+    return {cell.name: cell.concurrency for run in runs for cell in run.body.cells}
+
+
+def _rows(old: Side, new: Side, host: str, workload: str, seed: int) -> tuple[list[Row], GroupComparison | None]:
+    """Rows of one setting pair; compared when both sides have numbers, else showing why one has none."""
+    cells = _cells(old.runs + new.runs) or {"–": None}
+    if not (old.runs and new.runs):
+        return [Row(host, workload, name, c, old, new) for name, c in cells.items()], None
+    try:
+        comparison = compare_groups(old.runs, new.runs, seed=seed)
+    except ForkliftError as refused:
+        return [Row(host, workload, name, c, old, new, refused=str(refused)) for name, c in cells.items()], None
+    results = {c.cell: c for c in comparison.cells}
+    return [Row(host, workload, name, c, old, new, result=results.get(name)) for name, c in cells.items()], comparison
+
+
+def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -> Campaign:
+    receipts = read_receipts([folder])
+    runs, boots = bench_runs(receipts), _boots(receipts)
+    if not runs and not boots:
+        raise ForkliftError(f"{folder}: no bench or boot receipts to report")
+    builds = _build_order(runs, boots)
+    settings = list(dict.fromkeys([r.setting for r in runs] + [b.setting for b in boots]))
+    by_setting = baseline is not None and baseline not in builds
+    if by_setting and baseline not in settings:
+        raise UsageError(f"--baseline {baseline!r}: not a build ({', '.join(builds)}) or setting ({', '.join(settings)})")
+    if baseline is None and len(builds) > 1:
+        baseline = builds[0]
+    machines = list(dict.fromkeys([r.machine_id for r in runs] + [b.receipt.fingerprint.machine_id for b in boots]))
+    workloads = list(dict.fromkeys(r.body.workload.name for r in runs)) or ["–"]
+    rows: list[Row] = []
+    comparisons: list[GroupComparison] = []
+    for machine in machines:
+        host = _host(machine, runs, boots)
+        for workload in workloads:
+            if by_setting:
+                pairs = [((build, baseline), (build, s)) for build in builds for s in settings if s != baseline]
+            elif baseline is not None:
+                pairs = [((baseline, s), (b, s)) for b in builds if b != baseline for s in settings]
+            else:
+                pairs = [((builds[0], s), (builds[0], s)) for s in settings]
+            for (old_build, old_setting), (new_build, new_setting) in pairs:
+                old = _side(old_build, old_setting, machine, workload, runs, boots)
+                new = _side(new_build, new_setting, machine, workload, runs, boots)
+                if not (old.runs or new.runs or old.boot or new.boot):
+                    continue
+                if baseline is None:  # one build: numbers, nothing to compare against
+                    cells = _cells(old.runs) or {"–": None}
+                    rows += [Row(host, workload, name, c, old, Side(new_build, new_setting)) for name, c in cells.items()]
+                    continue
+                new_rows, comparison = _rows(old, new, host, workload, seed)
+                rows += new_rows
+                if comparison is not None:
+                    comparisons.append(comparison)
+    return Campaign(folder, receipts, runs, boots, builds, baseline, by_setting, rows, comparisons)

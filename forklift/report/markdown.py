@@ -1,0 +1,177 @@
+"""The campaign as markdown a reviewer can paste into a PR: summary, paired detail, boots, plots, receipts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+import forklift
+from forklift.report import format as fmt
+from forklift.report.campaign import Campaign, Row, Side, boot_state
+from forklift.stats import GroupComparison
+from forklift.stats.sample import kept_requests
+
+METHODS = """\
+**How to read this.** Requests are paired by prompt id and kept run: the same prompt on A and B is one pair.
+Δ is the geometric mean of the per-prompt ratios B/A, minus one (log ratios: swapping A and B flips the sign
+exactly, and pure noise is not biased). The 95% interval is a seeded percentile bootstrap over prompts, widened
+for small cohorts (Hesterberg's expanded percentile). A verdict names a winner only when that interval excludes
+zero; otherwise it reads "within noise (±Y%)", Y being the interval's half-width. Higher tok/s and tok/step are
+better; lower TTFT, TPOT and E2E are better ("faster" = lower latency). MDE is the smallest true change this
+cohort would catch 80% of the time at the 5% level: (t₀.₉₇₅ + t₀.₈₀) × SE of the mean log ratio, about 2.8 × SE.
+When both sides decode greedily and a prompt's output hash differs, the texts diverged: tok/step, acceptance
+and output-length deltas of that cell are confounded by trajectory. Boxes are never averaged: each is its own row.
+"""
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    return "\n".join([line(header), line(["---"] * len(header)), *(line(r) for r in rows)])
+
+
+def _decode_tps(side: Side, cell: str) -> str:
+    """Per-stream decode tok/s of a side (geometric mean over kept requests), or why there is none."""
+    if side.state:
+        return side.state
+    values = [v for r in kept_requests(side.runs, cell).values() if r.ok and (v := r.decode_tps)]
+    return fmt.number(float(np.exp(np.log(values).mean()))) if values else "no decode (1-token outputs)"
+
+
+def _pool(side: Side) -> str:
+    if side.state:
+        return side.state if side.boot is not None else "–"
+    return f"{side.pool:,}" if side.pool is not None else "not stated"
+
+
+def _verdict(row: Row) -> str:
+    if row.refused:
+        return row.refused
+    if row.old.state or row.new.state:
+        which, side = ("old", row.old) if row.old.state else ("new", row.new)
+        return f"not compared: {which} side {side.state}"
+    if row.result is None:
+        return "cell measured on one side only"
+    decode = row.result.metric("decode_tps")
+    text = decode.verdict if decode else "no decode tok/s on both sides"
+    if row.result.divergence.diverged:
+        text += f"; {len(row.result.divergence.diverged)}/{row.result.divergence.compared} prompts diverged"
+    return text
+
+
+def _summary(campaign: Campaign) -> str:
+    rows = campaign.rows
+    many_hosts = len({r.host for r in rows}) > 1
+    many_workloads = len({r.workload for r in rows}) > 1
+    words = ("old", "new") if not campaign.by_setting else ("A", "B")
+    lead = (["box"] if many_hosts else []) + ["setting"] + (["workload"] if many_workloads else []) + ["cell"]
+    out = []
+    if campaign.baseline is None:
+        header = lead + ["decode tok/s", "KV pool", "tok/step"]
+        body = [
+            ([r.host] if many_hosts else []) + [r.old.setting] + ([r.workload] if many_workloads else [])
+            + [r.cell, _decode_tps(r.old, r.cell), _pool(r.old), r.old.tok_step(r.cell) if r.old.runs else "–"]
+            for r in rows
+        ]
+        return f"One build ({campaign.builds[0]}): numbers only, nothing to compare.\n\n" + _table(header, body)
+    header = lead + [f"{words[0]} tok/s", f"{words[1]} tok/s", f"{words[0]} pool", f"{words[1]} pool", "tok/step",
+                     "verdict"]
+    candidates = list(dict.fromkeys((r.new.build, r.new.setting if campaign.by_setting else "") for r in rows))
+    for build, setting in candidates:
+        mine = [r for r in rows if r.new.build == build and (not campaign.by_setting or r.new.setting == setting)]
+        if campaign.by_setting:
+            out.append(f"### {campaign.baseline} (A) → {setting} (B), build {build}")
+        else:
+            out.append(f"### {campaign.baseline} (old) → {build} (new)")
+        body = []
+        for r in mine:
+            tok_step = "–" if (r.old.state or r.new.state) else f"{r.old.tok_step(r.cell)} → {r.new.tok_step(r.cell)}"
+            body.append(
+                ([r.host] if many_hosts else []) + [r.setting] + ([r.workload] if many_workloads else [])
+                + [r.cell, _decode_tps(r.old, r.cell), _decode_tps(r.new, r.cell), _pool(r.old), _pool(r.new),
+                   tok_step, _verdict(r)]
+            )
+        out.append(_table(header, body))
+    caption = (
+        "tok/s: per-stream decode tok/s (1/TPOT, geometric mean over kept requests); the verdict is the paired "
+        "change of that metric. pool: KV cache tokens the server stated. tok/step: 1 + accepted/drafts from the "
+        "server's speculative-decoding counters (\"no spec\": counters read, no drafts)."
+    )
+    return "\n\n".join(out + [caption])
+
+
+def _detail(comparison: GroupComparison) -> str:
+    setting = comparison.setting_a if comparison.setting_a == comparison.setting_b else (
+        f"{comparison.setting_a} → {comparison.setting_b}"
+    )
+    title = (f"### {setting} · {comparison.workload}: A = {comparison.build_a} on {comparison.host_a}, "
+             f"B = {comparison.build_b} on {comparison.host_b}")
+    body = []
+    for cell in comparison.cells:
+        for result in cell.metrics:
+            body.append([cell.cell, fmt.label(result), fmt.number(result.a), fmt.number(result.b), fmt.change(result),
+                         fmt.interval(result), fmt.mde(result), result.verdict])
+    table = _table(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body)
+    notes = []
+    for cell in comparison.cells:
+        facts = [fmt.pairing(cell.paired, cell.pairs, cell.requests_a, cell.requests_b),
+                 f"output tok/s A {fmt.number(cell.throughput_a)}, B {fmt.number(cell.throughput_b)}",
+                 cell.divergence.summary, f"A: {cell.determinism_a.summary}", f"B: {cell.determinism_b.summary}"]
+        if cell.server_tok_step_a or cell.server_tok_step_b:
+            facts.append(f"server tok/step A {fmt.number(cell.server_tok_step_a)}, B {fmt.number(cell.server_tok_step_b)}")
+        if cell.failed_a or cell.failed_b:
+            facts.append(f"failed requests A {cell.failed_a}, B {cell.failed_b} (left out)")
+        notes.append(f"- **{cell.cell}**: " + "; ".join(facts))
+    notes += [f"- cell {name}: measured by A only" for name in comparison.only_a]
+    notes += [f"- cell {name}: measured by B only" for name in comparison.only_b]
+    notes += [f"- not a whole receipt: `{partial}`" for partial in comparison.partial]
+    if comparison.across_machines:
+        notes.append("- A and B ran on different boxes")
+    return "\n\n".join([title, table, "\n".join(notes)])
+
+
+def _boots(campaign: Campaign) -> str:
+    if not campaign.boots:
+        return "No boot receipts in this campaign."
+    body = []
+    for boot in campaign.boots:
+        pool = boot.body.facts.kv_pool_tokens
+        seconds = boot.body.boot_seconds
+        detail = "ready" if boot.body.outcome == "ready" else boot_state(boot)
+        body.append([boot.receipt.fingerprint.hostname, boot.build, boot.setting, boot.body.outcome,
+                     f"{pool:,}" if pool is not None else "not reported",
+                     f"{seconds:.1f}" if seconds is not None else "–", detail])
+    return _table(["box", "build", "setting", "outcome", "KV pool (tokens)", "boot s", "detail"], body)
+
+
+def _receipts(campaign: Campaign, out_dir: Path) -> str:
+    body = []
+    for path, receipt in campaign.receipts:
+        setting = (receipt.profile or {}).get("name") or receipt.body.get("setting") or "–"
+        body.append([f"`{os.path.relpath(path, out_dir)}`", receipt.kind, receipt.status, receipt.engine_version or "–",
+                     receipt.overlay_hash[:12] if receipt.overlay_hash else "–", str(setting),
+                     receipt.fingerprint.hostname, f"{receipt.created:%Y-%m-%d %H:%M:%S}"])
+    return _table(["receipt", "kind", "status", "engine", "overlay", "setting", "box", "created (UTC)"], body)
+
+
+def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
+    hosts = sorted({receipt.fingerprint.hostname for _, receipt in campaign.receipts})
+    builds = ", ".join(f"{b} (baseline)" if b == campaign.baseline else b for b in campaign.builds)
+    parts = [
+        f"# forklift report: {campaign.folder.name}",
+        f"{len(campaign.receipts)} receipts ({len(campaign.runs)} bench, {len(campaign.boots)} boot) from "
+        f"{', '.join(hosts)}; builds: {builds}. Rendered by forklift {forklift.__version__}.",
+        "## Summary",
+        _summary(campaign),
+    ]
+    if campaign.comparisons:
+        parts += ["## Paired detail", METHODS, *(_detail(c) for c in campaign.comparisons)]
+    parts += ["## Boots", _boots(campaign)]
+    if images:
+        parts.append("## Plots")
+        parts += [f"![{title}]({os.path.relpath(path, out_dir)})" for title, path in images.items()]
+    parts += ["## Receipts", _receipts(campaign, out_dir)]
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,131 @@
+"""The report's PNGs (matplotlib, drawn off-screen): throughput vs concurrency, TTFT, paired-delta forest.
+
+Figures are built with matplotlib.figure.Figure directly, never pyplot, so no
+GUI backend or global figure state is involved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from packaging.version import Version
+
+from forklift.report.campaign import Campaign, Row
+from forklift.stats.sample import kept_requests, output_throughput
+
+# `vert` is deprecated from matplotlib 3.10 on, `orientation` does not exist before it.
+HORIZONTAL = {"orientation": "horizontal"} if Version(matplotlib.__version__) >= Version("3.10") else {"vert": False}
+LINE_STYLES = ("-", "--", ":", "-.")
+CLAIM_COLOUR = {"better": "#2e7d32", "worse": "#c62828", "different": "#f9a825", "noise": "#757575",
+                "insufficient": "#bdbdbd"}
+
+
+def _hosts(campaign: Campaign) -> list[str]:
+    return list(dict.fromkeys(run.hostname for run in campaign.runs))
+
+
+def throughput_vs_concurrency(campaign: Campaign, path: Path) -> Path | None:
+    """Output tok/s per cell against its concurrency; one line per build and setting, one panel per box."""
+    hosts = _hosts(campaign)
+    if not hosts:
+        return None
+    fig = Figure(figsize=(7, 4.2 * len(hosts)), layout="constrained")
+    for i, host in enumerate(hosts):
+        ax = fig.add_subplot(len(hosts), 1, i + 1)
+        series: dict[tuple[str, str, str], dict[int, float]] = {}
+        for run in campaign.runs:
+            if run.hostname != host:
+                continue
+            for cell in run.body.cells:
+                rate = output_throughput([run], cell.name)
+                if rate is not None:
+                    series.setdefault((run.build, run.setting, run.body.workload.name), {})[cell.concurrency] = rate
+        settings = list(dict.fromkeys(key[1] for key in series))
+        for (build, setting, workload), points in series.items():  # colour = build, line style = setting
+            xs = sorted(points)
+            ax.plot(xs, [points[x] for x in xs], marker="o", label=f"{build} · {setting} · {workload}",
+                    color=f"C{campaign.builds.index(build) % 10}",
+                    linestyle=LINE_STYLES[settings.index(setting) % len(LINE_STYLES)])
+        concurrencies = sorted({x for points in series.values() for x in points})
+        if len(concurrencies) > 1:
+            ax.set_xscale("log", base=2)
+        ax.set_xticks(concurrencies, [str(c) for c in concurrencies])
+        ax.set_xlabel("concurrency (streams)")
+        ax.set_ylabel("output tok/s")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"Throughput vs concurrency on {host}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def ttft_distribution(campaign: Campaign, path: Path) -> Path | None:
+    """TTFT of every kept request, one box per box/build/setting/cell."""
+    boxes: list[tuple[str, np.ndarray]] = []
+    builds = list(campaign.builds)
+    colours = []
+    many_hosts = len(_hosts(campaign)) > 1
+    for run in campaign.runs:
+        for cell in run.body.cells:
+            ttfts = [r.ttft * 1000 for r in kept_requests([run], cell.name).values() if r.ok and r.ttft is not None]
+            if ttfts:
+                where = f"{run.hostname} · " if many_hosts else ""
+                boxes.append((f"{where}{run.build} · {run.setting} · {cell.name}", np.array(ttfts)))
+                colours.append(f"C{builds.index(run.build) % 10}")
+    if not boxes:
+        return None
+    fig = Figure(figsize=(8, 1.2 + 0.45 * len(boxes)), layout="constrained")
+    ax = fig.add_subplot()
+    parts = ax.boxplot([values for _, values in boxes], patch_artist=True, widths=0.6, **HORIZONTAL,
+                       medianprops={"color": "black"})
+    for patch, colour in zip(parts["boxes"], colours):
+        patch.set_facecolor(colour)
+        patch.set_alpha(0.45)
+    ax.set_yticks(range(1, len(boxes) + 1), [label for label, _ in boxes], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("TTFT (ms), kept runs")
+    spread = max(v.max() for _, v in boxes) / max(min(v.min() for _, v in boxes), 1e-9)
+    if spread > 50:
+        ax.set_xscale("log")
+    ax.set_title("Time to first token")
+    ax.grid(axis="x", alpha=0.3)
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def _forest_label(row: Row, many_hosts: bool) -> str:
+    return f"{row.host + ' · ' if many_hosts else ''}{row.setting} · {row.workload} · {row.cell}"
+
+
+def forest(campaign: Campaign, path: Path, metrics: tuple[str, ...] = ("decode_tps", "ttft")) -> Path | None:
+    """Paired change of B against A with its 95 % interval, per setting and cell; grey = within noise."""
+    rows = [row for row in campaign.rows if row.result is not None]
+    if not rows:
+        return None
+    many_hosts = len({row.host for row in rows}) > 1
+    fig = Figure(figsize=(5 * len(metrics), 1.4 + 0.45 * len(rows)), layout="constrained")
+    for i, key in enumerate(metrics):
+        ax = fig.add_subplot(1, len(metrics), i + 1)
+        for y, row in enumerate(rows):
+            result = row.result.metric(key)
+            if result is None or result.estimate is None:
+                continue
+            est = result.estimate
+            ax.errorbar(
+                est.change * 100, y, xerr=[[(est.change - est.low) * 100], [(est.high - est.change) * 100]],
+                fmt="o", color=CLAIM_COLOUR[result.claim], capsize=4,
+            )
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_yticks(range(len(rows)), [_forest_label(row, many_hosts) for row in rows] if i == 0 else [""] * len(rows),
+                      fontsize=8)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        label = next((r.result.metric(key).label for r in rows if r.result.metric(key)), key)
+        ax.set_xlabel(f"{label}: B vs A, % (95% CI)")
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle("Paired change per setting (green better, red worse, grey within noise)", fontsize=10)
+    fig.savefig(path, dpi=110)
+    return path
