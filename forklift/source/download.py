@@ -33,7 +33,8 @@ def download(file: IndexFile, sha256: str, cache: Cache, progress=None) -> Path:
             yield chunk
 
     try:
-        with http_client() as client, client.stream("GET", file.url, headers={"Accept-Encoding": "identity"}) as response:
+        identity = {"Accept-Encoding": "identity"}  # the bytes as stored, so size and hash are the file's
+        with http_client() as client, client.stream("GET", file.url, headers=identity) as response:
             if response.status_code != 200:
                 raise ForkliftError(f"download of {url} failed: HTTP {response.status_code}")
             total = file.size or _length(response)

@@ -43,7 +43,7 @@ def _extract_tar(archive: Path, dest: Path, strip_top: bool, label: str) -> None
             paths = [_clean(m.name, label) for m in members]
             top = _single_top(paths) if strip_top else None
             plan = []
-            for member, path in zip(members, paths):
+            for member, path in zip(members, paths, strict=True):
                 rel = _strip(path, top)
                 if not rel:
                     continue
@@ -77,7 +77,7 @@ def _extract_zip(archive: Path, dest: Path, strip_top: bool, label: str) -> None
             infos = zf.infolist()
             paths = [_clean(info.filename, label) for info in infos]
             top = _single_top(paths) if strip_top else None
-            for info, path in zip(infos, paths):
+            for info, path in zip(infos, paths, strict=True):
                 rel = _strip(path, top)
                 mode = info.external_attr >> 16
                 if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):

@@ -61,7 +61,8 @@ def update_mirror(url: str, cache: Cache) -> Path:
     mirror = cache.mirror_path(url)
     with cache.lock(mirror.stem):
         if mirror.is_dir():
-            result = run_git(["--git-dir", str(mirror), "fetch", "--prune", "--force", "--quiet", "origin"], check=False)
+            fetch = ["--git-dir", str(mirror), "fetch", "--prune", "--force", "--quiet", "origin"]
+            result = run_git(fetch, check=False)
         else:
             mirror.parent.mkdir(parents=True, exist_ok=True)
             with cache.scratch() as scratch:

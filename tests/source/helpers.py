@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
+from forklift.source import Cache
+
 PEP691 = "application/vnd.pypi.simple.v1+json"
 
 

@@ -56,7 +56,8 @@ def test_init_keeps_an_existing_quilt_series(index_server, tmp_path, env):
 def test_init_wheel_records_the_filename(index_server, tmp_path, env):
     sha = index_server.add("pkg", "pkg-1.0-py3-none-any.whl", b"PK\x03\x04 stand-in: init only reads the index")
     index_server.add("pkg", "pkg-1.0.tar.gz", sdist_bytes())
-    done = run_forklift("init", "--pypi", "pkg==1.0", "--wheel", cwd=tmp_path, env={**env, "PIP_INDEX_URL": index_server.index})
+    env = {**env, "PIP_INDEX_URL": index_server.index}
+    done = run_forklift("init", "--pypi", "pkg==1.0", "--wheel", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     upstream = load_config(tmp_path).data.upstream
     assert (upstream.filename, upstream.sha256) == ("pkg-1.0-py3-none-any.whl", sha)
@@ -71,7 +72,8 @@ def test_init_git_pins_the_tag_commit(tmp_path, env):
     done = run_forklift("init", "--git", str(repo), "--tag", "v0.1", "--dir", "dist", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     config = load_config(tmp_path / "dist")
-    assert config.data.upstream == GitPin(source="git", url=str(repo), tag="v0.1", commit=git(repo, "rev-parse", "v0.1^{commit}"))
+    commit = git(repo, "rev-parse", "v0.1^{commit}")  # the annotated tag, peeled
+    assert config.data.upstream == GitPin(source="git", url=str(repo), tag="v0.1", commit=commit)
     assert config.data.engine.kind == "vllm"
 
 
@@ -113,6 +115,7 @@ def test_unreachable_index_via_cli(tmp_path, env, dead_index):
     assert "Traceback" not in done.stderr
 
     (tmp_path / "new").mkdir()
-    init = run_forklift("init", "--pypi", "vllm==0.32.0", cwd=tmp_path / "new", env={**env, "PIP_INDEX_URL": dead_index})
+    init = run_forklift("init", "--pypi", "vllm==0.32.0", cwd=tmp_path / "new",
+                        env={**env, "PIP_INDEX_URL": dead_index})
     assert init.returncode == 1 and init.stderr.startswith(f"error: cannot reach the index {dead_index}/vllm/: ")
     assert list((tmp_path / "new").iterdir()) == []  # nothing half-written

@@ -58,7 +58,8 @@ def test_moved_tag(upstream, cache, tmp_path):
     git(upstream, "commit", "-q", "-am", "three")
     git(upstream, "tag", "-f", "v2")
     now = git(upstream, "rev-parse", "v2")
-    with pytest.raises(ForkliftError, match=rf"^moved tag: 'v2' at .* now resolves to {now}, forklift.toml pins {first}"):
+    expected = rf"^moved tag: 'v2' at .* now resolves to {now}, forklift.toml pins {first}"
+    with pytest.raises(ForkliftError, match=expected):
         materialize(pin(upstream, "v2", first), tmp_path, cache)  # the warm cache does not hide it
 
 

@@ -59,7 +59,8 @@ def test_folder_pin_is_copied_into_the_cache(folder, cache, tmp_path):
     assert (tree.kind, tree.digest, tree.path.name) == ("dir", digest, f"dir-{digest}")
     assert directory_digest(tree.path) == digest and not (tree.path / ".git").exists()
     (folder / "pkg" / "mod.py").write_text("A = 'edited'\n")
-    with pytest.raises(ForkliftError, match=rf"^{folder}: sha256 mismatch: forklift.toml pins {digest}, found [0-9a-f]{{64}}$"):
+    expected = rf"^{folder}: sha256 mismatch: forklift.toml pins {digest}, found [0-9a-f]{{64}}$"
+    with pytest.raises(ForkliftError, match=expected):
         materialize(PathPin(source="path", path="src", sha256=digest), tmp_path, cache)  # checked on every use
 
 
@@ -76,7 +77,8 @@ def test_tarball_pin_and_hash_mismatch(tmp_path, cache):
 
 
 def test_missing_local_path(tmp_path, cache):
-    with pytest.raises(ForkliftError, match=r"gone\.tar\.gz: no such file or folder \(upstream\.path in forklift\.toml\)"):
+    expected = r"gone\.tar\.gz: no such file or folder \(upstream\.path in forklift\.toml\)"
+    with pytest.raises(ForkliftError, match=expected):
         materialize(PathPin(source="path", path="gone.tar.gz", sha256="0" * 64), tmp_path, cache)
 
 
@@ -85,5 +87,6 @@ def test_folder_with_escaping_symlink_is_refused(tmp_path, cache):
     root.mkdir()
     (root / "a.py").write_text("")
     (root / "out").symlink_to("/etc")
-    with pytest.raises(ForkliftError, match=r"^unsafe folder .*src: member 'out' is a symlink to the absolute path '/etc'"):
+    expected = r"^unsafe folder .*src: member 'out' is a symlink to the absolute path '/etc'"
+    with pytest.raises(ForkliftError, match=expected):
         materialize(PathPin(source="path", path="src", sha256=directory_digest(root)), tmp_path, cache)

@@ -6,7 +6,7 @@ import pytest
 
 from forklift.config.schema import PypiPin
 from forklift.errors import ForkliftError
-from forklift.source import Cache, UnreachableError, materialize, resolve_pypi_file
+from forklift.source import UnreachableError, materialize, resolve_pypi_file
 from forklift.source.index import pick_file, redact
 from tests.source.helpers import cache_entries, sdist_bytes
 
@@ -44,7 +44,8 @@ def test_tree_without_marker_is_rebuilt(index_server, cache, tmp_path):
 def test_index_hash_differs_from_pin_fails_before_download(index_server, cache, tmp_path):
     index_server.add("pkg", "pkg-1.0.tar.gz", sdist_bytes())
     pinned = "0" * 64
-    with pytest.raises(ForkliftError, match=f"sha256 mismatch for pkg-1.0.tar.gz: forklift.toml pins {pinned}, the index lists"):
+    expected = f"sha256 mismatch for pkg-1.0.tar.gz: forklift.toml pins {pinned}, the index lists"
+    with pytest.raises(ForkliftError, match=expected):
         materialize(pin_for(pinned), tmp_path, cache, index_url=index_server.index)
     assert not any("/files/" in r for r in index_server.requests)
     assert cache_entries(cache) == {"trees": [], "tmp": [], "artifacts": []}
@@ -63,7 +64,8 @@ def test_downloaded_bytes_not_matching_pin_never_enter_the_cache(index_server, c
 def test_truncated_download_leaves_nothing(index_server, cache, tmp_path):
     content = sdist_bytes(extra=[("pkg-1.0/big.bin", "file", bytes(range(256)) * 4096)])
     sha = index_server.add("pkg", "pkg-1.0.tar.gz", content, cut_after=len(content) // 2)
-    with pytest.raises(ForkliftError, match=r"^truncated download of http://127\.0\.0\.1:\d+/files/pkg-1\.0\.tar\.gz") as caught:
+    expected = r"^truncated download of http://127\.0\.0\.1:\d+/files/pkg-1\.0\.tar\.gz"
+    with pytest.raises(ForkliftError, match=expected) as caught:
         materialize(pin_for(sha), tmp_path, cache, index_url=index_server.index)
     assert "\n" not in str(caught.value)
     assert cache_entries(cache) == {"trees": [], "tmp": [], "artifacts": []}
@@ -80,7 +82,8 @@ def test_pip_index_url_is_honoured(index_server, monkeypatch):
     sha = index_server.add("pkg", "pkg-1.0.tar.gz", sdist_bytes())
     monkeypatch.setenv("PIP_INDEX_URL", index_server.index + "/")
     found = resolve_pypi_file("PKG", "1.0")  # the name is normalized for the URL
-    assert (found.filename, found.sha256, found.url) == ("pkg-1.0.tar.gz", sha, f"{index_server.url}/files/pkg-1.0.tar.gz")
+    assert (found.filename, found.sha256) == ("pkg-1.0.tar.gz", sha)
+    assert found.url == f"{index_server.url}/files/pkg-1.0.tar.gz"  # the page's relative URL, resolved
     assert index_server.requests == ["/simple/pkg/"]
 
 
@@ -141,7 +144,8 @@ PAGE_URL = "https://index.example/simple/pkg/"
 
 def test_pick_prefers_the_tar_gz_sdist_and_resolves_relative_urls():
     found = pick_file(PAGE, PAGE_URL, "pkg", "1.0")
-    assert (found.filename, found.url, found.sha256) == ("pkg-1.0.tar.gz", "https://index.example/f/pkg-1.0.tar.gz", "d" * 64)
+    assert (found.filename, found.sha256) == ("pkg-1.0.tar.gz", "d" * 64)
+    assert found.url == "https://index.example/f/pkg-1.0.tar.gz"
 
 
 def test_pick_wheel_for_this_machine_and_by_filename():
