@@ -42,7 +42,7 @@ def download(file: IndexFile, sha256: str, cache: Cache, progress=None) -> Path:
             if progress is not None:
                 stream = _with_bar(stream, file.filename, total, progress)
             return cache.ingest(sha256, stream, what=url, size=total)
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         raise UnreachableError(f"cannot reach {url}: {reason(exc)}") from None
     except httpx.HTTPError as exc:
         raise ForkliftError(f"truncated download of {url}: cut off after {received} bytes: {reason(exc)}") from None

@@ -8,8 +8,9 @@ file's sha256 and size, which the download is checked against.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
-from urllib.parse import urldefrag, urljoin, urlsplit, urlunsplit
+from urllib.parse import urldefrag, urljoin
 
 from packaging.tags import sys_tags
 from packaging.utils import (
@@ -21,7 +22,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UsageError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 PEP691_JSON = "application/vnd.pypi.simple.v1+json"
@@ -46,10 +47,7 @@ def default_index_url() -> str:
 
 def redact(url: str) -> str:
     """The URL without any user:password, so an error line never prints credentials."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/]*@", r"\1***@", url, flags=re.IGNORECASE)
 
 
 def http_client():
@@ -80,7 +78,11 @@ def resolve_pypi_file(
 ) -> IndexFile:
     """The file of `package` `version` on the index: `filename` when given, else the sdist,
     else (``wheel=True``) the wheel that best fits this machine."""
-    page = f"{(index_url or default_index_url()).rstrip('/')}/{canonicalize_name(package)}/"
+    index = index_url or default_index_url()
+    if not re.match(r"^https?://[^/\s]+", index):
+        source = "" if index_url else " (from PIP_INDEX_URL)"
+        raise UsageError(f"index URL {redact(index)}{source}: expected an http(s) PEP 691 simple index URL")
+    page = f"{index.rstrip('/')}/{canonicalize_name(package)}/"
     return pick_file(fetch_project_page(page, package), page, package, version, filename, wheel=wheel)
 
 
@@ -90,7 +92,7 @@ def fetch_project_page(page: str, package: str) -> dict:
     try:
         with http_client() as client:
             response = client.get(page, headers={"Accept": PEP691_JSON})
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise UnreachableError(f"cannot reach the index {redact(page)}: {reason(exc)}") from None
     if response.status_code == 404:
         raise ForkliftError(f"package {package!r} is not on the index {redact(page)}")

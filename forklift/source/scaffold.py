@@ -83,9 +83,12 @@ def _resolve(folder, pypi, wheel, git_url, tag, path, index_url) -> tuple[dict[s
             pin["filename"] = file.filename
         return {**pin, "sha256": file.sha256}, package
     if git_url:
-        commit = git.remote_tag_commit(git.resolve_url(git_url, folder), tag)
+        url = git.resolve_url(git_url, Path.cwd())  # a local path as typed, from where the user stands
+        commit = git.remote_tag_commit(url, tag)
+        if url != git_url:  # stored like --path: forklift.toml resolves it from its own folder
+            url = _relative_if_inside(Path(url), folder)
         repo = re.sub(r"\.git$", "", git_url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1])
-        return {"source": "git", "url": git_url, "tag": tag, "commit": commit}, repo
+        return {"source": "git", "url": url, "tag": tag, "commit": commit}, repo
     source = Path(path).expanduser().resolve()
     if not source.exists():
         raise UsageError(f"--path {path}: no such file or folder")

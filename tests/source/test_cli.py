@@ -77,6 +77,19 @@ def test_init_git_pins_the_tag_commit(tmp_path, env):
     assert config.data.engine.kind == "vllm"
 
 
+def test_init_git_local_path_resolves_from_where_the_user_stands(tmp_path, env):
+    repo = tmp_path / "dist" / "upstream"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    git(repo, "tag", "v1")
+    done = run_forklift("init", "--git", "dist/upstream", "--tag", "v1", "--dir", "dist", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert load_config(tmp_path / "dist").data.upstream.url == "upstream"  # relative to forklift.toml
+    fetched = run_forklift("-c", "dist", "fetch", cwd=tmp_path, env=env)
+    assert fetched.returncode == 0, fetched.stderr
+
+
 def test_init_path_is_relative_when_inside(tmp_path, env):
     content = sdist_bytes()
     (tmp_path / "pkg-1.0.tar.gz").write_bytes(content)

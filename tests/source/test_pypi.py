@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from forklift.config.schema import PypiPin
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UsageError
 from forklift.source import UnreachableError, materialize, resolve_pypi_file
 from forklift.source.index import pick_file, redact
 from tests.source.helpers import cache_entries, sdist_bytes
@@ -85,6 +85,18 @@ def test_pip_index_url_is_honoured(index_server, monkeypatch):
     assert (found.filename, found.sha256) == ("pkg-1.0.tar.gz", sha)
     assert found.url == f"{index_server.url}/files/pkg-1.0.tar.gz"  # the page's relative URL, resolved
     assert index_server.requests == ["/simple/pkg/"]
+
+
+@pytest.mark.parametrize("index", ["file:///opt/pypi/simple", "notaurl"])
+def test_index_url_must_be_http(index, monkeypatch):
+    monkeypatch.setenv("PIP_INDEX_URL", index)
+    with pytest.raises(UsageError, match=r"^index URL .* \(from PIP_INDEX_URL\): expected an http\(s\) PEP 691"):
+        resolve_pypi_file("pkg", "1.0")
+
+
+def test_malformed_index_url_is_one_line():
+    with pytest.raises(UnreachableError, match=r"^cannot reach the index http://\[::1/pkg/: Invalid port"):
+        resolve_pypi_file("pkg", "1.0", index_url="http://[::1")
 
 
 def test_missing_version_names_package_version_and_index(index_server):
