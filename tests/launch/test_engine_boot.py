@@ -25,6 +25,14 @@ def test_server_boots_and_reports_its_kv_pool(vllm_server):
     assert facts.unknown_env == []
 
 
+def test_patched_boot_fact_of_the_example_series_is_in_the_log(vllm_server):
+    # examples/vllm's 0003 patch logs "forklift boot fact: kv_cache_blocks=N block_size=B".
+    extra = vllm_server.boot.facts.extra
+    assert set(extra) == {"kv_cache_blocks", "block_size"}
+    assert int(extra["kv_cache_blocks"]) * int(extra["block_size"]) == vllm_server.boot.facts.kv_pool_tokens
+    assert "forklift boot fact: kv_cache_blocks=" in vllm_server.log_path.read_text()
+
+
 def test_server_answers_a_chat_request(vllm_server):
     response = httpx.post(
         vllm_server.url + "/v1/chat/completions",

