@@ -33,6 +33,8 @@ def render(report) -> None:
                       f"{' ...' if len(k.added) > 8 else ''}; removed {len(k.removed)} {', '.join(k.removed[:8])}"
                       f"{' ...' if len(k.removed) > 8 else ''}; unregistered reads "
                       f"{k.unregistered_before} → {k.unregistered_after}")
+        for read in k.new_unregistered_reads:
+            console.print(f"  new unregistered read ({k.tree}): {read}")
     console.print(report.summary())
 
 

@@ -63,6 +63,7 @@ class KnobDelta(BaseModel):
     removed: list[str]
     unregistered_before: int = 0
     unregistered_after: int = 0
+    new_unregistered_reads: list[str] = Field(default_factory=list)  # bare reads outside the compile-cache key
 
 
 class FlipReport(BaseModel):
@@ -122,6 +123,10 @@ def render_markdown(report: FlipReport) -> str:
         for k in report.knobs:
             lines.append(f"| {k.tree} | {k.before} | {k.after} | {_names(k.added)} | {_names(k.removed)} | "
                          f"{k.unregistered_before} → {k.unregistered_after} |")
+        for k in report.knobs:
+            if k.new_unregistered_reads:
+                lines += ["", f"New bare reads of unregistered knobs ({k.tree}; outside vLLM's compile-cache key):", ""]
+                lines += [f"- `{read}`" for read in k.new_unregistered_reads]
     return "\n".join(lines) + "\n"
 
 

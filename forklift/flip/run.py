@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +10,9 @@ from forklift.config import Config
 from forklift.config.load import parse_config
 from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.errors import ForkliftError, UsageError
-from forklift.flip.report import FlipReport, KnobDelta, PatchRow
+from forklift.engines import adapter
+from forklift.flip.knobs import knob_deltas
+from forklift.flip.report import FlipReport, PatchRow
 from forklift.flip.triage import PatchTriage, triage
 from forklift.receipts import new_receipt, write_receipt
 from forklift.receipts.store import write_atomic
@@ -49,47 +48,6 @@ def new_pin(pin: PypiPin | GitPin, version: str, root: Path) -> PypiPin | GitPin
                                   "filename": found.filename if pin.filename else None})
 
 
-def patched_view(pristine: Path, files: dict[str, bytes | None], dest: Path) -> Path:
-    """A tree equal to pristine plus `files`, made of hard links (copies across file systems)."""
-    for folder, dirs, names in os.walk(pristine):
-        rel = os.path.relpath(folder, pristine)
-        target = dest / rel
-        target.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            src = os.path.join(folder, name)
-            try:
-                os.link(src, target / name, follow_symlinks=False)
-            except OSError:
-                shutil.copy2(src, target / name, follow_symlinks=False)
-    for path, content in files.items():
-        out = dest / path
-        out.unlink(missing_ok=True)  # never write through a hard link into the pristine cache
-        if content is not None:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(content)
-    return dest
-
-
-def knob_deltas(old: Path, new: Path, old_files: dict, new_files: dict) -> tuple[list[KnobDelta], str | None]:
-    """The knob registry before and after, on the pristine trees and on the patched trees."""
-    from forklift.knobs import registry
-
-    if not (old / "vllm" / "envs.py").is_file() or not (new / "vllm" / "envs.py").is_file():
-        return [], "not compared: the trees have no vllm/envs.py (not a vLLM tree)"
-    deltas = [_delta("pristine", registry(old), registry(new))]
-    with tempfile.TemporaryDirectory(prefix="forklift-flip-") as scratch:
-        before = registry(patched_view(old, old_files, Path(scratch) / "old"))
-        after = registry(patched_view(new, new_files, Path(scratch) / "new"))
-    deltas.append(_delta("patched", before, after))
-    return deltas, None
-
-
-def _delta(tree: str, before, after) -> KnobDelta:
-    old, new = set(before.names), set(after.names)
-    return KnobDelta(tree=tree, before=len(old), after=len(new), added=sorted(new - old), removed=sorted(old - new),
-                     unregistered_before=len(before.unregistered), unregistered_after=len(after.unregistered))
-
-
 def run_flip(config: Config, version: str, receipts_dir: Path | None = None, progress=None,
              write: bool = False) -> FlipResult:
     from forklift.source import materialize
@@ -106,7 +64,11 @@ def run_flip(config: Config, version: str, receipts_dir: Path | None = None, pro
     old_read, new_read = tree_reader(old_tree.path), tree_reader(new_tree.path)
     verdicts, new_overlay = triage(old_read, new_read, series.patches)
     _, old_overlay = apply_series(old_read, series.patches)
-    knobs, skipped = knob_deltas(old_tree.path, new_tree.path, old_overlay.files, new_overlay.files)
+    if config.data.engine.kind == "generic":
+        knobs, skipped = [], "not compared: engine.kind is generic (no knob registry)"
+    else:
+        knobs, skipped = knob_deltas(old_tree.path, new_tree.path, old_overlay.files, new_overlay.files,
+                                     adapter(config.data.engine.kind))
     report = FlipReport(
         old=old_tree.label, new=new_tree.label, new_pin=target.model_dump(exclude_none=True),
         patches=[PatchRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)],

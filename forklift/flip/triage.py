@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from forklift.series.engine import HunkResult, Overlay, Reader, apply_file, apply_patch
+from forklift.series.engine import FileProblem, HunkResult, Overlay, Reader, apply_file, apply_patch
 from forklift.series.model import Patch, split_header
 from forklift.series.render import file_diff
 
@@ -41,9 +41,13 @@ class PatchTriage:
         return self.verdict in ("applies", "offset", "partly-upstream") and bool(self.upstream_changed)
 
 
-def _problems(hunks: tuple[HunkResult, ...], file_problems: tuple[str, ...]) -> tuple[str, ...]:
-    out = list(file_problems)
+def _problems(hunks: tuple[HunkResult, ...], file_problems: tuple[FileProblem, ...]) -> tuple[str, ...]:
+    """Why a patch does not apply: its file problems, then each hunk that fails (not those of a gone file)."""
+    out = [str(p) for p in file_problems]
+    gone = {p.file for p in file_problems if p.problem == "missing"}
     for h in hunks:
+        if h.file in gone:
+            continue
         if h.status == "fuzz":
             out.append(f"{h.file} hunk #{h.index} (line {h.stated}): needs fuzz {h.fuzz}")
         elif h.status == "fails":
@@ -88,7 +92,7 @@ def triage(old: Reader, new: Reader, patches: list[Patch] | tuple[Patch, ...]) -
         changed_upstream = tuple(p for p in patch.paths if old(p) != new(p))
         verdicts.append(PatchTriage(
             name=patch.name, verdict=verdict, hunks=result.hunks,
-            problems=_problems(result.hunks, tuple(str(p) for p in result.problems)),
+            problems=_problems(result.hunks, result.problems),
             files=patch.paths, upstream_changed=changed_upstream, refreshed=refreshed,
         ))
     return verdicts, overlay

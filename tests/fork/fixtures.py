@@ -61,7 +61,8 @@ def vllm_fork(vllm_032_tree, vllm_033_tree, tmp_path_factory) -> VllmFork:
                 "Grammar-constrained requests take the plain target-token path.\n\n"
                 "Origin: vendor\nForwarded: not-yet\nKind: fix\n"
                 "Retires-When: upstream stops drafting for structured-output requests\n")
-    c2 = commit(git, c1, {ENVS: _envs_knob(tree)},
+    envs = _envs_knob(tree)
+    c2 = commit(git, c1, {ENVS: envs},
                 "Register the VLLM_LOG_KV_CACHE_BLOCKS knob\n\nOrigin: vendor\nKind: feature\n")
     c3 = commit(git, c2, {AUDIO: (new / AUDIO).read_bytes()},
                 "Add the azacinto_foscolo audio asset\n\nOrigin: upstream\nKind: backport\n")
@@ -76,8 +77,8 @@ def vllm_fork(vllm_032_tree, vllm_033_tree, tmp_path_factory) -> VllmFork:
                                        '# Month-day and time, as every vLLM log line shows it.\n'
                                        '_DATE_FORMAT = "%m-%d %H:%M:%S"\n')},
                 "Document the replay socket high-water mark and the log date format\n\nKind: docs\n")
-    c6 = commit(git, c5, {ENVS: edit(tree, ENVS, "    VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM: bool = False\n",
-                                     "    VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM: bool = True\n")},
+    c6 = commit(git, c5, {ENVS: envs.replace(b"    VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM: bool = False\n",
+                                             b"    VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM: bool = True\n")},
                 "Overlap communication in Ray compiled graphs by default\n\nKind: tuning\n")
     c7 = commit(git, c6, {MEDUSA: edit(tree, MEDUSA, "class ResidualBlock(nn.Module):\n",
                                        "class ResidualBlock(nn.Module):\n    \"\"\"One Medusa head block.\"\"\"\n\n")},

@@ -1,0 +1,108 @@
+"""forklift flip 0.32.0 -> 0.33.0 on real vLLM sdists, with a series exported from a throwaway fork."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from forklift.receipts import read_receipts
+from forklift.series.model import load_series
+from tests.fork.fixtures import ASSETS_BASE, AUDIO, ENVS, KV_EVENTS, LOGGER, MEDUSA, SCHEDULER
+from tests.fork.gitfork import forklift
+
+pytestmark = pytest.mark.network
+
+SHA_033 = "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"
+
+
+def exported(dist: Path, fork, ref: str) -> Path:
+    proc = forklift("-c", str(dist), "export", "--from", ref, "--repo", str(fork.git.repo), "--base", fork.base)
+    assert proc.returncode == 0, proc.stderr
+    assert forklift("-c", str(dist), "patches-md").returncode == 0
+    return dist
+
+
+def flip_json(dist: Path, *extra: str) -> tuple[int, dict]:
+    proc = forklift("-c", str(dist), "flip", "0.33.0", "--json", *extra)
+    assert proc.stdout.strip(), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_flip_reports_every_verdict(vllm_fork, distribution):
+    dist = exported(distribution, vllm_fork, "blocked")
+    before = {p.name: p.read_bytes() for p in (dist / "patches").iterdir()}
+    code, report = flip_json(dist, "--write")
+    assert code == 1  # conflicts block the flip
+    rows = {row["files"][0]: row for row in report["patches"][:4]}
+    assert rows[SCHEDULER]["verdict"] == "offset" and rows[SCHEDULER]["needs_look"]
+    assert rows[SCHEDULER]["upstream_changed"] == [SCHEDULER]
+    assert rows[ENVS]["verdict"] == "offset" and rows[ENVS]["needs_look"]
+    assert rows[AUDIO]["verdict"] == "already-upstream"
+    assert rows[ASSETS_BASE]["verdict"] == "applies" and not rows[ASSETS_BASE]["needs_look"]
+    partly = next(row for row in report["patches"] if KV_EVENTS in row["files"])
+    assert partly["verdict"] == "partly-upstream" and partly["files"] == [KV_EVENTS, LOGGER]
+    assert [h["status"] for h in partly["hunks"]] == ["already-applied", "exact"]
+    conflict = [row for row in report["patches"] if row["verdict"] == "conflicts"]
+    assert len(conflict) == 1 and conflict[0]["name"].startswith("overlap-communication")
+    assert conflict[0]["problems"] == [f"{ENVS} hunk #1 (line 62): does not apply"]
+    gone = next(row for row in report["patches"] if row["files"] == [MEDUSA])
+    assert gone["verdict"] == "file-gone" and gone["problems"] == [f"{MEDUSA}: file not in the tree"]
+    assert report["ok"] is False and report["written"] == []
+    # --write refused: nothing moved
+    assert 'version = "0.32.0"' in (dist / "forklift.toml").read_text()
+    assert {p.name: p.read_bytes() for p in (dist / "patches").iterdir()} == before
+
+
+def test_flip_knob_registry_before_and_after(vllm_fork, distribution):
+    dist = exported(distribution, vllm_fork, "patched")
+    code, report = flip_json(dist)
+    assert code == 0
+    pristine, patched = report["knobs"]
+    assert pristine["tree"] == "pristine" and patched["tree"] == "patched"
+    assert "VLLM_CHAT_TEMPLATE_FUEL" in pristine["added"]  # new in 0.33.0
+    assert "VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM" in pristine["removed"]  # gone in 0.33.0
+    # The series registers one knob on both releases: +1 on each side, never "added" by the flip.
+    assert (patched["before"], patched["after"]) == (pristine["before"] + 1, pristine["after"] + 1)
+    assert "VLLM_LOG_KV_CACHE_BLOCKS" not in patched["added"]
+    assert patched["added"] == pristine["added"] and patched["removed"] == pristine["removed"]
+
+
+def test_flip_write_retires_moves_the_pin_and_check_passes(vllm_fork, distribution, tmp_path):
+    dist = exported(distribution, vllm_fork, "patched")
+    report_md = tmp_path / "flip.md"
+    proc = forklift("-c", str(dist), "flip", "0.33.0", "--write", "--report", str(report_md))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    toml = (dist / "forklift.toml").read_text()
+    assert 'version = "0.33.0"' in toml and f'sha256 = "{SHA_033}"' in toml
+    assert toml.startswith("# test distribution")  # comments kept
+    series = load_series(dist / "patches")
+    assert [p.paths[0] for p in series.patches] == [SCHEDULER, ENVS, ASSETS_BASE]
+    assert series.retired == ("add-the-azacinto_foscolo-audio-asset.patch (already upstream in vllm 0.33.0 sdist)",)
+    assert not (dist / "patches" / "add-the-azacinto_foscolo-audio-asset.patch").exists()
+    assert "## Retired" in (dist / "PATCHES.md").read_text()
+    markdown = report_md.read_text()
+    assert "# Flip vllm 0.32.0 sdist → vllm 0.33.0 sdist" in markdown
+    assert "| `add-the-azacinto_foscolo-audio-asset.patch` | already upstream: retire |" in markdown
+    assert "## Needs a human look" in markdown and f"`{SCHEDULER}`" in markdown
+    [(_, receipt)] = read_receipts([dist / "receipts"])
+    assert receipt.kind == "flip" and receipt.status == "ok" and receipt.pin["version"] == "0.33.0"
+    # The moved series is exact on the new pin (offset patches were re-cut) and the gate passes.
+    check = forklift("-c", str(dist), "check", "--json")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert {row["status"] for row in json.loads(check.stdout)["pass1"]} == {"exact"}
+
+
+def test_flip_to_a_version_not_on_the_index(vllm_fork, distribution):
+    dist = exported(distribution, vllm_fork, "patched")
+    proc = forklift("-c", str(dist), "flip", "0.99.0")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: vllm 0.99.0 is not on the index")
+    assert 'version = "0.32.0"' in (dist / "forklift.toml").read_text()
+
+
+def test_flip_to_the_pinned_version_is_a_usage_error(distribution, vllm_fork):
+    dist = exported(distribution, vllm_fork, "patched")
+    proc = forklift("-c", str(dist), "flip", "0.32.0")
+    assert proc.returncode == 2 and "already at 0.32.0" in proc.stderr
