@@ -11,6 +11,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from forklift.launch.profile import Profile
+
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="64 lowercase hex digits")]
 
 
@@ -76,3 +78,4 @@ class ForkliftToml(Strict):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     upstream: Pin
     series: SeriesConfig = Field(default_factory=SeriesConfig)
+    profiles: dict[str, Profile] = Field(default_factory=dict, description="launch profiles (forklift launch NAME)")
