@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from forklift.errors import ConfigError
 from forklift.series.engine import APPLIED, Overlay, PatchResult, Reader, apply_patch, apply_series
+from forklift.series.manifest import check_manifest
 from forklift.series.model import Patch, Series
 from forklift.series.render import overlay_hash, patches_md
 
@@ -200,6 +201,8 @@ def check_series(
     if not changed:
         findings.append(Finding(check="nothing-changed", subject=str(series.folder),
                                 message="the series changed no file of the tree (do its paths resolve?)"))
+    findings += [Finding(check="manifest", subject=lost.subject, message=lost.message)
+                 for lost in check_manifest(series.folder, patches, changed)]
     if committed_patches_md is not None and committed_patches_md != patches_md(patches, list(series.retired)):
         findings.append(Finding(check="patches-md", subject="PATCHES.md",
                                 message="differs from a fresh render of the patch headers: run `forklift patches-md`"))
