@@ -1,0 +1,119 @@
+"""`forklift bench` against the real vLLM CPU build (session servers from tests/fixtures/engine.py).
+
+Request counts and lengths stay small: the whole suite runs on 2 cores in 25 minutes.
+The tiny random model loops under greedy decoding, so n-gram drafts get accepted:
+these tests prove the plumbing (counters move, tok/step is read from them), not a rate.
+"""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from forklift.cli.app import app
+from forklift.receipts import read_receipts
+
+pytestmark = pytest.mark.engine
+
+PROMPTS = [
+    "The quick brown fox jumps over the lazy dog. The quick brown fox",
+    "Question: what is two plus two? Answer: four. Question: what is two plus two?",
+    "The cache holds keys and values; the cache holds keys and values; the cache",
+]
+
+
+def bench(tmp_path: Path, *args: str):
+    folder = tmp_path / "receipts"
+    result = CliRunner().invoke(app, ["bench", *args, "--receipts", str(folder)])
+    assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
+    [(_, receipt)] = read_receipts([folder])
+    return result.output, receipt
+
+
+def cohort(tmp_path: Path) -> Path:
+    path = tmp_path / "cohort.jsonl"
+    lines = [{"id": f"q{i}", "messages": [{"role": "user", "content": text}]} for i, text in enumerate(PROMPTS)]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return path
+
+
+def check_spec_cell(cell: dict) -> None:
+    m = cell["metrics_delta"]
+    assert m["spec_drafts"] > 0 and m["spec_draft_tokens"] > 0, m
+    assert m["tok_per_step"] == pytest.approx(1 + m["spec_accepted_tokens"] / m["spec_drafts"])
+    assert m["tok_per_step"] > 1.0
+    assert len(m["acceptance_per_position"]) == 3  # num_speculative_tokens
+    assert sum(m["spec_accepted_per_pos"].values()) == pytest.approx(m["spec_accepted_tokens"])
+    assert cell["cross_check"]["match"] is True, cell["cross_check"]
+    assert m["prefix_cache_hits"] == 0  # salted
+
+
+def test_single_stream_cohort_with_ngram(vllm_server_ngram, tmp_path):
+    out, receipt = bench(
+        tmp_path, "--url", vllm_server_ngram.url, "--cohort", str(cohort(tmp_path)),
+        "--max-tokens", "32", "--ignore-eos", "--sampling", "greedy",
+    )
+    assert receipt.status == "ok" and receipt.body["mode"] == "single"
+    assert "tok/step (spec decode)" in out and "gen tokens server=client" in out
+    [cell] = receipt.body["cells"]
+    records = cell["requests"]
+    assert [r["prompt_id"] for r in records] == ["q0", "q1", "q2"]
+    assert all(r["completion_tokens"] == 32 and r["tokens_from"] == "usage" for r in records)
+    assert all(r["chunk_tokens_from"] == "usage" and r["finish_reason"] == "length" for r in records)
+    # speculative steps deliver several tokens per chunk; ITL spreads each gap over them
+    assert any(n > 1 for r in records for _, n in r["chunks"])
+    assert all(sum(n for _, n in r["chunks"]) == 32 for r in records)
+    check_spec_cell(cell)
+    assert receipt.body["server_info"]["block_size"] == "128"
+
+
+def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
+    _, receipt = bench(
+        tmp_path, "--url", vllm_server_ngram.url, "--synthetic", "48:24", "--prompts", "4",
+        "--endpoint", "chat", "--sampling", "greedy", "--concurrency", "1,2,4", "--runs", "2",
+    )
+    assert receipt.status == "ok" and receipt.body["mode"] == "sweep"
+    cells = receipt.body["cells"]
+    assert [c["name"] for c in cells] == ["c1", "c2", "c4"]
+    for cell in cells:
+        assert cell["kept_runs"] == [1] and len(cell["requests"]) == 8  # warm-up kept in the receipt
+        assert all(r["prompt_tokens"] == 48 for r in cell["requests"])  # fitted with the server's tokenizer
+        assert cell["aggregate"]["requests"] == 4 and cell["aggregate"]["output_tokens"] == 4 * 24
+        assert cell["aggregate"]["aggregate_decode_tok_s"] == pytest.approx(
+            cell["concurrency"] * cell["aggregate"]["per_stream_decode_tok_s"]
+        )
+        check_spec_cell(cell)
+
+
+def test_salted_misses_and_unsalted_repeat_hits_the_prefix_cache(vllm_server, tmp_path):
+    # block size 128 on CPU: a prompt must be well over 128 tokens to hit
+    common = ["--url", vllm_server.url, "--synthetic", "210:2", "--prompts", "2", "--runs", "2", "--keep", "all"]
+    _, salted = bench(tmp_path / "salted", *common)
+    _, unsalted = bench(tmp_path / "unsalted", *common, "--no-salt")
+    assert salted.body["cells"][0]["metrics_delta"]["prefix_cache_hits"] == 0
+    assert unsalted.body["cells"][0]["metrics_delta"]["prefix_cache_hits"] >= 128
+    assert salted.body["workload"]["hash"] == unsalted.body["workload"]["hash"]  # salt is not the workload
+    assert salted.body["workload"]["salted"] and not unsalted.body["workload"]["salted"]
+
+
+def test_vllm_bench_serve_results_import(vllm_server, engine_python, tiny_model, tmp_path):
+    """Interop: vLLM's own benchmark client against the same server, its result file imported."""
+    script = "import argparse, sys\nfrom vllm.benchmarks.serve import add_cli_args, main\n" \
+             "p = argparse.ArgumentParser(); add_cli_args(p); main(p.parse_args())"
+    argv = [
+        str(engine_python), "-c", script, "--backend", "openai-chat", "--base-url", vllm_server.url,
+        "--endpoint", "/v1/chat/completions", "--model", vllm_server.model, "--tokenizer", str(tiny_model),
+        "--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "8", "--num-prompts", "4",
+        "--max-concurrency", "2", "--ignore-eos", "--save-result", "--save-detailed",
+        "--result-dir", str(tmp_path), "--result-filename", "vllm.json",
+    ]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    _, receipt = bench(tmp_path, "import", str(tmp_path / "vllm.json"))
+    [cell] = receipt.body["cells"]
+    assert receipt.body["mode"] == "import" and cell["name"] == "c2" and len(cell["requests"]) == 4
+    assert all(r["completion_tokens"] == 8 for r in cell["requests"])
+    raw = json.loads((tmp_path / "vllm.json").read_text())
+    assert cell["aggregate"]["ttft_ms"]["median"] == pytest.approx(raw["median_ttft_ms"], rel=1e-6)
