@@ -21,7 +21,7 @@ from forklift.stats.divergence import Determinism, Divergence, determinism, dive
 from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, unpaired_change
 from forklift.stats.metrics import METRICS, Metric
-from forklift.stats.sample import BenchRun, Key, kept_requests, output_throughput, requests_by_prompt, server_tok_step
+from forklift.stats.sample import BenchRun, Key, kept_requests, output_throughput, requests_by_text, server_tok_step
 
 Claim = Literal["better", "worse", "different", "noise", "insufficient"]
 
@@ -140,8 +140,9 @@ def compare_cell(a_runs: list[BenchRun], b_runs: list[BenchRun], cell_name: str,
     a, b = kept_requests(a_runs, cell_name), kept_requests(b_runs, cell_name)
     pairs = len(a.keys() & b.keys())
     paired = pairs >= 2 and pairs >= min(len(a), len(b)) / 2
+    texts_a, texts_b = requests_by_text(a_runs, cell_name), requests_by_text(b_runs, cell_name)
     drift = divergence(
-        a, b, is_greedy(a_runs[0].body.workload.sampling), is_greedy(b_runs[0].body.workload.sampling)
+        texts_a, texts_b, is_greedy(a_runs[0].body.workload.sampling), is_greedy(b_runs[0].body.workload.sampling)
     )
     metrics = []
     for metric in METRICS:
@@ -160,8 +161,8 @@ def compare_cell(a_runs: list[BenchRun], b_runs: list[BenchRun], cell_name: str,
         throughput_a=output_throughput(a_runs, cell_name), throughput_b=output_throughput(b_runs, cell_name),
         server_tok_step_a=server_tok_step(a_runs, cell_name), server_tok_step_b=server_tok_step(b_runs, cell_name),
         metrics=metrics, divergence=drift,
-        determinism_a=determinism(requests_by_prompt(a_runs, cell_name)),
-        determinism_b=determinism(requests_by_prompt(b_runs, cell_name)),
+        determinism_a=determinism(texts_a),
+        determinism_b=determinism(texts_b),
     )
 
 

@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from forklift.client.records import RequestRecord
-from forklift.stats.sample import Key
 
 
 def is_greedy(sampling: dict[str, Any]) -> bool:
@@ -47,43 +46,51 @@ class Divergence(BaseModel):
         )
 
 
+def _hashes(records: list[RequestRecord]) -> set[str]:
+    return {r.output_sha256 for r in records if r.ok and r.output_sha256}
+
+
 def divergence(
-    a: dict[Key, RequestRecord], b: dict[Key, RequestRecord], greedy_a: bool, greedy_b: bool
+    a: dict[tuple, list[RequestRecord]], b: dict[tuple, list[RequestRecord]], greedy_a: bool, greedy_b: bool
 ) -> Divergence:
-    """Per prompt: did any pair (same prompt, same kept-run ordinal) end in different output hashes?"""
+    """Per prompt: did the same text sent to both sides come back different? (inputs keyed by text_key)"""
     if not (greedy_a and greedy_b):
         return Divergence(assessed=False, reason="not greedy on both sides, so texts are expected to differ")
     compared: set[str] = set()
     diverged: set[str] = set()
     for key in a.keys() & b.keys():
-        hash_a, hash_b = a[key].output_sha256, b[key].output_sha256
-        if hash_a and hash_b:
+        hashes_a, hashes_b = _hashes(a[key]), _hashes(b[key])
+        if hashes_a and hashes_b:
             compared.add(key[0])
-            if hash_a != hash_b:
+            if hashes_a != hashes_b:
                 diverged.add(key[0])
     if not compared:
-        return Divergence(assessed=False, reason="no paired requests with output hashes on both sides")
+        return Divergence(
+            assessed=False,
+            reason="no prompt was sent as the same text to both sides with an output hash on each "
+            "(salts differ: another nonce or run index)",
+        )
     return Divergence(assessed=True, reason="greedy on both sides", compared=len(compared), diverged=sorted(diverged))
 
 
 class Determinism(BaseModel):
-    prompts: int  # prompts run at least twice with a hash each time
-    runs: int  # most runs any prompt had
-    changed: list[str] = []  # prompt ids whose text changed between runs
+    prompts: int  # prompts whose exact text was sent at least twice, with a hash each time
+    sends: int  # most times one text was sent
+    changed: list[str] = []  # prompt ids whose output changed between sends of the same text
 
     @property
     def summary(self) -> str:
         if not self.prompts:
-            return "one run per prompt: determinism unknown"
+            return "no prompt text was sent twice (salted runs send new text): determinism unknown"
         if not self.changed:
-            return f"deterministic: {self.prompts} prompts wrote the same text in all {self.runs} runs"
-        return f"not deterministic: {len(self.changed)}/{self.prompts} prompts changed text between runs"
+            return f"deterministic: {self.prompts} prompts wrote the same text each time (up to {self.sends} sends)"
+        return f"not deterministic: {len(self.changed)}/{self.prompts} prompts wrote different text for the same input"
 
 
-def determinism(by_prompt: dict[tuple[str, int], list[RequestRecord]]) -> Determinism:
-    """Same side, several runs (warm-up included): one output hash per prompt means the side reproduces itself."""
-    repeated = {key: [r.output_sha256 for r in records if r.ok and r.output_sha256] for key, records in by_prompt.items()}
+def determinism(by_text: dict[tuple, list[RequestRecord]]) -> Determinism:
+    """Same side, same input text sent again (another run unsalted, or another receipt with the same salts)."""
+    repeated = {key: [r.output_sha256 for r in records if r.ok and r.output_sha256] for key, records in by_text.items()}
     repeated = {key: hashes for key, hashes in repeated.items() if len(hashes) >= 2}
     changed = sorted({key[0] for key, hashes in repeated.items() if len(set(hashes)) > 1})
-    runs = max((len(hashes) for hashes in repeated.values()), default=0)
-    return Determinism(prompts=len({key[0] for key in repeated}), runs=runs, changed=changed)
+    sends = max((len(hashes) for hashes in repeated.values()), default=0)
+    return Determinism(prompts=len({key[0] for key in repeated}), sends=sends, changed=changed)

@@ -98,19 +98,25 @@ def kept_requests(runs: list[BenchRun], cell_name: str) -> dict[Key, RequestReco
     return keyed
 
 
-def requests_by_prompt(runs: list[BenchRun], cell_name: str) -> dict[tuple[str, int], list[RequestRecord]]:
-    """Every request of a cell (warm-up included) grouped by (prompt id, occurrence): what reproducibility reads."""
-    grouped: dict[tuple[str, int], list[RequestRecord]] = {}
+def text_key(run: BenchRun, cell_name: str, record: RequestRecord) -> tuple:
+    """What identifies the exact text a request sent: its prompt, plus its salt's inputs when salted.
+
+    The bench derives each salt from (nonce, cell, run, prompt id), so a salted
+    prompt is the same text only for the same nonce, cell and run index.
+    """
+    workload = run.body.workload
+    if not workload.salted:
+        return (record.prompt_id,)
+    return (record.prompt_id, workload.salt_nonce, cell_name, record.run)
+
+
+def requests_by_text(runs: list[BenchRun], cell_name: str) -> dict[tuple, list[RequestRecord]]:
+    """Every request of a cell (warm-up runs included) grouped by the exact text it sent."""
+    grouped: dict[tuple, list[RequestRecord]] = {}
     for run in runs:
         cell = run.cell(cell_name)
-        if cell is None:
-            continue
-        for index in sorted({record.run for record in cell.requests}):
-            seen: Counter[str] = Counter()
-            for record in cell.requests:
-                if record.run == index:
-                    grouped.setdefault((record.prompt_id, seen[record.prompt_id]), []).append(record)
-                    seen[record.prompt_id] += 1
+        for record in cell.requests if cell else []:
+            grouped.setdefault(text_key(run, cell_name, record), []).append(record)
     return grouped
 
 

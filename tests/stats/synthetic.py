@@ -20,7 +20,8 @@ GREEDY = {"preset": "greedy", "temperature": 0.0}
 
 
 def workload(**changes) -> WorkloadIdentity:
-    fields = dict(name="cohort", hash="w" * 64, corpus_hash="c" * 64, sampling=GREEDY, max_tokens=64)
+    # unsalted by default: every run sends the same text, so equal hashes across runs mean "deterministic"
+    fields = dict(name="cohort", hash="w" * 64, corpus_hash="c" * 64, sampling=GREEDY, max_tokens=64, salted=False)
     return WorkloadIdentity(**{**fields, **changes})
 
 

@@ -89,10 +89,27 @@ def test_determinism_within_a_side():
     flaky_records = records(prompts=4)
     flaky_records[0].output_sha256 = "f" * 64  # run 0, prompt p0 wrote something else than in run 1
     cell = compare(steady, as_run(bench_receipt({"single": flaky_records})))
-    assert cell.determinism_a.summary == "deterministic: 4 prompts wrote the same text in all 2 runs"
+    assert cell.determinism_a.summary == "deterministic: 4 prompts wrote the same text each time (up to 2 sends)"
     assert cell.determinism_b.changed == ["p0"]
     single = compare(one_cell(prompts=4, runs=1), one_cell(prompts=4, runs=1))
-    assert single.determinism_a.summary == "one run per prompt: determinism unknown"
+    assert single.determinism_a.summary.endswith("determinism unknown")
+
+
+def salted(nonce, **kwargs):
+    return as_run(bench_receipt({"single": records(prompts=4, **kwargs)}, ident=workload(salted=True, salt_nonce=nonce)))
+
+
+def test_salted_runs_send_new_text_so_only_equal_salts_are_compared():
+    # within one salted bench, run 0 and run 1 sent different text: equal hashes prove nothing
+    assert compare(salted("n1"), salted("n1")).determinism_a.summary.endswith("determinism unknown")
+    # two benches with the same nonce sent the same salted text, run for run
+    same = compare_groups([salted("n1"), salted("n1")], [salted("n1", text="other")]).cells[0]
+    assert same.determinism_a.prompts == 4 and not same.determinism_a.changed
+    assert same.divergence.assessed and len(same.divergence.diverged) == 4
+    # another nonce: no request sent the same text to both sides
+    other = compare(salted("n1"), salted("n2", text="other"))
+    assert not other.divergence.assessed and "salts differ" in other.divergence.summary
+    assert other.paired  # timing still pairs by prompt id
 
 
 def test_tok_step_row_appears_only_with_per_request_spec_stats():
@@ -128,7 +145,7 @@ def test_cells_on_one_side_only_are_listed():
         ("corpus_hash", {"corpus_hash": "y" * 64}, f"vs '{'y' * 64}' in b.json"),
         ("sampling", {"sampling": {"preset": "seeded", "seed": 1}}, 'vs {"preset": "seeded", "seed": 1} in b.json'),
         ("max_tokens", {"max_tokens": 128}, "64 in a.json vs 128 in b.json"),
-        ("salted", {"salted": False}, "True in a.json vs False in b.json"),
+        ("salted", {"salted": True}, "False in a.json vs True in b.json"),
     ],
 )
 def test_guard_refuses_a_differing_workload_field_naming_both_values(field, change, shown):
