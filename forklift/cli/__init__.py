@@ -18,6 +18,9 @@ from forklift.cli import fork as _fork  # noqa: F401,E402
 from forklift.cli import flip as _flip  # noqa: F401,E402
 from forklift.cli import compare as _compare  # noqa: F401,E402
 from forklift.cli import bench as _bench  # noqa: F401,E402
+from forklift.cli import launch as _launch  # noqa: F401,E402
+from forklift.cli import knobs as _knobs  # noqa: F401,E402
+from forklift.cli import installed as _installed  # noqa: F401,E402
 
 
 def main() -> None:

@@ -66,8 +66,11 @@ class RegistryDiff:
         return tuple(r for r in self.introduced if not r.registered)
 
 
-def registry(tree: Path, adapter: EngineAdapter | None = None) -> Registry:
-    """Registered names and bypass reads of the source tree at `tree` (the folder holding `vllm/`)."""
+def registry(tree: Path, adapter: EngineAdapter | None = None, reads: bool = True) -> Registry:
+    """Registered names and bypass reads of the source tree at `tree` (the folder holding `vllm/`).
+
+    `tree` may be a source tree or a site-packages folder; reads=False skips the scan for bare reads.
+    """
     if adapter is None:
         from forklift.engines.vllm import VLLM
 
@@ -81,8 +84,8 @@ def registry(tree: Path, adapter: EngineAdapter | None = None) -> Registry:
     if not names:
         raise ForkliftError(f"{registry_path}: no `{adapter.registry_dict}` dict found")
     package = tree / adapter.package
-    reads: list[Read] = []
-    for path in sorted(package.rglob("*.py")):
+    found: list[Read] = []
+    for path in sorted(package.rglob("*.py")) if reads else ():
         if path == registry_path:
             continue
         data = path.read_bytes()
@@ -90,8 +93,8 @@ def registry(tree: Path, adapter: EngineAdapter | None = None) -> Registry:
             continue
         rel = path.relative_to(tree).as_posix()
         for name, line, how in bare_reads(_parse(data, path), adapter.env_prefix):
-            reads.append(Read(name, rel, line, how, name in names))
-    return Registry(tree, tuple(sorted(names)), tuple(reads))
+            found.append(Read(name, rel, line, how, name in names))
+    return Registry(tree, tuple(sorted(names)), tuple(found))
 
 
 def _parse(source: bytes, path: Path) -> ast.Module:

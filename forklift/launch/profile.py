@@ -49,6 +49,9 @@ class Profile(_Strict):
     python: str | None = Field(
         default=None, description="the engine's interpreter; default: the engine's console script on PATH"
     )
+    command: list[str] | None = Field(
+        default=None, description="the command before the model, replacing the engine's own (a wrapper, a container)"
+    )
     health_timeout: float | None = Field(default=None, gt=0, description="seconds to wait for /health")
     args: dict[str, ArgValue] = Field(default_factory=dict)
     env: dict[str, EnvValue] = Field(default_factory=dict)

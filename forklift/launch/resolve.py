@@ -204,7 +204,7 @@ def resolve(
         host=profile.host or DEFAULT_HOST,
         port=profile.port or DEFAULT_PORT,
         health_timeout=profile.health_timeout or DEFAULT_HEALTH_TIMEOUT,
-        command=adapter.serve_argv(profile.python),
+        command=list(profile.command) if profile.command else adapter.serve_argv(profile.python),
         flags=[*fixed, *flags.values()],
         env=env,
         env_sources=env_sources,

@@ -1,0 +1,38 @@
+"""`forklift knobs`: the registry of the pinned tree, before and after the series (the edge: files, cache)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from forklift.config import Config
+from forklift.engines import adapter as engine_adapter
+from forklift.knobs.registry import Registry, RegistryDiff, compare, registry
+
+
+@dataclass(frozen=True)
+class KnobReport:
+    tree: Path
+    pristine: Registry
+    patched: Registry
+    diff: RegistryDiff
+    not_applied: list[str]  # patches that did not land (their knobs are missing from "patched")
+
+
+def knob_report(config: Config, tree: Path | None = None) -> KnobReport:
+    """Registries of the pinned pristine tree (or `tree`) and of it with the series applied."""
+    from forklift.flip.knobs import patched_registry
+    from forklift.series.check import tree_reader
+    from forklift.series.engine import apply_series
+    from forklift.series.model import load_series
+
+    adapter = engine_adapter(config.data.engine.kind)
+    if tree is None:
+        from forklift.source import materialize
+
+        tree = materialize(config.data.upstream, config.root).path
+    pristine = registry(tree, adapter)
+    results, overlay = apply_series(tree_reader(tree), load_series(config.series_dir).patches)
+    patched = patched_registry(pristine, overlay.files, adapter)
+    not_applied = [r.name for r in results if not r.applies]
+    return KnobReport(tree, pristine, patched, compare(pristine, patched), not_applied)

@@ -1,0 +1,85 @@
+"""Checks before a boot: the port is free, the engine imports, the CUDA build suits the driver."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+from forklift.engines import EngineAdapter
+from forklift.errors import ForkliftError
+from forklift.launch.resolve import Resolved
+
+NVIDIA_PROC = Path("/proc/driver/nvidia/version")
+
+
+def port_free(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise ForkliftError(
+                f"port {port} on {host} is not free ({exc.strerror}): stop what listens there or pick --port"
+            ) from None
+
+
+def engine_python(resolved: Resolved, adapter: EngineAdapter) -> str | None:
+    """The interpreter that runs the engine: the profile's, else the one behind the console script."""
+    if resolved.python:
+        return resolved.python
+    if resolved.command[0] != adapter.serve_script:
+        return None  # a custom command: forklift cannot tell which interpreter it runs
+    found = shutil.which(adapter.serve_script)
+    if not found:
+        return None
+    first = Path(found).read_bytes()[:512].split(b"\n", 1)[0]
+    return first[2:].decode().strip().split()[0] if first.startswith(b"#!") else None
+
+
+def engine_importable(python: str, adapter: EngineAdapter) -> None:
+    code = "import importlib.util,sys;sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)"
+    try:
+        result = subprocess.run([python, "-c", code, adapter.package], capture_output=True, text=True, timeout=60)
+    except OSError as exc:
+        raise ForkliftError(f"engine python {python}: cannot run it ({exc.strerror})") from None
+    if result.returncode != 0:
+        raise ForkliftError(f"engine python {python}: cannot import {adapter.package!r}: install the engine there")
+
+
+def cuda_mismatch(torch_cuda: str | None, driver_cuda: str | None) -> str | None:
+    """Why a CUDA build of the engine cannot run on this driver, or None (also when either is unknown)."""
+    if not torch_cuda or not driver_cuda:
+        return None
+    built = tuple(int(x) for x in torch_cuda.split(".")[:2])
+    supported = tuple(int(x) for x in driver_cuda.split(".")[:2])
+    if built > supported:
+        return f"the engine's torch is built for CUDA {torch_cuda}, the driver supports up to CUDA {driver_cuda}"
+    return None
+
+
+def cuda_check(python: str) -> None:
+    """Only where a GPU driver exists: compare torch's CUDA build with what nvidia-smi says the driver runs."""
+    if not NVIDIA_PROC.exists() or not shutil.which("nvidia-smi"):
+        return
+    torch_cuda = subprocess.run(
+        [python, "-c", "import torch;print(torch.version.cuda or '')"], capture_output=True, text=True, timeout=120
+    ).stdout.strip()
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=60).stdout
+    found = re.search(r"CUDA Version:\s*([\d.]+)", smi)
+    problem = cuda_mismatch(torch_cuda or None, found.group(1) if found else None)
+    if problem:
+        raise ForkliftError(problem)
+
+
+def preflight(resolved: Resolved, adapter: EngineAdapter) -> str | None:
+    """Refuse a boot that cannot work; returns the engine's python when known."""
+    port_free(resolved.host, resolved.port)
+    python = engine_python(resolved, adapter)
+    if python is None and resolved.command[0] == adapter.serve_script:
+        raise ForkliftError(f"no {adapter.serve_script!r} on PATH: install the engine or set python = ... in the profile")
+    if python is not None:
+        engine_importable(python, adapter)
+        cuda_check(python)
+    return python

@@ -1,0 +1,117 @@
+"""`forklift launch`: from config and --set to a checked plan, then a supervised boot in the foreground."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from forklift.config import Config
+from forklift.engines import EngineAdapter, adapter as engine_adapter
+from forklift.errors import ForkliftError
+from forklift.launch.boot import Booted, boot, check_control, control_variable, failure_message
+from forklift.launch.resolve import Resolved, parse_sets, resolve
+from forklift.launch.running import Running, register, unregister
+from forklift.launch.supervise import stop
+
+
+@dataclass
+class Plan:
+    resolved: Resolved
+    adapter: EngineAdapter
+    warnings: list[str] = field(default_factory=list)
+    checked_against: str | None = None  # the engine version flags and knobs were checked against
+
+
+def make_plan(config: Config, name: str, sets: list[str], port: int | None = None, check: bool = True) -> Plan:
+    """Resolve the profile; when the engine is installed (and check), check flags and knobs against it."""
+    from dataclasses import replace
+
+    from forklift.knobs.check import check_flags, check_knobs, legacy_warnings
+    from forklift.launch.preflight import engine_python
+
+    adapter = engine_adapter(config.data.engine.kind)
+    choices, overrides = parse_sets(sets)
+    resolved = resolve(config.data.profiles, name, choices, overrides, adapter)
+    if port is not None:
+        flags = [replace(f, values=(str(port),)) if f.name == "--port" else f for f in resolved.flags]
+        resolved = replace(resolved, port=port, flags=flags)
+    plan = Plan(resolved, adapter, legacy_warnings(resolved, adapter))
+    python = engine_python(resolved, adapter) if check else None
+    if python and Path(python).exists():
+        from forklift.installed.package import site_from_python
+        from forklift.knobs.flags import capture_flags
+        from forklift.knobs.registry import registry
+
+        check_knobs(resolved, adapter, registry(site_from_python(Path(python), adapter.package), adapter, reads=False))
+        flags = capture_flags(python, adapter)
+        check_flags(resolved, flags)
+        plan.checked_against = flags.version
+    return plan
+
+
+def _sigterm_as_interrupt(signum, frame):  # `forklift stop` sends SIGTERM: stop like Ctrl-C
+    raise KeyboardInterrupt
+
+
+def launch(
+    config: Config,
+    plan: Plan,
+    receipts: Path,
+    logs: Path,
+    control: bool = False,
+    on_ready: Callable[[Booted], None] | None = None,
+    serve: bool = True,
+) -> Booted:
+    """Preflight, boot, report; then keep serving until Ctrl-C / `forklift stop` (unless serve=False).
+
+    With control, a made-up engine variable is exported and the boot fails unless the
+    engine warned about exactly that one.
+    """
+    from forklift.knobs.flags import engine_version
+    from forklift.launch.preflight import preflight
+
+    resolved, adapter = plan.resolved, plan.adapter
+    python = preflight(resolved, adapter)
+    version = plan.checked_against or (engine_version(python, adapter) if python else None)
+    variable = control_variable(adapter) if control else None
+    log_path = logs / f"{time.strftime('%Y%m%dT%H%M%S')}-{resolved.profile}-{resolved.port}.log"
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    entry = None
+    try:
+        booted = boot(
+            resolved,
+            adapter,
+            log_path,
+            receipts,
+            extra_env={variable: "1"} if variable else None,
+            warnings=plan.warnings,
+            receipt_fields={"pin": config.data.upstream.model_dump(), "engine_version": version},
+        )
+        if booted.body.outcome != "ready":
+            raise ForkliftError(failure_message(booted.body, booted.server.process.returncode))
+        entry = Running(resolved.profile, resolved.url, resolved.port, os.getpid(), booted.server.pid, str(log_path))
+        register(entry)
+        try:
+            if variable:
+                check_control(booted.body, variable)
+            if on_ready:
+                on_ready(booted)
+            while serve and booted.server.process.poll() is None:
+                time.sleep(0.5)
+            if serve:
+                raise ForkliftError(
+                    f"engine exited with code {booted.server.process.returncode} while serving (log: {log_path})"
+                )
+        except KeyboardInterrupt:
+            pass
+        finally:
+            stop(booted.server)
+        return booted
+    finally:
+        if entry is not None:
+            unregister(entry)
+        signal.signal(signal.SIGTERM, previous)
