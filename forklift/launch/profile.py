@@ -19,14 +19,15 @@
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # A TOML value turned into a flag: true -> --flag, false -> --no-flag, a table -> JSON,
-# a list of scalars -> repeated values, anything else -> its text.
-ArgValue = Union[bool, int, float, str, list, dict]
-EnvValue = Union[bool, int, float, str]
+# a list of scalars -> repeated values, a number or string -> its text. Kept as TOML parsed
+# it (Any) so resolve.py can refuse a value no flag can take with one line naming it.
+ArgValue = Any
+EnvValue = Any
 
 
 class _Strict(BaseModel):

@@ -173,17 +173,14 @@ def resolve(
             {k[4:]: v for k, v in overrides.items() if k.startswith("env.")},
         )
     )
-    flags: dict[str, Flag] = {}
+    flags: dict[str, Flag] = {}  # keyed by the flag without its --no- prefix: a later layer replaces in place
     env: dict[str, str] = {}
     env_sources: dict[str, str] = {}
     for source, args, variables in layers:
         for key, value in args.items():
-            name_ = flag_name(key)
-            words = flag_values(name_, value, f"{where} ({source})")
-            base = name_[5:] if name_.startswith("--no-") else name_[2:]
-            for stale in (f"--{base}", f"--no-{base}"):
-                flags.pop(stale, None)
-            flags[words[0]] = Flag(words[0], words[1], source)
+            name_, values = flag_values(flag_name(key), value, f"{where} ({source})")
+            base = "--" + name_[5:] if name_.startswith("--no-") else name_
+            flags[base] = Flag(name_, values, source)
         for key, value in variables.items():
             env[key] = env_text(value, f"{where} ({source}) env {key}")
             env_sources[key] = source
