@@ -50,7 +50,7 @@ def new_pin(pin: PypiPin | GitPin, version: str, root: Path) -> PypiPin | GitPin
 
 def run_flip(config: Config, version: str, receipts_dir: Path | None = None, progress=None,
              write: bool = False) -> FlipResult:
-    from forklift.source import materialize
+    from forklift.source import default_cache, materialize
 
     pin = config.data.upstream
     if isinstance(pin, PathPin):
@@ -67,8 +67,8 @@ def run_flip(config: Config, version: str, receipts_dir: Path | None = None, pro
     if config.data.engine.kind == "generic":
         knobs, skipped = [], "not compared: engine.kind is generic (no knob registry)"
     else:
-        knobs, skipped = knob_deltas(old_tree.path, new_tree.path, old_overlay.files, new_overlay.files,
-                                     adapter(config.data.engine.kind))
+        knobs, skipped = knob_deltas(old_tree, new_tree, old_overlay.files, new_overlay.files,
+                                     adapter(config.data.engine.kind), default_cache())
     report = FlipReport(
         old=old_tree.label, new=new_tree.label, new_pin=target.model_dump(exclude_none=True),
         patches=[PatchRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)],

@@ -1,0 +1,141 @@
+"""`forklift flip 0.33.0` on a 40-patch series over vLLM 0.32.0, beside cherry-picking the same commits.
+
+The git way is port-triage's: check out the new tag and cherry-pick each fork
+commit in turn, aborting (and noting) the ones that conflict. Both sides run in
+this one run on a warm cache (both sdists already extracted; the flip still
+asks the index for 0.33.0's sha256, as it must), best of N; the ratio is printed.
+
+The fork is a throwaway bare repository: v0.32.0 = the pristine 0.32.0 sdist
+tree, v0.33.0 = the 0.33.0 sdist tree, and 40 commits on v0.32.0, one per
+vLLM module (a comment above its first top-level def or class) plus the change
+upstream made to vllm/assets/audio.py (so one patch retires). Usage:
+
+    .venv/bin/python benchmarks/flip_vs_cherry_pick.py [--patches 40] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from forklift.config.schema import PypiPin  # noqa: E402
+from tests.fork.gitfork import branch, commit, init_fork  # noqa: E402
+
+VLLM_032 = PypiPin(source="pypi", package="vllm", version="0.32.0",
+                   sha256="d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad")
+VLLM_033 = PypiPin(source="pypi", package="vllm", version="0.33.0",
+                   sha256="f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112")
+AUDIO = "vllm/assets/audio.py"
+TOML = f"""[upstream]
+source = "pypi"
+package = "vllm"
+version = "0.32.0"
+sha256 = "{VLLM_032.sha256}"
+
+[series]
+dir = "patches"
+patches_md = ""
+"""
+
+
+def trees() -> tuple[Path, Path]:
+    from forklift.source import materialize
+
+    return materialize(VLLM_032, REPO).path, materialize(VLLM_033, REPO).path
+
+
+def make_fork(old: Path, new: Path, repo: Path, count: int) -> tuple[str, list[str]]:
+    """(base commit, the fork's patch commits oldest first); tags v0.32.0 and v0.33.0."""
+    git, base = init_fork(old, repo, "v0.32.0")
+    new_git, _ = init_fork(new, repo.with_name("new.git"), "v0.33.0")
+    git.run("fetch", "-q", str(new_git.repo), "refs/tags/v0.33.0:refs/tags/v0.33.0")
+    files = sorted(p for p in (old / "vllm").rglob("*.py") if p.stat().st_size > 4000 and (new / p.relative_to(old)).exists())
+    chosen = files[:: max(len(files) // (count - 1), 1)][: count - 1]
+    commits = []
+    tip = base
+    for number, path in enumerate(chosen, 1):
+        rel = path.relative_to(old).as_posix()
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        at = next(i for i, line in enumerate(lines) if line.startswith(("def ", "class ")))
+        content = "".join(lines[:at] + [f"# forklift benchmark patch {number}\n"] + lines[at:]).encode()
+        tip = commit(git, tip, {rel: content}, f"Benchmark patch {number} in {rel}\n\nKind: bench\n")
+        commits.append(tip)
+    tip = commit(git, tip, {AUDIO: (new / AUDIO).read_bytes()}, "Add the azacinto_foscolo audio asset\n")
+    commits.append(tip)
+    branch(git, "fork", tip)
+    return base, commits
+
+
+def forklift(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from forklift.cli import main; main()", *args],
+                          cwd=cwd, capture_output=True, text=True)
+
+
+def cherry_pick_loop(work: Path, commits: list[str]) -> tuple[int, int]:
+    """port-triage: switch to the new tag, cherry-pick each commit; returns (picked, stopped)."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@b"}
+    subprocess.run(["git", "-C", str(work), "checkout", "-q", "-f", "-B", "triage", "v0.33.0"], check=True, env=env)
+    picked = stopped = 0
+    for c in commits:
+        proc = subprocess.run(["git", "-C", str(work), "cherry-pick", c], capture_output=True, env=env)
+        if proc.returncode == 0:
+            picked += 1
+        else:  # a conflict, or a change upstream already has (empty pick): note it and move on
+            stopped += 1
+            subprocess.run(["git", "-C", str(work), "cherry-pick", "--abort"], capture_output=True, env=env)
+            subprocess.run(["git", "-C", str(work), "reset", "-q", "--hard"], capture_output=True, env=env)
+    return picked, stopped
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--patches", type=int, default=40)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    old, new = trees()
+    with tempfile.TemporaryDirectory(prefix="forklift-bench-flip-") as scratch:
+        root = Path(scratch)
+        base, commits = make_fork(old, new, root / "fork.git", args.patches)
+        dist = root / "dist"
+        (dist / "patches").mkdir(parents=True)
+        (dist / "forklift.toml").write_text(TOML)
+        proc = forklift("-c", str(dist), "export", "--from", "fork", "--repo", str(root / "fork.git"), "--base", base, cwd=root)
+        if proc.returncode:
+            sys.exit(f"export failed: {proc.stderr}")
+        work = root / "work"
+        subprocess.run(["git", "clone", "-q", "--shared", str(root / "fork.git"), str(work)], check=True)
+        forklift("-c", str(dist), "flip", "0.33.0", "--json", cwd=root)  # warm: both trees and the page cache
+
+        flips, picks = [], []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            proc = forklift("-c", str(dist), "flip", "0.33.0", "--json", cwd=root)
+            flips.append(time.perf_counter() - start)
+            if proc.returncode not in (0, 1):
+                sys.exit(f"flip failed: {proc.stderr}")
+            start = time.perf_counter()
+            picked, stopped = cherry_pick_loop(work, commits)
+            picks.append(time.perf_counter() - start)
+        import json
+
+        verdicts = [p["verdict"] for p in json.loads(proc.stdout)["patches"]]
+        summary = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
+    print(f"series: {len(commits)} patches over vllm 0.32.0 -> 0.33.0 (flip verdicts: {summary}; "
+          f"cherry-pick: {picked} picked, {stopped} stopped)")
+    print(f"forklift flip 0.33.0 (whole CLI)    best {min(flips):6.3f} s   median {statistics.median(flips):6.3f} s")
+    print(f"git checkout + cherry-pick loop     best {min(picks):6.3f} s   median {statistics.median(picks):6.3f} s")
+    print(f"ratio (cherry-pick / flip, best)    {min(picks) / min(flips):6.2f}x")
+
+
+if __name__ == "__main__":
+    main()
