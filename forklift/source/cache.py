@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from pathlib import Path
 from filelock import FileLock
 
 from forklift.errors import ForkliftError
+
+ABANDONED_AFTER_SECONDS = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class Cache:
         """A temporary folder on the cache's file system, so finished work can be renamed into place."""
         folder = self.root / "tmp"
         folder.mkdir(parents=True, exist_ok=True)
+        _sweep_abandoned(folder)
         path = Path(tempfile.mkdtemp(dir=folder))
         try:
             yield path
@@ -126,6 +130,17 @@ def default_cache() -> Cache:
     from platformdirs import user_cache_dir
 
     return Cache(Path(user_cache_dir("forklift", appauthor=False)))
+
+
+def _sweep_abandoned(folder: Path) -> None:
+    """Remove scratch folders a killed process left behind (old enough that nobody still writes there)."""
+    cutoff = time.time() - ABANDONED_AFTER_SECONDS
+    for entry in folder.iterdir():
+        try:
+            if entry.stat().st_mtime < cutoff:
+                shutil.rmtree(entry, ignore_errors=True)
+        except FileNotFoundError:  # another process swept it first
+            continue
 
 
 def _marker(tree: Path) -> Path:

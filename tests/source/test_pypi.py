@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from forklift.config.schema import PypiPin
@@ -39,6 +41,16 @@ def test_tree_without_marker_is_rebuilt(index_server, cache, tmp_path):
     (tree.path / "pkg" / "__init__.py").unlink()  # the half-written state
     again = materialize(pin_for(sha), tmp_path, cache, index_url=index_server.index)
     assert (again.path / "pkg" / "__init__.py").read_text() == "VALUE = 1\n"
+
+
+def test_scratch_left_by_a_killed_process_is_swept(index_server, cache, tmp_path):
+    abandoned, recent = cache.root / "tmp" / "tmpold", cache.root / "tmp" / "tmpbusy"
+    for folder in (abandoned, recent):
+        (folder / "tree").mkdir(parents=True)
+    os.utime(abandoned, (0, 0))
+    sha = index_server.add("pkg", "pkg-1.0.tar.gz", sdist_bytes())
+    materialize(pin_for(sha), tmp_path, cache, index_url=index_server.index)
+    assert not abandoned.exists() and recent.exists()  # a folder still in use is left alone
 
 
 def test_index_hash_differs_from_pin_fails_before_download(index_server, cache, tmp_path):
