@@ -37,6 +37,8 @@ def extract_archive(archive: Path, dest: Path, *, strip_top: bool, name: str | N
 
 
 def _extract_tar(archive: Path, dest: Path, strip_top: bool, label: str) -> None:
+    if not hasattr(tarfile, "data_filter"):  # added in the 3.10.12 / 3.11.4 security releases
+        raise ForkliftError(f"cannot extract {label} safely: this Python's tarfile has no data filter (update Python)")
     try:
         with tarfile.open(archive, "r:*") as tar:
             members = tar.getmembers()
