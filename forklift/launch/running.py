@@ -54,24 +54,14 @@ def listed() -> list[Running]:
     return out
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def stop_running(entry: Running, timeout: float = 60.0) -> None:
     """Ask the supervisor to stop (it stops the engine's group and records it); if it is gone, stop the group."""
-    from forklift.launch.supervise import group_alive
+    from forklift.launch.supervise import group_alive, process_alive
 
-    if _alive(entry.supervisor):
+    if process_alive(entry.supervisor):
         os.kill(entry.supervisor, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while (_alive(entry.supervisor) or group_alive(entry.server)) and time.monotonic() < deadline:
+        while (process_alive(entry.supervisor) or group_alive(entry.server)) and time.monotonic() < deadline:
             time.sleep(0.2)
     for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
         if not group_alive(entry.server):

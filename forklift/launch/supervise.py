@@ -111,21 +111,32 @@ def boot_body(server: Server, adapter: EngineAdapter, outcome: str, setting: str
     return body
 
 
+def _stat(pid: str) -> tuple[str, int] | None:
+    """(state, process group) of a process from /proc, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    # Fields after the parenthesised command name: state, ppid, pgrp, ...
+    state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
+    return state, int(pgrp)
+
+
+def process_alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its parent to reap it."""
+    stat = _stat(str(pid))
+    return stat is not None and stat[0] != "Z"
+
+
 def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group, read from /proc."""
+    """Live (non-zombie) processes of a process group."""
     members = []
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", encoding="utf-8") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # Fields after the parenthesised command name: state, ppid, pgrp, ...
-        state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
-        if int(pgrp) == pgid and state != "Z":
-            members.append(int(entry.name))
+        if entry.name.isdigit():
+            stat = _stat(entry.name)
+            if stat is not None and stat[1] == pgid and stat[0] != "Z":
+                members.append(int(entry.name))
     return members
 
 

@@ -1,0 +1,173 @@
+"""Supervised boots through the real CLI, with a stand-in engine for the faults a real one cannot stage on cue:
+never healthy, dying during boot, Ctrl-C mid-boot, `forklift stop`, a port in use."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from forklift.launch.supervise import process_alive as alive
+from tests.fixtures.engine import free_port
+
+FAKE = Path(__file__).with_name("fake_engine.py")
+FORKLIFT = [sys.executable, "-m", "forklift"]
+
+CONFIG = """
+[upstream]
+source = "pypi"
+package = "vllm"
+version = "0.32.0"
+sha256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
+
+[profiles.fake]
+command = [{python}, {fake}]
+model = "fake-model"
+port = {port}
+health_timeout = {timeout}
+args = {{ enforce-eager = true }}
+"""
+
+
+@pytest.fixture
+def dist(tmp_path):
+    """A distribution folder with a `fake` profile, and the environment the CLI runs in."""
+    port = free_port()
+    (tmp_path / "forklift.toml").write_text(
+        CONFIG.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE)), port=port, timeout=4)
+    )
+    env = {
+        **os.environ,
+        "FORKLIFT_STATE_DIR": str(tmp_path / "state"),
+        "FAKE_ENGINE_CHILD_PID": str(tmp_path / "child.pid"),
+    }
+    return tmp_path, port, env
+
+
+def run(dist, *args, mode="never", **kwargs):
+    folder, _, env = dist
+    return subprocess.run(
+        [*FORKLIFT, "-c", str(folder), *args], env={**env, "FAKE_ENGINE_MODE": mode},
+        capture_output=True, text=True, timeout=120, **kwargs,
+    )
+
+
+def receipt(folder: Path) -> dict:
+    (path,) = (folder / "receipts").glob("*-boot-*.json")
+    return json.loads(path.read_text())
+
+
+def child_pid(folder: Path) -> int:
+    return int((folder / "child.pid").read_text())
+
+
+def test_never_healthy_times_out_with_the_last_log_lines_and_leaves_nothing(dist):
+    folder = dist[0]
+    result = run(dist, "launch", "fake")
+    assert result.returncode == 1
+    assert "error: engine not healthy after 4 s; last log lines: request /health | request /health" in result.stderr
+    body = receipt(folder)["body"]
+    assert receipt(folder)["status"] == "failed" and body["outcome"] == "timeout"
+    assert "fake engine: serving fake-model mode=never" in body["last_lines"]
+    assert not alive(child_pid(folder))
+
+
+def test_engine_dying_during_boot_reports_its_fatal_line_not_a_timeout(dist):
+    folder = dist[0]
+    result = run(dist, "launch", "fake", mode="die")
+    assert result.returncode == 1
+    assert ("error: engine exited during boot with code 3: ValueError: No available memory for the cache blocks"
+            in result.stderr)
+    assert receipt(folder)["body"]["outcome"] == "died"
+    assert not alive(child_pid(folder))
+
+
+def test_port_in_use_is_refused_before_anything_starts(dist):
+    folder, port, _ = dist
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", port))
+        busy.listen()
+        result = run(dist, "launch", "fake")
+    assert result.returncode == 1
+    assert f"error: port {port} on 127.0.0.1 is not free" in result.stderr
+    assert not (folder / "child.pid").exists() and not (folder / "receipts").exists()
+
+
+def wait_for(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.1)
+
+
+def test_ctrl_c_during_boot_stops_the_engine_and_its_children(dist):
+    folder, _, env = dist
+    proc = subprocess.Popen(
+        [*FORKLIFT, "-c", str(folder), "launch", "fake"], env={**env, "FAKE_ENGINE_MODE": "never"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(lambda: (folder / "child.pid").exists() and (folder / "child.pid").read_text())
+        os.kill(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    data = receipt(folder)
+    assert data["status"] == "interrupted" and data["body"]["outcome"] == "interrupted"
+    assert not alive(child_pid(folder))
+    engine = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).endswith(f"{FAKE} fake-model")]
+    assert engine == []
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().split(" --", 1)[0]
+    except OSError:
+        return ""
+
+
+def test_forklift_stop_ends_a_serving_launch(dist):
+    folder, port, env = dist
+    proc = subprocess.Popen(
+        [*FORKLIFT, "-c", str(folder), "launch", "fake"], env={**env, "FAKE_ENGINE_MODE": "healthy"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        state = folder / "state" / f"{port}.json"
+        wait_for(state.exists)
+        entry = json.loads(state.read_text())
+        stopped = run(dist, "stop", "fake")
+        assert stopped.returncode == 0, stopped.stderr
+        assert f"stopped fake at http://127.0.0.1:{port}" in stopped.stdout
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "ready in" in out and "serving; Ctrl-C or `forklift stop` to end" in out
+    assert receipt(folder)["status"] == "ok"
+    assert not alive(entry["server"]) and not alive(child_pid(folder))
+    assert not state.exists()
+
+
+def test_stop_with_nothing_running_says_so(dist):
+    result = run(dist, "stop", "fake")
+    assert result.returncode == 1 and "error: no running launch of fake" in result.stderr
+
+
+def test_print_needs_no_engine(dist):
+    result = run(dist, "launch", "fake", "--print", "--set", "args.max-model-len=512")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "# profile fake" and lines[1] == "# argv"
+    assert lines[2:5] == [sys.executable, str(FAKE), "fake-model"]
+    assert lines[-2:] == ["512", "# env"]
