@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import aiohttp
 
@@ -89,6 +89,46 @@ def bench(
         for cell in body.cells:
             cell.aggregate["kv_pool_tokens"] = kv_pool
     return Outcome(status, recorder.finish(status), body)
+
+
+def bench_launched(
+    config: Any,
+    profile: str,
+    sets: list[str],
+    make_plan: Callable[[str, str], BenchPlan],
+    *,
+    mode: str,
+    folder: Path,
+    logs: Path,
+    progress: Progress | None = None,
+) -> Outcome:
+    """Launch the profile (forklift.launch), bench it once healthy, stop it: nothing left running.
+
+    `make_plan(url, served_name)` builds the bench plan once the launch is resolved. The
+    boot facts (KV pool, ...) go into the bench receipt; the boot receipt is written beside it.
+    """
+    from forklift.launch.boot import profile_record, setting_name
+    from forklift.launch.run import launch, make_plan as launch_plan
+
+    planned = launch_plan(config, profile, sets)
+    resolved = planned.resolved
+    outcomes: list[Outcome] = []
+
+    def on_ready(booted: Any) -> None:
+        outcomes.append(
+            bench(
+                make_plan(resolved.url, resolved.served_name), mode=mode, folder=folder, progress=progress,
+                setting=setting_name(resolved), boot=booted.body.model_dump(mode="json"),
+                receipt_fields={
+                    "profile": profile_record(resolved),
+                    "pin": config.data.upstream.model_dump(),
+                    "engine_version": planned.checked_against,
+                },
+            )
+        )
+
+    launch(config, planned, folder, logs, on_ready=on_ready, serve=False)
+    return outcomes[0]
 
 
 def import_file(path: Path, folder: Path) -> Outcome:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from forklift.cli.app import app, console, state
+from forklift.cli.app import app, console, load, state
 from forklift.errors import ForkliftError, UsageError
 
 bench_app = typer.Typer(help="Benchmark a server: single stream, concurrency sweep or batch; receipts per run.")
@@ -108,6 +108,9 @@ def render(body) -> None:
 def bench(
     ctx: typer.Context,
     url: Optional[str] = typer.Option(None, "--url", help="base URL of any OpenAI-compatible server"),
+    profile: Optional[str] = typer.Option(None, "--profile", help="launch this forklift.toml profile, bench it, stop it"),
+    sets: list[str] = typer.Option([], "--set", help="with --profile: axis=choice, args.FLAG=VALUE, env.NAME=VALUE"),
+    logs: Optional[Path] = typer.Option(None, "--logs", help="with --profile: engine log folder (default: logs/ beside forklift.toml)"),
     model: Optional[str] = typer.Option(None, "--model", help="served model name (default: the first /v1/models lists)"),
     cohort: Optional[Path] = typer.Option(None, "--cohort", help="prompt cohort, JSONL: id, messages or prompt, ..."),
     synthetic: Optional[str] = typer.Option(None, "--synthetic", help="IN:OUT synthetic prompts of exact lengths"),
@@ -136,11 +139,13 @@ def bench(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from forklift.bench.runner import BenchPlan, cell_specs
-    from forklift.bench.session import bench as run, discover_model
+    from forklift.bench.session import bench as run, bench_launched, discover_model
     from forklift.workload import load_cohort, synthetic_workload
 
-    if url is None:
-        raise UsageError("give --url URL of a running OpenAI-compatible server")
+    if (url is None) == (profile is None):
+        raise UsageError("give one server: --url URL of a running server, or --profile NAME to launch")
+    if sets and profile is None:
+        raise UsageError("--set needs --profile (it changes what is launched)")
     if (cohort is None) == (synthetic is None):
         raise UsageError("give exactly one workload: --cohort FILE.jsonl or --synthetic IN:OUT")
     if keep not in ("last", "all"):
@@ -165,14 +170,25 @@ def bench(
             salted=not no_salt, salt_nonce=salt_nonce,
         )
     cells = cell_specs(mode, levels, requests, rate, burstiness)
-    plan = BenchPlan(
-        url=url.rstrip("/"), model=model or discover_model(url), workload=workload, cells=cells,
-        runs=runs, keep=keep, timeout=timeout, engine=engine, seed=seed,  # type: ignore[arg-type]
-    )
+
+    def make_plan(base_url: str, served: str | None = None) -> BenchPlan:
+        return BenchPlan(
+            url=base_url.rstrip("/"), model=model or served or discover_model(base_url), workload=workload,
+            cells=cells, runs=runs, keep=keep, timeout=timeout, engine=engine, seed=seed,  # type: ignore[arg-type]
+        )
+
     folder = receipts_folder(receipts)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        outcome = run(plan, mode=mode, folder=folder, progress=RichProgress(progress))
+    if profile is not None:
+        config = load()
+        with Progress(*columns, console=console, transient=True) as progress:
+            outcome = bench_launched(
+                config, profile, sets, make_plan, mode=mode, folder=folder,
+                logs=logs or config.root / "logs", progress=RichProgress(progress),
+            )
+    else:
+        with Progress(*columns, console=console, transient=True) as progress:
+            outcome = run(make_plan(url), mode=mode, folder=folder, progress=RichProgress(progress))
     render(outcome.body)
     console.print(f"receipt: {outcome.path} ({outcome.status})")
     if outcome.status == "interrupted":

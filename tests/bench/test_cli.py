@@ -21,7 +21,9 @@ def cohort(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        ([], "give --url"),
+        ([], "give one server: --url URL of a running server, or --profile NAME"),
+        (["--url", "U", "--profile", "p"], "give one server"),
+        (["--url", "U", "--cohort", "{c}", "--set", "spec=off"], "--set needs --profile"),
         (["--url", "U"], "exactly one workload"),
         (["--url", "U", "--cohort", "{c}", "--synthetic", "4:4"], "exactly one workload"),
         (["--url", "U", "--synthetic", "4x4"], "--synthetic '4x4': expected INPUT:OUTPUT"),

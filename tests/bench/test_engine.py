@@ -117,3 +117,47 @@ def test_vllm_bench_serve_results_import(vllm_server, engine_python, tiny_model,
     assert all(r["completion_tokens"] == 8 for r in cell["requests"])
     raw = json.loads((tmp_path / "vllm.json").read_text())
     assert cell["aggregate"]["ttft_ms"]["median"] == pytest.approx(raw["median_ttft_ms"], rel=1e-6)
+
+
+def test_profile_launch_bench_stop(engine_python, tiny_model, tmp_path, monkeypatch):
+    """`--profile`: forklift.launch boots the real engine, the bench runs, the engine is stopped."""
+    import socket
+
+    from tests.fixtures.engine import free_port
+
+    port = free_port()
+    monkeypatch.setenv("FORKLIFT_STATE_DIR", str(tmp_path / "state"))
+    (tmp_path / "forklift.toml").write_text(
+        f"""
+[upstream]
+source = "pypi"
+package = "vllm"
+version = "0.32.0"
+sha256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
+
+[profiles.tiny]
+model = {json.dumps(str(tiny_model))}
+served_name = "tiny"
+host = "127.0.0.1"
+port = {port}
+python = {json.dumps(str(engine_python))}
+health_timeout = 300
+args = {{ enforce-eager = true }}
+env = {{ HF_HUB_OFFLINE = "1", TRANSFORMERS_OFFLINE = "1", VLLM_CPU_KVCACHE_SPACE = "1" }}
+"""
+    )
+    result = CliRunner().invoke(
+        app, ["-c", str(tmp_path), "bench", "--profile", "tiny", "--cohort", str(cohort(tmp_path)), "--max-tokens", "8"]
+    )
+    assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
+    receipts = dict((r.kind, r) for _, r in read_receipts([tmp_path / "receipts"]))
+    bench_receipt, boot_receipt = receipts["bench"], receipts["boot"]
+    body = bench_receipt.body
+    assert bench_receipt.status == "ok" and bench_receipt.profile["name"] == "tiny"
+    assert bench_receipt.pin["version"] == "0.32.0" and bench_receipt.engine_version
+    kv_pool = boot_receipt.body["facts"]["kv_pool_tokens"]
+    assert kv_pool and body["boot"]["facts"]["kv_pool_tokens"] == kv_pool
+    assert body["cells"][0]["aggregate"]["kv_pool_tokens"] == kv_pool
+    assert body["setting"].startswith("tiny") and "KV pool tokens" in result.output
+    with pytest.raises(OSError):  # stopped: nothing listens any more
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
