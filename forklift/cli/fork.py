@@ -15,6 +15,7 @@ source_app = typer.Typer(help="Bind the release to the fork commit its series ca
 app.add_typer(source_app, name="source")
 
 REPO_OPTION = typer.Option(Path("."), "--repo", help="the fork's git repository")
+BASE_OPTION = typer.Option(None, "--base", help="fork commit of the pristine tree (PyPI/path pins; export records it)")
 
 
 def _base(config, base: Optional[str]) -> str:
@@ -45,7 +46,7 @@ def _pristine(config):
 def export_command(
     ref: str = typer.Option(..., "--from", help="the fork branch or commit to export (its commits since the base)"),
     repo: Path = REPO_OPTION,
-    base: Optional[str] = typer.Option(None, "--base", help="fork commit of the pristine tree (PyPI/path pins)"),
+    base: Optional[str] = BASE_OPTION,
     check: bool = typer.Option(False, "--check", help="only compare with the committed series; exit 1 on drift"),
     drop_outside: bool = typer.Option(False, "--drop-outside", help="export without files outside upstream's tree (each is listed)"),
 ) -> None:
@@ -70,6 +71,10 @@ def export_command(
         console.print(f"[green]OK[/] {len(export.patches)} patches match a fresh export of {ref} ({export.tip[:12]})")
         return
     removed = write_export(export, config.series_dir)
+    if config.patches_md is not None:
+        from forklift.series.gate import write_patches_md
+
+        console.print(f"wrote {write_patches_md(config)}")
     for patch in export.patches:
         console.print(f"{patch.name}  <- {patch.commit[:12]} {patch.subject}")
     for name in removed:
@@ -81,7 +86,7 @@ def export_command(
 def import_command(
     branch: str = typer.Option(..., "--branch", help="the branch to create, one commit per patch"),
     repo: Path = REPO_OPTION,
-    base: Optional[str] = typer.Option(None, "--base", help="fork commit of the pristine tree (PyPI/path pins)"),
+    base: Optional[str] = BASE_OPTION,
     force: bool = typer.Option(False, "--force", help="replace the branch if it exists"),
 ) -> None:
     """Make a git branch at the pinned base with one commit per patch, for editing the series as commits."""

@@ -168,8 +168,8 @@ def export_fork(git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_out
         subject, body, trailers = _split_message(message)
         diff, paths, outside = commit_diff(git, commit, upstream)
         if not diff and not outside:
-            raise ForkliftError(f"commit {commit[:12]} ({subject}) is empty: it changes no file, so it cannot be "
-                                "a patch; drop it from the fork branch")
+            raise ForkliftError(f"commit {commit[:12]} ({subject}) is empty: it changes no file's content, so it "
+                                "cannot be a patch; drop it from the fork branch")
         if outside and not drop_outside:
             raise ForkliftError(
                 f"commit {commit[:12]} ({subject}) touches files outside upstream's tree: {', '.join(outside)} "

@@ -20,7 +20,7 @@ SHA_033 = "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"
 def exported(dist: Path, fork, ref: str) -> Path:
     proc = forklift("-c", str(dist), "export", "--from", ref, "--repo", str(fork.git.repo), "--base", fork.base)
     assert proc.returncode == 0, proc.stderr
-    assert forklift("-c", str(dist), "patches-md").returncode == 0
+    assert (dist / "PATCHES.md").is_file()  # export regenerates it with the series
     return dist
 
 

@@ -95,7 +95,7 @@ def test_export_refuses_an_empty_commit(vllm_fork, distribution):
     empty = commit(vllm_fork.git, vllm_fork.patched, {}, "Bump nothing\n")
     proc = export(distribution, vllm_fork, empty, "--base", vllm_fork.base)
     assert proc.returncode == 1
-    assert f"error: commit {empty[:12]} (Bump nothing) is empty" in proc.stderr
+    assert f"error: commit {empty[:12]} (Bump nothing) is empty: it changes no file's content" in proc.stderr
 
 
 def test_export_reports_files_outside_upstreams_tree(vllm_fork, distribution, vllm_032_tree):
