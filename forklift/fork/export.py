@@ -1,12 +1,15 @@
 """Export a fork branch (one commit per patch) as a quilt series, byte-identical on re-export.
 
 Each commit between the pinned base and REF becomes one patch: a DEP-3 header
-built from the commit message and its trailers, then git's diff of the commit
-rendered by the series engine's diff writer so nothing machine- or
-time-dependent is in it (no index lines, no dates, no version trailer, sorted
-paths) and git's version or the user's git config cannot change it. The export point is recorded per patch
-as an `Export-Commit:` header field, and the base as a `# forklift-base:`
-comment in `patches/series`, so import and replay can find both again.
+built from the commit message and its trailers, then the commit's changes
+rendered from the two blobs of each file by the series engine's diff writer
+(the one the overlay hash uses). Nothing machine- or time-dependent is in it:
+no index lines, no dates, no version trailer, sorted paths, and neither git's
+version nor the user's git config can change it.
+
+The export point is recorded per patch as an `Export-Commit:` header field
+(the overlay hash reads only the diff, so it does not change), and the base as
+a `# forklift-base:` comment in `patches/series`, so import and replay find it.
 """
 
 from __future__ import annotations
