@@ -9,6 +9,7 @@ Layout under the cache root (``FORKLIFT_CACHE``, else the platform's user cache 
     trees/<recipe>-<digest>.done      completion marker, written last
     git/<sha256(url)[:24]>.git        bare mirrors of git remotes
     locks/                            filelock files: one writer per artifact, tree or mirror
+    compiled/<sha256>                 markers of Python sources known to byte-compile (written by check)
     tmp/                              work in progress; renamed into place only when complete
 
 Nothing half-made is ever visible: files and trees are built under ``tmp/`` and renamed in,
