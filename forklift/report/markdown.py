@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
-
 import forklift
 from forklift.report import format as fmt
 from forklift.report.campaign import Campaign, Row, Side, boot_state
 from forklift.stats import GroupComparison
-from forklift.stats.sample import kept_requests
+
+# The summary's verdict: decode speed when measured, else end-to-end latency (a server that
+# sends a whole answer in one burst has no TPOT).
+SUMMARY_METRICS = ("decode_tps", "e2e")
 
 METHODS = """\
 **How to read this.** Requests are paired by prompt id and kept run: the same prompt on A and B is one pair.
@@ -33,12 +34,9 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), line(["---"] * len(header)), *(line(r) for r in rows)])
 
 
-def _decode_tps(side: Side, cell: str) -> str:
-    """Per-stream decode tok/s of a side (geometric mean over kept requests), or why there is none."""
-    if side.state:
-        return side.state
-    values = [v for r in kept_requests(side.runs, cell).values() if r.ok and (v := r.decode_tps)]
-    return fmt.number(float(np.exp(np.log(values).mean()))) if values else "no decode (1-token outputs)"
+def _tok_s(side: Side, cell: str) -> str:
+    """Output tok/s of a side's cell, or why there is none."""
+    return side.state or fmt.number(side.throughput(cell))
 
 
 def _pool(side: Side) -> str:
@@ -55,8 +53,10 @@ def _verdict(row: Row) -> str:
         return f"not compared: {which} side {side.state}"
     if row.result is None:
         return "cell measured on one side only"
-    decode = row.result.metric("decode_tps")
-    text = decode.verdict if decode else "no decode tok/s on both sides"
+    judged = next((m for m in map(row.result.metric, SUMMARY_METRICS) if m and m.estimate), None)
+    if judged is None:
+        return "no timing on both sides to judge"
+    text = f"{judged.label}: {judged.verdict}"
     if row.result.divergence.diverged:
         text += f"; {len(row.result.divergence.diverged)}/{row.result.divergence.compared} prompts diverged"
     return text
@@ -70,10 +70,10 @@ def _summary(campaign: Campaign) -> str:
     lead = (["box"] if many_hosts else []) + ["setting"] + (["workload"] if many_workloads else []) + ["cell"]
     out = []
     if campaign.baseline is None:
-        header = lead + ["decode tok/s", "KV pool", "tok/step"]
+        header = lead + ["tok/s", "KV pool", "tok/step"]
         body = [
             ([r.host] if many_hosts else []) + [r.old.setting] + ([r.workload] if many_workloads else [])
-            + [r.cell, _decode_tps(r.old, r.cell), _pool(r.old), r.old.tok_step(r.cell) if r.old.runs else "–"]
+            + [r.cell, _tok_s(r.old, r.cell), _pool(r.old), r.old.tok_step(r.cell) if r.old.runs else "–"]
             for r in rows
         ]
         return f"One build ({campaign.builds[0]}): numbers only, nothing to compare.\n\n" + _table(header, body)
@@ -91,13 +91,14 @@ def _summary(campaign: Campaign) -> str:
             tok_step = "–" if (r.old.state or r.new.state) else f"{r.old.tok_step(r.cell)} → {r.new.tok_step(r.cell)}"
             body.append(
                 ([r.host] if many_hosts else []) + [r.setting] + ([r.workload] if many_workloads else [])
-                + [r.cell, _decode_tps(r.old, r.cell), _decode_tps(r.new, r.cell), _pool(r.old), _pool(r.new),
+                + [r.cell, _tok_s(r.old, r.cell), _tok_s(r.new, r.cell), _pool(r.old), _pool(r.new),
                    tok_step, _verdict(r)]
             )
         out.append(_table(header, body))
     caption = (
-        "tok/s: per-stream decode tok/s (1/TPOT, geometric mean over kept requests); the verdict is the paired "
-        "change of that metric. pool: KV cache tokens the server stated. tok/step: 1 + accepted/drafts from the "
+        "tok/s: output tokens per second of the cell (completion tokens over wall time, kept runs). verdict: the "
+        "paired per-prompt change of decode tok/s (1/TPOT), or of E2E latency where the server sent whole answers "
+        "in one burst (no TPOT). pool: KV cache tokens the server stated. tok/step: 1 + accepted/drafts from the "
         "server's speculative-decoding counters (\"no spec\": counters read, no drafts)."
     )
     return "\n\n".join(out + [caption])

@@ -83,10 +83,11 @@ def _percent(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
-def verdict(metric: Metric, estimate: Estimate | None, n_a: int, n_b: int) -> tuple[Claim, str]:
+def verdict(metric: Metric, estimate: Estimate | None, n_a: int, n_b: int, paired: bool = True) -> tuple[Claim, str]:
     """The one-phrase judgement, in the metric's own words (faster/slower, higher/lower, longer/shorter)."""
     if estimate is None:
-        return "insufficient", f"too few values to judge (A {n_a}, B {n_b}; need 2 each)"
+        counted = f"{n_a} pairs" if paired else f"A {n_a}, B {n_b} values"
+        return "insufficient", f"too few values to judge ({counted}; need 2)"
     if not estimate.excludes_zero:
         return "noise", f"within noise (±{_percent(estimate.half_width)})"
     up = estimate.change > 0
@@ -100,6 +101,7 @@ def verdict(metric: Metric, estimate: Estimate | None, n_a: int, n_b: int) -> tu
 
 
 def _values(metric: Metric, records: list[RequestRecord]) -> list[float]:
+    """Positive values only: a ratio needs them (a TPOT of 0, every token in one burst, cannot enter one)."""
     values = [metric.value(r) if r.ok else None for r in records]
     return [v for v in values if v is not None and v > 0]
 
@@ -128,7 +130,7 @@ def compare_metric(
     estimate = None
     if min(len(values_a), len(values_b)) >= 2:
         estimate = (paired_change if paired else unpaired_change)(values_a, values_b, seed=seed)
-    claim, text = verdict(metric, estimate, len(values_a), len(values_b))
+    claim, text = verdict(metric, estimate, len(values_a), len(values_b), paired)
     return MetricResult(
         metric=metric.key, label=metric.label, unit=metric.unit,
         a=_geomean(values_a, metric.scale), b=_geomean(values_b, metric.scale),
