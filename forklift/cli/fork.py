@@ -18,10 +18,12 @@ REPO_OPTION = typer.Option(Path("."), "--repo", help="the fork's git repository"
 BASE_OPTION = typer.Option(None, "--base", help="fork commit of the pristine tree (PyPI/path pins; export records it)")
 
 
-def _base(config, base: Optional[str]) -> str:
-    """The fork commit the series applies on: the git pin's commit, else --base, else the recorded one."""
-    from forklift.config.schema import GitPin
+def _base(config, base: Optional[str], fork=None) -> str:
+    """The fork commit the series applies on: the git pin's commit; else --base, the base export
+    recorded in patches/series, or the fork's release tag (v0.32.0), in that order."""
+    from forklift.config.schema import GitPin, PypiPin
     from forklift.errors import UsageError
+    from forklift.fork.create import base_tag
     from forklift.fork.export import recorded_base
 
     pin = config.data.upstream
@@ -30,6 +32,8 @@ def _base(config, base: Optional[str]) -> str:
             raise UsageError(f"--base {base} contradicts the git pin's commit {pin.commit} in {config.path}")
         return pin.commit
     found = base or recorded_base(config.series_dir)
+    if not found and fork is not None and isinstance(pin, PypiPin):
+        found = fork.resolve(f"refs/tags/{base_tag(pin.version)}")
     if not found:
         raise UsageError(f"{config.path}: a {pin.source} pin names no commit of the fork: pass --base REV (the fork "
                          "commit holding the pristine tree); export records it in patches/series")
@@ -56,8 +60,9 @@ def export_command(
     from forklift.fork.upstream import UpstreamPaths
 
     config = load()
+    fork = Git(repo)
     upstream = UpstreamPaths.from_tree(_pristine(config).path)
-    export = export_fork(Git(repo), _base(config, base), ref, upstream, drop_outside=drop_outside)
+    export = export_fork(fork, _base(config, base, fork), ref, upstream, drop_outside=drop_outside)
     for patch in export.patches:
         for path in patch.dropped:
             console.print(f"[yellow]dropped[/] {path} from {patch.name} (commit {patch.commit[:12]}): outside upstream's tree")
@@ -89,17 +94,37 @@ def import_command(
     base: Optional[str] = BASE_OPTION,
     force: bool = typer.Option(False, "--force", help="replace the branch if it exists"),
 ) -> None:
-    """Make a git branch at the pinned base with one commit per patch, for editing the series as commits."""
+    """Make a git branch at the pinned base with one commit per patch, for editing the series as commits.
+
+    For a PyPI or path pin, a --repo folder that does not exist yet becomes a new fork: the pristine
+    tree as the base commit on main (tagged v<version>), the branch checked out on top of it."""
+    from forklift.config.schema import GitPin, PypiPin
+    from forklift.errors import UsageError
+    from forklift.fork.create import base_tag, create_fork
     from forklift.fork.git import Git
     from forklift.fork.importer import import_series
     from forklift.series.model import load_series
 
     config = load()
     series = load_series(config.series_dir)
-    made = import_series(Git(repo), _base(config, base), branch, series.patches, force=force)
+    pin = config.data.upstream
+    created = not repo.exists()
+    if created:
+        if isinstance(pin, GitPin):
+            raise UsageError(f"{repo}: no such repository: for a git pin, clone {pin.url} there first")
+        tree = _pristine(config)
+        tag = base_tag(pin.version) if isinstance(pin, PypiPin) else "forklift-base"
+        fork, base = create_fork(tree.path, repo, tag, tree.label)
+        console.print(f"created the fork {repo}: {tree.label} as {base[:12]} on main, tagged {tag}")
+    else:
+        fork = Git(repo)
+        base = _base(config, base, fork)
+    made = import_series(fork, base, branch, series.patches, force=force)
     for item in made:
         console.print(f"{item.commit[:12]} {item.patch}")
-    console.print(f"branch {branch}: {len(made)} commits on {_base(config, base)[:12]}")
+    if created:
+        fork.run("checkout", "-q", "-f", branch)
+    console.print(f"branch {branch}: {len(made)} commits on {base[:12]}")
 
 
 @app.command()
@@ -108,19 +133,21 @@ def replay(
     repo: Path = REPO_OPTION,
 ) -> None:
     """Apply the series to the pristine tree and compare with the fork's tree over upstream's paths."""
-    from forklift.config.schema import GitPin
+    from forklift.errors import UsageError
     from forklift.fork.binding import SOURCE_FILE, load_binding
     from forklift.fork.git import Git
     from forklift.fork.replay import replay as run_replay
     from forklift.series.model import load_series
 
-    from forklift.fork.export import recorded_base
-
     config = load()
     ref = against or load_binding(config.root / SOURCE_FILE).commit
-    pin = config.data.upstream
-    base = pin.commit if isinstance(pin, GitPin) else recorded_base(config.series_dir)
-    result = run_replay(Git(repo), ref, _pristine(config).path, load_series(config.series_dir).patches, base)
+    fork = Git(repo)
+    fork.ensure_repo()
+    try:
+        base = _base(config, None, fork)
+    except UsageError:
+        base = None  # without a known base every upstream file is compared
+    result = run_replay(fork, ref, _pristine(config).path, load_series(config.series_dir).patches, base)
     if result.not_in_base:
         shown = ", ".join(result.not_in_base[:3]) + (" ..." if len(result.not_in_base) > 3 else "")
         console.print(f"not compared: {len(result.not_in_base)} upstream files the fork's base {base[:12]} never "
@@ -134,12 +161,12 @@ def replay(
         raise typer.Exit(1)
 
 
-def _binding_base(config) -> tuple[str, Optional[str]]:
+def _binding_base(config, fork) -> tuple[str, Optional[str]]:
     """(pinned base commit, upstream tag that must still name it) for the binding checks."""
     from forklift.config.schema import GitPin
 
     pin = config.data.upstream
-    return (pin.commit, pin.tag) if isinstance(pin, GitPin) else (_base(config, None), None)
+    return (pin.commit, pin.tag) if isinstance(pin, GitPin) else (_base(config, None, fork), None)
 
 
 def _report_binding(failures) -> None:
@@ -166,7 +193,7 @@ def source_bind(
     fork.ensure_repo()
     path = config.root / SOURCE_FILE
     previous = load_binding(path).commit if path.exists() else None
-    base, pinned_tag = _binding_base(config)
+    base, pinned_tag = _binding_base(config, fork)
     binding = SourceBinding(commit=fork.commit_of(commit, "fork commit"), branch=branch, tag=tag or pinned_tag)
     _report_binding(verify_binding(fork, binding, base, previous))
     write_atomic(path, binding.render())
@@ -182,10 +209,11 @@ def source_verify(repo: Path = REPO_OPTION) -> None:
     config = load()
     path = config.root / SOURCE_FILE
     binding = load_binding(path)
-    base, pinned_tag = _binding_base(config)
+    fork = Git(repo)
+    base, pinned_tag = _binding_base(config, fork)
     if pinned_tag and not binding.tag:
         binding = replace(binding, tag=pinned_tag)
-    _report_binding(verify_binding(Git(repo), binding, base, previous_commit(path, binding.commit)))
+    _report_binding(verify_binding(fork, binding, base, previous_commit(path, binding.commit)))
     console.print(f"[green]OK[/] {binding.commit[:12]} is published on {binding.branch} and descends from {base[:12]}")
 
 

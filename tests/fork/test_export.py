@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -113,10 +114,37 @@ def test_export_reports_files_outside_upstreams_tree(vllm_fork, distribution, vl
     assert last.paths == (LOGGER,)
 
 
-def test_export_needs_a_base_for_a_pypi_pin(vllm_fork, distribution):
-    proc = export(distribution, vllm_fork, "patched")
+def test_export_finds_the_base_by_release_tag_or_needs_it(vllm_fork, distribution, tmp_path):
+    proc = export(distribution, vllm_fork, "patched")  # the fork tags its base v0.32.0, as vLLM does
+    assert proc.returncode == 0, proc.stderr
+    assert recorded_base(distribution / "patches") == vllm_fork.base
+    untagged = tmp_path / "untagged.git"
+    subprocess.run(["git", "clone", "-q", "--bare", "--shared", "--no-tags", str(vllm_fork.git.repo), str(untagged)],
+                   check=True)
+    (distribution / "patches" / "series").unlink()
+    for patch in (distribution / "patches").glob("*.patch"):
+        patch.unlink()
+    proc = forklift("-c", str(distribution), "export", "--from", "patched", "--repo", str(untagged))
     assert proc.returncode == 2
-    assert "pass --base REV" in proc.stderr
+    assert "a pypi pin names no commit of the fork: pass --base REV" in proc.stderr
+
+
+def test_import_into_a_new_folder_starts_the_fork(distribution, vllm_fork, tmp_path):
+    assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
+    (distribution / "patches" / "series").write_text(
+        "\n".join(line for line in (distribution / "patches" / "series").read_text().splitlines()
+                  if not line.startswith("# forklift-base")) + "\n")  # as a hand-kept series would be
+    fork = tmp_path / "new-fork"
+    proc = forklift("-c", str(distribution), "import", "--branch", "work", "--repo", str(fork))
+    assert proc.returncode == 0, proc.stderr
+    assert "tagged v0.32.0" in proc.stdout
+    assert "azacinto_foscolo" in (fork / "vllm" / "assets" / "audio.py").read_text()  # branch checked out
+    proc = forklift("-c", str(distribution), "replay", "--against", "work", "--repo", str(fork))
+    assert proc.returncode == 0 and "0 differing files" in proc.stdout, proc.stdout + proc.stderr
+    assert "not compared" not in proc.stdout  # the fork holds every file the sdist ships
+    proc = forklift("-c", str(distribution), "export", "--from", "work", "--repo", str(fork), "--check")
+    assert proc.returncode == 1  # only the Export-Commit fields moved: new commits, same content
+    assert proc.stdout.count("differs from a fresh export") == 4
 
 
 def test_import_makes_one_commit_per_patch_and_round_trips(vllm_fork, distribution, tmp_path):

@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 from forklift.fork.binding import SOURCE_FILE, SourceBinding, parse_binding
+from forklift.fork.export import export_fork
 from forklift.fork.git import Git
+from forklift.fork.replay import replay as run_replay
+from forklift.fork.upstream import UpstreamPaths
+from forklift.series.model import parse_patch
 from tests.fork.fixtures import LOGGER
 from tests.fork.gitfork import branch, commit, edit, forklift
 
@@ -41,8 +45,28 @@ def test_replay_of_the_exported_series_is_identical(exported, vllm_fork):
     proc = replay(exported, vllm_fork.git.repo, "patched")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 differing files of" in proc.stdout
-    # The sdist ships files git does not track (generated, or ignored by upstream's .gitignore).
-    assert "not compared: 12 upstream files the fork's base" in proc.stdout
+
+
+def test_replay_sets_apart_files_a_git_fork_never_had(vllm_fork, vllm_032_tree):
+    """A fork of upstream's repository lacks what the sdist build generates (vllm/_version.py)."""
+    git = vllm_fork.git
+    github_like = commit(git, vllm_fork.base, {"vllm/_version.py": None, "vllm.egg-info/PKG-INFO": None},
+                         "upstream's repository at v0.32.0: no generated files\n")
+    changed = git.text("diff", "--name-only", vllm_fork.base, vllm_fork.patched).split()
+    tip = commit(git, github_like, {p: git.blob(vllm_fork.patched, p) for p in changed}, "the fork's work\n")
+    series = load_series_from(git, vllm_fork)
+    result = run_replay(git, tip, vllm_032_tree.path, series, base=github_like)
+    assert result.identical
+    assert result.not_in_base == ("vllm.egg-info/PKG-INFO", "vllm/_version.py")
+    without_base = run_replay(git, tip, vllm_032_tree.path, series)
+    assert [str(d) for d in without_base.differences] == ["vllm.egg-info/PKG-INFO: missing from the fork",
+                                                          "vllm/_version.py: missing from the fork"]
+
+
+def load_series_from(git: Git, fork) -> list:
+    """The `patched` branch exported in memory, parsed as the series engine reads it."""
+    upstream = UpstreamPaths.from_files(set(git.tree_blobs(fork.base)))
+    return [parse_patch(p.name, p.text) for p in export_fork(git, fork.base, fork.patched, upstream).patches]
 
 
 def test_replay_lists_what_the_series_lacks_and_ignores_fork_only_files(exported, vllm_fork, vllm_032_tree):
