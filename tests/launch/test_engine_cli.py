@@ -1,0 +1,95 @@
+"""`forklift launch` on the real vLLM CPU build: a boot that dies on memory, and the positive control.
+
+Two real boots in all (the session servers are the others): keep it that way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from forklift.launch.supervise import group_members
+from tests.fixtures.engine import ENGINE_ENV, free_port
+
+pytestmark = pytest.mark.engine
+
+CONFIG = """
+[upstream]
+source = "pypi"
+package = "vllm"
+version = "0.32.0"
+sha256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
+
+[profiles.tiny]
+python = {python}
+model = {model}
+served_name = "tiny"
+port = {port}
+health_timeout = 300
+args = {{ enforce-eager = true }}
+env = {env}
+"""
+
+
+@pytest.fixture
+def dist(tmp_path, engine_python, tiny_model):
+    env = "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in ENGINE_ENV.items()) + " }"
+    (tmp_path / "forklift.toml").write_text(
+        CONFIG.format(python=json.dumps(str(engine_python)), model=json.dumps(str(tiny_model)), port=free_port(), env=env)
+    )
+    return tmp_path
+
+
+def forklift(dist, *args):
+    env = {**os.environ, "FORKLIFT_STATE_DIR": str(dist / "state")}
+    return subprocess.run([sys.executable, "-m", "forklift", "-c", str(dist), *args],
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def boot_receipt(dist) -> dict:
+    (path,) = (dist / "receipts").glob("*-boot-*.json")
+    return json.loads(path.read_text())
+
+
+def no_engine_left(receipt: dict) -> None:
+    log = receipt["body"]["log_path"]
+    pids = [line.split("pid=")[1].split(")")[0] for line in open(log) if line.startswith("(") and "pid=" in line]
+    assert pids, "the log names the engine's processes"
+    assert all(not os.path.exists(f"/proc/{pid}") or group_members(int(pid)) == [] for pid in set(pids))
+
+
+def test_boot_that_dies_on_memory_reports_the_fatal_line(dist):
+    result = forklift(dist, "launch", "tiny", "--set", "env.VLLM_CPU_KVCACHE_SPACE=1000")
+    assert result.returncode == 1
+    assert "error: engine exited during boot with code 1: ValueError: Available memory on node 0" in result.stderr
+    assert "is less than requested memory for kv (1000.0 GiB)" in result.stderr
+    receipt = boot_receipt(dist)
+    assert receipt["status"] == "failed" and receipt["body"]["outcome"] == "died"
+    facts = receipt["body"]["facts"]
+    assert facts["memory_needed_gib"] == 1000.0 and 0 < facts["memory_available_gib"] < 1000
+    assert receipt["profile"]["env"]["VLLM_CPU_KVCACHE_SPACE"] == "1000"
+    no_engine_left(receipt)
+
+
+def test_positive_control_sees_exactly_the_made_up_variable(dist):
+    result = forklift(dist, "launch", "tiny", "--control")
+    assert result.returncode == 0, result.stderr
+    assert "positive control: the engine warned about VLLM_FORKLIFT_CONTROL_" in result.stdout
+    assert "boot fact: kv_cache_blocks=8192" in result.stdout  # the example series is on the engine
+    assert "warning: VLLM_CPU_KVCACHE_SPACE is a legacy variable shadowing --kv-cache-memory-bytes" in result.stderr
+    receipt = boot_receipt(dist)
+    assert receipt["status"] == "ok" and receipt["engine_version"] == "0.32.0+cpu"
+    assert receipt["body"]["facts"]["unknown_env"][0].startswith("VLLM_FORKLIFT_CONTROL_")
+    no_engine_left(receipt)
+
+
+def test_print_checks_flags_against_the_installed_engine(dist):
+    bad = forklift(dist, "launch", "tiny", "--print", "--set", "args.max-modle-len=64")
+    assert bad.returncode == 2
+    assert "error: profile tiny (--set): --max-modle-len is not a flag of the engine 0.32.0+cpu" in bad.stderr
+    good = forklift(dist, "launch", "tiny", "--print")
+    assert good.returncode == 0 and "note: engine not installed" not in good.stderr
