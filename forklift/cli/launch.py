@@ -46,7 +46,8 @@ def launch(
         for line in lines[len(resolved.argv):]:
             typer.echo(line)
         if plan.checked_against is None and check:
-            err_console.print("note: engine not installed here: flags and knobs not checked", soft_wrap=True)
+            knobs = f"knobs checked against {plan.knobs_from}" if plan.knobs_from else "knobs not checked"
+            err_console.print(f"note: engine not installed here: flags not checked; {knobs}", soft_wrap=True)
         return
 
     def ready(booted) -> None:

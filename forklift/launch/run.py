@@ -24,6 +24,7 @@ class Plan:
     adapter: EngineAdapter
     warnings: list[str] = field(default_factory=list)
     checked_against: str | None = None  # the engine version flags and knobs were checked against
+    knobs_from: str | None = None  # with no engine installed: where the knobs were checked
 
 
 def make_plan(config: Config, name: str, sets: list[str], port: int | None = None, check: bool = True) -> Plan:
@@ -40,7 +41,9 @@ def make_plan(config: Config, name: str, sets: list[str], port: int | None = Non
         flags = [replace(f, values=(str(port),)) if f.name == "--port" else f for f in resolved.flags]
         resolved = replace(resolved, port=port, flags=flags)
     plan = Plan(resolved, adapter, legacy_warnings(resolved, adapter))
-    python = engine_python(resolved, adapter) if check else None
+    if not check:
+        return plan
+    python = engine_python(resolved, adapter)
     if python and Path(python).exists():
         from forklift.installed.package import site_from_python
         from forklift.knobs.flags import capture_flags
@@ -50,6 +53,17 @@ def make_plan(config: Config, name: str, sets: list[str], port: int | None = Non
         flags = capture_flags(python, adapter)
         check_flags(resolved, flags)
         plan.checked_against = flags.version
+        return plan
+    # No engine here (a CI box printing recipes): knobs are still checked, against the pinned
+    # upstream tree with the series applied, when that tree can be had.
+    from forklift.knobs.report import knob_report
+    from forklift.source import UnreachableError
+
+    try:
+        check_knobs(resolved, adapter, knob_report(config).patched)
+        plan.knobs_from = "the pinned tree plus the series"
+    except UnreachableError as exc:
+        plan.warnings.append(f"knobs not checked: the pinned upstream tree is not cached and {exc}")
     return plan
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from forklift.launch.supervise import process_alive as alive
 from tests.fixtures.engine import free_port
+from tests.fixtures.engine_install import EXAMPLE_SERIES
 
 FAKE = Path(__file__).with_name("fake_engine.py")
 FORKLIFT = [sys.executable, "-m", "forklift"]
@@ -26,6 +27,9 @@ source = "pypi"
 package = "vllm"
 version = "0.32.0"
 sha256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
+
+[series]
+dir = {series}
 
 [profiles.fake]
 command = [{python}, {fake}]
@@ -41,7 +45,8 @@ def dist(tmp_path):
     """A distribution folder with a `fake` profile, and the environment the CLI runs in."""
     port = free_port()
     (tmp_path / "forklift.toml").write_text(
-        CONFIG.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE)), port=port, timeout=4)
+        CONFIG.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE)), port=port, timeout=4,
+                      series=json.dumps(str(EXAMPLE_SERIES)))
     )
     env = {
         **os.environ,
@@ -164,10 +169,16 @@ def test_stop_with_nothing_running_says_so(dist):
     assert result.returncode == 1 and "error: no running launch of fake" in result.stderr
 
 
-def test_print_needs_no_engine(dist):
-    result = run(dist, "launch", "fake", "--print", "--set", "args.max-model-len=512")
+@pytest.mark.network  # the pinned 0.32.0 sdist stands in for the engine's knob registry
+def test_print_needs_no_engine_and_still_checks_knobs(dist):
+    result = run(dist, "launch", "fake", "--print", "--set", "args.max-model-len=512",
+                 "--set", "env.VLLM_LOG_KV_CACHE_BLOCKS=0")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "# profile fake" and lines[1] == "# argv"
     assert lines[2:5] == [sys.executable, str(FAKE), "fake-model"]
-    assert lines[-2:] == ["512", "# env"]
+    assert lines[-3:] == ["512", "# env", "VLLM_LOG_KV_CACHE_BLOCKS=0"]  # the series' knob: registered
+    assert "knobs checked against the pinned tree plus the series" in result.stderr
+    bad = run(dist, "launch", "fake", "--print", "--set", "env.VLLM_LOG_KV_CACHE=0")
+    assert bad.returncode == 2
+    assert "error: profile fake (--set): VLLM_LOG_KV_CACHE is not a knob registered in vllm/envs.py" in bad.stderr
