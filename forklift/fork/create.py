@@ -27,6 +27,7 @@ def base_tag(version: str) -> str:
 
 def create_fork(tree: Path, repo: Path, tag: str, label: str, bare: bool = False) -> tuple[Git, str]:
     """A new repository whose `main` is one commit holding `tree`, tagged `tag`; returns (git, base)."""
+    repo = repo.resolve()  # GIT_DIR below must not be read relative to `git -C`
     if repo.exists() and any(repo.iterdir()):
         raise ForkliftError(f"{repo}: exists and is not empty: forklift only starts a fork in a new folder")
     repo.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ from forklift.fork.upstream import UpstreamPaths
 from forklift.series.render import file_diff
 from forklift.series.model import PATCH_SUFFIXES, SERIES_FILE, parse_series_file, retired_entries
 
+PATCH_NAME = "Patch-Name"  # commit trailer naming the patch file (import writes it; default: from the subject)
 BASE_COMMENT = re.compile(r"^# forklift-base: ([0-9a-f]{40})$", re.MULTILINE)
 _TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
 
@@ -106,7 +107,7 @@ def render_header(subject: str, body: list[str], author: str, trailers: list[tup
     names = {name.lower() for name, _ in trailers}
     if "author" not in names and "from" not in names:
         lines.append(f"Author: {author}")
-    lines += [f"{name}: {value}" for name, value in trailers if name.lower() != "export-commit"]
+    lines += [f"{name}: {value}" for name, value in trailers if name.lower() not in ("export-commit", "patch-name")]
     lines.append(f"Export-Commit: {commit}")
     return "\n".join(lines) + "\n---\n"
 
@@ -131,6 +132,26 @@ def commit_diff(git: Git, commit: str, upstream: UpstreamPaths) -> tuple[str, tu
         if before != after:  # a mode-only change has no text to carry
             parts.append(file_diff(path, before, after))
     return "".join(parts), kept, outside
+
+
+def _patch_name(commit: str, subject: str, trailers: list[tuple[str, str]], taken: dict[str, str]) -> str:
+    """The commit's Patch-Name trailer, else a name from its subject (numbered when two subjects collide)."""
+    given = [value for key, value in trailers if key.lower() == PATCH_NAME.lower()]
+    if given:
+        name = given[-1]
+        if "/" in name or not name.endswith(PATCH_SUFFIXES) or name == SERIES_FILE:
+            raise ForkliftError(f"commit {commit[:12]} ({subject}): {PATCH_NAME}: {name!r} must be a file name "
+                                f"ending in {' or '.join(PATCH_SUFFIXES)}")
+        if name in taken:
+            raise ForkliftError(f"commits {taken[name][:12]} and {commit[:12]} both name the patch {name!r}")
+    else:
+        stem, number = slug(subject), 1
+        name = f"{stem}.patch"
+        while name in taken:
+            number += 1
+            name = f"{stem}-{number}.patch"
+    taken[name] = commit
+    return name
 
 
 def _commits(git: Git, base: str, tip: str) -> list[str]:
@@ -163,7 +184,7 @@ def export_fork(git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_out
     commits = _commits(git, base_commit, tip)
     if not commits:
         raise ForkliftError(f"fork ref {ref!r} has no commits on top of the base {base_commit[:12]}: nothing to export")
-    names: dict[str, int] = {}
+    names: dict[str, str] = {}  # file name -> the commit it came from
     patches = []
     for commit in commits:
         meta = git.text("log", "-1", "--format=%an <%ae>%x00%B", commit)
@@ -181,12 +202,9 @@ def export_fork(git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_out
         if not diff:
             raise ForkliftError(f"commit {commit[:12]} ({subject}) touches only files outside upstream's tree: "
                                 f"{', '.join(outside)}")
-        name = slug(subject)
-        names[name] = names.get(name, 0) + 1
-        if names[name] > 1:
-            name = f"{name}-{names[name]}"
+        name = _patch_name(commit, subject, trailers, names)
         text = render_header(subject, body, author, trailers, commit) + diff
-        patches.append(ExportedPatch(name=f"{name}.patch", commit=commit, subject=subject, text=text,
+        patches.append(ExportedPatch(name=name, commit=commit, subject=subject, text=text,
                                      files=paths, dropped=outside))
     return Export(base=base_commit, tip=tip, patches=tuple(patches))
 

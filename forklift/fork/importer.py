@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 
 from forklift.errors import ForkliftError
+from forklift.fork.export import PATCH_NAME
 from forklift.fork.git import Git
 from forklift.series.headers import Header
 from forklift.series.model import Patch
@@ -33,7 +34,8 @@ def commit_message(header: Header, patch_name: str) -> str:
     description = header.fields.get("description") or header.body or patch_name
     subject, _, body = description.strip().partition("\n")
     trailers = [f"{_field_name(k)}: {v}" for k, v in header.fields.items()
-                if k not in ("description", "author", "export-commit", "date") and "\n" not in v]
+                if k not in ("description", "author", "export-commit", "date", "patch-name") and "\n" not in v]
+    trailers.append(f"{PATCH_NAME}: {patch_name}")  # export writes the patch back under the same name
     parts = [subject.strip()]
     if body.strip():
         parts.append(body.strip())

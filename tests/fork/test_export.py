@@ -187,3 +187,17 @@ def test_fix_line_is_in_the_export(vllm_fork, distribution):
     """The line the manifest tests guard is what the scheduler commit adds."""
     assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
     assert f"+            {FIX_LINE}\n" in (distribution / "patches" / NAMES[0]).read_text()
+
+
+def test_patch_name_trailer_names_the_file_and_must_be_unique(vllm_fork, distribution, vllm_032_tree):
+    named = commit(vllm_fork.git, vllm_fork.patched,
+                   {LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = ")},
+                   "Annotate the date format\n\nPatch-Name: 0005-logger-annotation.patch\n")
+    assert export(distribution, vllm_fork, named, "--base", vllm_fork.base).returncode == 0
+    last = load_series(distribution / "patches").patches[-1]
+    assert last.name == "0005-logger-annotation.patch" and "Patch-Name" not in last.text
+    twice = commit(vllm_fork.git, named, {LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT2 = ")},
+                   "Rename the date format\n\nPatch-Name: 0005-logger-annotation.patch\n")
+    proc = export(distribution, vllm_fork, twice)
+    assert proc.returncode == 1
+    assert f"commits {named[:12]} and {twice[:12]} both name the patch '0005-logger-annotation.patch'" in proc.stderr
