@@ -29,12 +29,12 @@ def render(report) -> None:
     if report.knobs_skipped:
         console.print(f"knobs: {report.knobs_skipped}")
     for k in report.knobs:
-        console.print(f"knobs ({k.tree}): {k.before} → {k.after}, added {len(k.added)} {', '.join(k.added[:8])}"
-                      f"{' ...' if len(k.added) > 8 else ''}; removed {len(k.removed)} {', '.join(k.removed[:8])}"
-                      f"{' ...' if len(k.removed) > 8 else ''}; unregistered reads "
-                      f"{k.unregistered_before} → {k.unregistered_after}")
-        for read in k.new_unregistered_reads:
-            console.print(f"  new unregistered read ({k.tree}): {read}")
+        console.print("knobs " + k.describe(report.knobs[0] if k is not report.knobs[0] else None))
+    if report.knobs:
+        for read in report.knobs[0].new_unregistered_reads:
+            console.print(f"  unregistered read new in {report.new}: {read}")
+        for read in report.knobs[-1].series_unregistered_reads:
+            console.print(f"  unregistered read added by the series: {read}")
     console.print(report.summary())
 
 

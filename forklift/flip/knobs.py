@@ -54,12 +54,16 @@ def patched_registry(pristine: Registry, files: dict[str, bytes | None], adapter
     return Registry(pristine.root, tuple(sorted(names)), tuple(sorted(reads, key=lambda r: (r.path, r.line, r.name))))
 
 
-def _delta(tree: str, before: Registry, after: Registry) -> KnobDelta:
+def _delta(tree: str, before: Registry, after: Registry, pristine_after: Registry | None = None) -> KnobDelta:
+    """Old vs new registry; for the patched trees also what the series itself adds on the new release."""
     diff = compare(before, after)
+    own = compare(pristine_after, after) if pristine_after else None
     return KnobDelta(tree=tree, before=len(before.names), after=len(after.names), added=list(diff.added),
                      removed=list(diff.removed), unregistered_before=len(before.unregistered),
                      unregistered_after=len(after.unregistered),
-                     new_unregistered_reads=[str(r) for r in diff.introduced_unregistered])
+                     new_unregistered_reads=[str(r) for r in diff.introduced_unregistered],
+                     series_registers=list(own.added) if own else [],
+                     series_unregistered_reads=[str(r) for r in own.introduced_unregistered] if own else [])
 
 
 def _cache_key(tree: Tree, adapter: EngineAdapter) -> str:
@@ -88,5 +92,6 @@ def knob_deltas(old: Tree, new: Tree, old_files: dict[str, bytes | None], new_fi
     if not (old.path / adapter.registry_file).is_file() or not (new.path / adapter.registry_file).is_file():
         return [], f"not compared: no {adapter.registry_file} in the trees (not a {adapter.name} source tree)"
     before, after = pristine_registry(old, adapter, cache), pristine_registry(new, adapter, cache)
-    return [_delta("pristine", before, after),
-            _delta("patched", patched_registry(before, old_files, adapter), patched_registry(after, new_files, adapter))], None
+    patched_before = patched_registry(before, old_files, adapter)
+    patched_after = patched_registry(after, new_files, adapter)
+    return [_delta("pristine", before, after), _delta("patched", patched_before, patched_after, after)], None

@@ -64,6 +64,20 @@ class KnobDelta(BaseModel):
     unregistered_before: int = 0
     unregistered_after: int = 0
     new_unregistered_reads: list[str] = Field(default_factory=list)  # bare reads outside the compile-cache key
+    series_registers: list[str] = Field(default_factory=list)  # patched only: knobs the series adds on the new tree
+    series_unregistered_reads: list[str] = Field(default_factory=list)  # patched only: the series' own bare reads
+
+    def describe(self, pristine: "KnobDelta | None" = None) -> str:
+        """One line: counts, names added/removed (or 'as pristine'), what the series itself registers."""
+        if pristine is not None and (self.added, self.removed) == (pristine.added, pristine.removed):
+            changes = "added/removed as pristine"
+        else:
+            changes = f"added {len(self.added)} {_plain(self.added)}; removed {len(self.removed)} {_plain(self.removed)}"
+        line = f"{self.tree}: {self.before} → {self.after} registered; {changes}; " \
+               f"unregistered reads {self.unregistered_before} → {self.unregistered_after}"
+        if self.series_registers:
+            line += f"; the series registers {_plain(self.series_registers)}"
+        return line
 
 
 class FlipReport(BaseModel):
@@ -120,14 +134,26 @@ def render_markdown(report: FlipReport) -> str:
         lines.append(report.knobs_skipped)
     else:
         lines += ["| tree | before | after | added | removed | unregistered reads |", "|---|---|---|---|---|---|"]
+        pristine = report.knobs[0]
         for k in report.knobs:
-            lines.append(f"| {k.tree} | {k.before} | {k.after} | {_names(k.added)} | {_names(k.removed)} | "
+            same = k is not pristine and (k.added, k.removed) == (pristine.added, pristine.removed)
+            added, removed = ("as pristine", "as pristine") if same else (_names(k.added), _names(k.removed))
+            lines.append(f"| {k.tree} | {k.before} | {k.after} | {added} | {removed} | "
                          f"{k.unregistered_before} → {k.unregistered_after} |")
-        for k in report.knobs:
-            if k.new_unregistered_reads:
-                lines += ["", f"New bare reads of unregistered knobs ({k.tree}; outside vLLM's compile-cache key):", ""]
-                lines += [f"- `{read}`" for read in k.new_unregistered_reads]
+        patched = report.knobs[-1]
+        if patched.series_registers:
+            lines += ["", f"The series registers {_names(patched.series_registers)} on {report.new}."]
+        reads = [(f"new in {report.new}", pristine.new_unregistered_reads),
+                 ("added by the series", patched.series_unregistered_reads)]
+        for label, found in reads:
+            if found:
+                lines += ["", f"Bare reads of unregistered knobs {label} (outside vLLM's compile-cache key):", ""]
+                lines += [f"- `{read}`" for read in found]
     return "\n".join(lines) + "\n"
+
+
+def _plain(names: list[str]) -> str:
+    return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
 
 def _names(names: list[str]) -> str:

@@ -67,6 +67,8 @@ def test_flip_knob_registry_before_and_after(vllm_fork, distribution):
     assert (patched["before"], patched["after"]) == (pristine["before"] + 1, pristine["after"] + 1)
     assert "VLLM_LOG_KV_CACHE_BLOCKS" not in patched["added"]
     assert patched["added"] == pristine["added"] and patched["removed"] == pristine["removed"]
+    assert patched["series_registers"] == ["VLLM_LOG_KV_CACHE_BLOCKS"]
+    assert patched["series_unregistered_reads"] == []
 
 
 def test_flip_write_retires_moves_the_pin_and_check_passes(vllm_fork, distribution, tmp_path):
