@@ -43,7 +43,7 @@ def label(path: Path, setting: str) -> None:
     receipt["engine_version"] = ENGINE_VERSION
     if receipt["kind"] == "bench":
         receipt["body"]["setting"] = setting
-    path.write_text(json.dumps(receipt, indent=2) + "\n")
+    path.write_text(json.dumps(receipt, separators=(",", ":")) + "\n")  # compact: kept in the repository
 
 
 def bench(url: str, setting: str, *args: str) -> None:

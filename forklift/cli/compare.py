@@ -29,34 +29,17 @@ def _render(comparison) -> None:
     from forklift.report import format as fmt
 
     a, b = f"{comparison.build_a} on {comparison.host_a}", f"{comparison.build_b} on {comparison.host_b}"
-    setting = comparison.setting_a if comparison.setting_a == comparison.setting_b else (
-        f"{comparison.setting_a} vs {comparison.setting_b}"
-    )
-    table = Table(title=f"{setting} · {comparison.workload}   A = {a}   B = {b}", title_justify="left")
+    table = Table(title=f"{fmt.setting(comparison)} · {comparison.workload}   A = {a}   B = {b}", title_justify="left")
     for column in ("cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"):
         table.add_column(column, justify="right" if column in ("A", "B", "Δ", "95% CI", "MDE") else "left")
     for cell in comparison.cells:
         for i, result in enumerate(cell.metrics):
-            table.add_row(
-                cell.cell if i == 0 else "", fmt.label(result), fmt.number(result.a), fmt.number(result.b),
-                fmt.change(result), fmt.interval(result), fmt.mde(result),
-                f"[{CLAIM_STYLE[result.claim]}]{result.verdict}[/]",
-            )
+            table.add_row(cell.cell if i == 0 else "", *fmt.metric_cells(result),
+                          f"[{CLAIM_STYLE[result.claim]}]{result.verdict}[/]")
         table.add_section()
     console.print(table)
     for cell in comparison.cells:
-        lines = [
-            fmt.pairing(cell.paired, cell.pairs, cell.requests_a, cell.requests_b)
-            + f"; output tok/s (cell, no interval): A {fmt.number(cell.throughput_a)}, B {fmt.number(cell.throughput_b)}",
-            cell.divergence.summary,
-            f"A: {cell.determinism_a.summary}; B: {cell.determinism_b.summary}",
-        ]
-        if cell.server_tok_step_a or cell.server_tok_step_b:
-            lines.append(f"server tok/step (counter delta, no interval): A {fmt.number(cell.server_tok_step_a)}, "
-                         f"B {fmt.number(cell.server_tok_step_b)}")
-        if cell.failed_a or cell.failed_b:
-            lines.append(f"failed requests: A {cell.failed_a}, B {cell.failed_b} (left out of pairs)")
-        console.print(f"[bold]{cell.cell}[/]\n" + "\n".join(f"  {line}" for line in lines))
+        console.print(f"[bold]{cell.cell}[/]\n" + "\n".join(f"  {line}" for line in fmt.cell_notes(cell)))
     for name in comparison.only_a + comparison.only_b:
         side = "A" if name in comparison.only_a else "B"
         console.print(f"[yellow]cell {name} measured by {side} only: not compared[/]")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forklift.stats import MetricResult
+from forklift.stats import CellResult, GroupComparison, MetricResult
 
 
 def number(value: float | None) -> str:
@@ -41,7 +41,36 @@ def label(result: MetricResult) -> str:
     return f"{result.label} ({result.unit})" if shown_unit else result.label
 
 
+def metric_cells(result: MetricResult) -> list[str]:
+    """metric, A, B, Δ, 95% CI, MDE: the numeric columns of a paired table row."""
+    return [label(result), number(result.a), number(result.b), change(result), interval(result), mde(result)]
+
+
+def setting(comparison: GroupComparison) -> str:
+    same = comparison.setting_a == comparison.setting_b
+    return comparison.setting_a if same else f"{comparison.setting_a} → {comparison.setting_b}"
+
+
 def pairing(paired: bool, pairs: int, requests_a: int, requests_b: int) -> str:
     if paired:
         return f"paired by prompt: {pairs} pairs"
     return f"unpaired bootstrap (prompts differ: {pairs} shared ids; A {requests_a}, B {requests_b} requests)"
+
+
+def cell_notes(cell: CellResult) -> list[str]:
+    """What a reader needs beside a cell's table: pairing, throughput, divergence, determinism, caveats."""
+    notes = [
+        pairing(cell.paired, cell.pairs, cell.requests_a, cell.requests_b)
+        + f"; output tok/s (cell, no interval): A {number(cell.throughput_a)}, B {number(cell.throughput_b)}",
+        cell.divergence.summary,
+        f"A {cell.determinism_a.summary}; B {cell.determinism_b.summary}",
+    ]
+    if cell.server_tok_step_a or cell.server_tok_step_b:
+        notes.append(f"server tok/step (counter delta, no interval): A {number(cell.server_tok_step_a)}, "
+                     f"B {number(cell.server_tok_step_b)}")
+    if cell.bursts_a or cell.bursts_b:
+        notes.append(f"delivered in one burst: A {cell.bursts_a}/{cell.requests_a}, B {cell.bursts_b}/{cell.requests_b} "
+                     "requests (left out of TPOT and decode tok/s: their chunk spacing measures delivery, not decoding)")
+    if cell.failed_a or cell.failed_b:
+        notes.append(f"failed requests: A {cell.failed_a}, B {cell.failed_b} (left out of pairs)")
+    return notes

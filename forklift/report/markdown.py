@@ -41,7 +41,7 @@ def _tok_s(side: Side, cell: str) -> str:
 
 def _pool(side: Side) -> str:
     if side.state:
-        return side.state if side.boot is not None else "–"
+        return f"none ({side.boot.body.outcome})" if side.boot is not None else "not run"
     return f"{side.pool:,}" if side.pool is not None else "not stated"
 
 
@@ -49,8 +49,7 @@ def _verdict(row: Row) -> str:
     if row.refused:
         return row.refused
     if row.old.state or row.new.state:
-        which, side = ("old", row.old) if row.old.state else ("new", row.new)
-        return f"not compared: {which} side {side.state}"
+        return "not compared: one side has no numbers"
     if row.result is None:
         return "cell measured on one side only"
     judged = next((m for m in map(row.result.metric, SUMMARY_METRICS) if m and m.estimate), None)
@@ -97,35 +96,21 @@ def _summary(campaign: Campaign) -> str:
         out.append(_table(header, body))
     caption = (
         "tok/s: output tokens per second of the cell (completion tokens over wall time, kept runs). verdict: the "
-        "paired per-prompt change of decode tok/s (1/TPOT), or of E2E latency where the server sent whole answers "
-        "in one burst (no TPOT). pool: KV cache tokens the server stated. tok/step: 1 + accepted/drafts from the "
+        "paired per-prompt change of decode tok/s (1/TPOT), or of E2E latency where the server delivered answers "
+        "in bursts (no decode timing). pool: KV cache tokens the server stated. tok/step: 1 + accepted/drafts from the "
         "server's speculative-decoding counters (\"no spec\": counters read, no drafts)."
     )
     return "\n\n".join(out + [caption])
 
 
 def _detail(comparison: GroupComparison) -> str:
-    setting = comparison.setting_a if comparison.setting_a == comparison.setting_b else (
-        f"{comparison.setting_a} → {comparison.setting_b}"
-    )
-    title = (f"### {setting} · {comparison.workload}: A = {comparison.build_a} on {comparison.host_a}, "
+    title = (f"### {fmt.setting(comparison)} · {comparison.workload}: A = {comparison.build_a} on {comparison.host_a}, "
              f"B = {comparison.build_b} on {comparison.host_b}")
-    body = []
-    for cell in comparison.cells:
-        for result in cell.metrics:
-            body.append([cell.cell, fmt.label(result), fmt.number(result.a), fmt.number(result.b), fmt.change(result),
-                         fmt.interval(result), fmt.mde(result), result.verdict])
+    body = [[cell.cell, *fmt.metric_cells(result), result.verdict] for cell in comparison.cells for result in cell.metrics]
     table = _table(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body)
     notes = []
     for cell in comparison.cells:
-        facts = [fmt.pairing(cell.paired, cell.pairs, cell.requests_a, cell.requests_b),
-                 f"output tok/s A {fmt.number(cell.throughput_a)}, B {fmt.number(cell.throughput_b)}",
-                 cell.divergence.summary, f"A: {cell.determinism_a.summary}", f"B: {cell.determinism_b.summary}"]
-        if cell.server_tok_step_a or cell.server_tok_step_b:
-            facts.append(f"server tok/step A {fmt.number(cell.server_tok_step_a)}, B {fmt.number(cell.server_tok_step_b)}")
-        if cell.failed_a or cell.failed_b:
-            facts.append(f"failed requests A {cell.failed_a}, B {cell.failed_b} (left out)")
-        notes.append(f"- **{cell.cell}**: " + "; ".join(facts))
+        notes.append(f"- **{cell.cell}**: " + "; ".join(fmt.cell_notes(cell)))
     notes += [f"- cell {name}: measured by A only" for name in comparison.only_a]
     notes += [f"- cell {name}: measured by B only" for name in comparison.only_b]
     notes += [f"- not a whole receipt: `{partial}`" for partial in comparison.partial]

@@ -43,12 +43,10 @@ def throughput_vs_concurrency(campaign: Campaign, path: Path) -> Path | None:
                 rate = output_throughput([run], cell.name)
                 if rate is not None:
                     series.setdefault((run.build, run.setting, run.body.workload.name), {})[cell.concurrency] = rate
-        settings = list(dict.fromkeys(key[1] for key in series))
-        for (build, setting, workload), points in series.items():  # colour = build, line style = setting
+        for i, ((build, setting, workload), points) in enumerate(series.items()):  # line style = build
             xs = sorted(points)
             ax.plot(xs, [points[x] for x in xs], marker="o", label=f"{build} · {setting} · {workload}",
-                    color=f"C{campaign.builds.index(build) % 10}",
-                    linestyle=LINE_STYLES[settings.index(setting) % len(LINE_STYLES)])
+                    color=f"C{i % 10}", linestyle=LINE_STYLES[campaign.builds.index(build) % len(LINE_STYLES)])
         concurrencies = sorted({x for points in series.values() for x in points})
         if len(concurrencies) > 1:
             ax.set_xscale("log", base=2)
@@ -66,7 +64,7 @@ def throughput_vs_concurrency(campaign: Campaign, path: Path) -> Path | None:
 def ttft_distribution(campaign: Campaign, path: Path) -> Path | None:
     """TTFT of every kept request, one box per box/build/setting/cell."""
     boxes: list[tuple[str, np.ndarray]] = []
-    builds = list(campaign.builds)
+    sides = list(dict.fromkeys((run.build, run.setting) for run in campaign.runs))  # one colour each
     colours = []
     many_hosts = len(_hosts(campaign)) > 1
     for run in campaign.runs:
@@ -75,7 +73,7 @@ def ttft_distribution(campaign: Campaign, path: Path) -> Path | None:
             if ttfts:
                 where = f"{run.hostname} · " if many_hosts else ""
                 boxes.append((f"{where}{run.build} · {run.setting} · {cell.name}", np.array(ttfts)))
-                colours.append(f"C{builds.index(run.build) % 10}")
+                colours.append(f"C{sides.index((run.build, run.setting)) % 10}")
     if not boxes:
         return None
     fig = Figure(figsize=(8, 1.2 + 0.45 * len(boxes)), layout="constrained")
@@ -101,10 +99,18 @@ def _forest_label(row: Row, many_hosts: bool) -> str:
     return f"{row.host + ' · ' if many_hosts else ''}{row.setting} · {row.workload} · {row.cell}"
 
 
-def forest(campaign: Campaign, path: Path, metrics: tuple[str, ...] = ("decode_tps", "ttft")) -> Path | None:
-    """Paired change of B against A with its 95 % interval, per setting and cell; grey = within noise."""
+FOREST_METRICS = ("decode_tps", "e2e", "ttft", "tok_chunk")
+
+
+def forest(campaign: Campaign, path: Path, most: int = 3) -> Path | None:
+    """Paired change of B against A with its 95 % interval, per setting and cell; grey = within noise.
+
+    One panel per metric that has an estimate somewhere, in FOREST_METRICS order, at most `most`.
+    """
     rows = [row for row in campaign.rows if row.result is not None]
-    if not rows:
+    metrics = [key for key in FOREST_METRICS
+               if any((m := row.result.metric(key)) and m.estimate for row in rows)][:most]
+    if not metrics:
         return None
     many_hosts = len({row.host for row in rows}) > 1
     fig = Figure(figsize=(5 * len(metrics), 1.4 + 0.45 * len(rows)), layout="constrained")
@@ -113,6 +119,8 @@ def forest(campaign: Campaign, path: Path, metrics: tuple[str, ...] = ("decode_t
         for y, row in enumerate(rows):
             result = row.result.metric(key)
             if result is None or result.estimate is None:
+                ax.annotate("no estimate", (0, y), xytext=(4, 0), textcoords="offset points", va="center",
+                            fontsize=8, color=CLAIM_COLOUR["insufficient"])
                 continue
             est = result.estimate
             ax.errorbar(

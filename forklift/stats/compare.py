@@ -20,7 +20,7 @@ from forklift.client.records import RequestRecord
 from forklift.stats.divergence import Determinism, Divergence, determinism, divergence, is_greedy
 from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, unpaired_change
-from forklift.stats.metrics import METRICS, Metric
+from forklift.stats.metrics import METRICS, Metric, delivered_in_bursts
 from forklift.stats.sample import BenchRun, Key, kept_requests, output_throughput, requests_by_text, server_tok_step
 
 Claim = Literal["better", "worse", "different", "noise", "insufficient"]
@@ -47,6 +47,8 @@ class CellResult(BaseModel):
     requests_b: int
     failed_a: int
     failed_b: int
+    bursts_a: int  # kept requests delivered in bursts: no decode timing (see metrics.delivered_in_bursts)
+    bursts_b: int
     throughput_a: float | None  # output tok/s of the cell
     throughput_b: float | None
     server_tok_step_a: float | None
@@ -160,6 +162,7 @@ def compare_cell(a_runs: list[BenchRun], b_runs: list[BenchRun], cell_name: str,
         cell=cell_name, concurrency=cell.concurrency, paired=paired, pairs=pairs,
         requests_a=len(a), requests_b=len(b),
         failed_a=sum(not r.ok for r in a.values()), failed_b=sum(not r.ok for r in b.values()),
+        bursts_a=sum(map(delivered_in_bursts, a.values())), bursts_b=sum(map(delivered_in_bursts, b.values())),
         throughput_a=output_throughput(a_runs, cell_name), throughput_b=output_throughput(b_runs, cell_name),
         server_tok_step_a=server_tok_step(a_runs, cell_name), server_tok_step_b=server_tok_step(b_runs, cell_name),
         metrics=metrics, divergence=drift,

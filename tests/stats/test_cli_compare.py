@@ -27,7 +27,7 @@ def test_compare_prints_paired_table_divergence_and_mde(tmp_path):
     assert "B faster by" in out and "95% CI" in out and "MDE" in out
     assert "paired by prompt: 8 pairs" in out
     assert "2/8 prompts diverged (greedy, output hashes differ: p2, p5)" in out
-    assert "B: not deterministic: 2/8 prompts wrote different text for the same input" in out
+    assert "B NOT deterministic: 2/8 prompts wrote different text for the same input" in out
 
 
 def test_compare_json_is_machine_readable(tmp_path):
