@@ -96,6 +96,18 @@ def test_flip_write_retires_moves_the_pin_and_check_passes(vllm_fork, distributi
     assert {row["status"] for row in json.loads(check.stdout)["pass1"]} == {"exact"}
 
 
+def test_flip_write_recuts_a_partly_upstream_patch(vllm_fork, distribution):
+    dist = exported(distribution, vllm_fork, "partly")
+    code, report = flip_json(dist, "--write")
+    assert code == 0, report
+    assert [p["verdict"] for p in report["patches"]][-1] == "partly-upstream"
+    recut = load_series(dist / "patches").patches[-1]
+    assert recut.paths == (LOGGER,)  # the hunk upstream carries is gone from the patch
+    assert recut.header.get("kind") == "docs"  # the header is kept
+    check = forklift("-c", str(dist), "check", "--json")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
 def test_flip_to_a_version_not_on_the_index(vllm_fork, distribution):
     dist = exported(distribution, vllm_fork, "patched")
     proc = forklift("-c", str(dist), "flip", "0.99.0")

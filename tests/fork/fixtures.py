@@ -5,8 +5,9 @@ Branch `patched` carries four commits that all survive a flip to 0.33.0:
   2. a registered environment knob (VLLM_LOG_KV_CACHE_BLOCKS, in the knob registry),
   3. exactly the change upstream made to vllm/assets/audio.py between 0.32.0 and 0.33.0 (retire),
   4. a docstring in vllm/assets/base.py (a file upstream did not touch: applies exactly).
-Branch `blocked` adds three commits that do not: partly upstream (kv_events.py docstring upstream
-added + logger.py), a conflict (envs.py lines 0.33.0 removed) and a file 0.33.0 deleted (medusa.py).
+Branch `partly` adds a commit that is partly upstream (the kv_events.py docstring 0.33.0 added, plus
+a logger.py comment); branch `blocked` adds to that two that do not apply: a conflict (envs.py lines
+0.33.0 removed) and a file 0.33.0 deleted (medusa.py).
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ def vllm_fork(vllm_032_tree, vllm_033_tree, tmp_path_factory) -> VllmFork:
                                        '# Month-day and time, as every vLLM log line shows it.\n'
                                        '_DATE_FORMAT = "%m-%d %H:%M:%S"\n')},
                 "Document the replay socket high-water mark and the log date format\n\nKind: docs\n")
+    branch(git, "partly", c5)
     c6 = commit(git, c5, {ENVS: envs.replace(b"    VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM: bool = False\n",
                                              b"    VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM: bool = True\n")},
                 "Overlap communication in Ray compiled graphs by default\n\nKind: tuning\n")
