@@ -108,7 +108,7 @@ def import_command(
     config = load()
     series = load_series(config.series_dir)
     pin = config.data.upstream
-    created = not repo.exists()
+    created = not repo.exists() or (repo.is_dir() and not any(repo.iterdir()))
     if created:
         if isinstance(pin, GitPin):
             raise UsageError(f"{repo}: no such repository: for a git pin, clone {pin.url} there first")

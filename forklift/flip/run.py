@@ -104,6 +104,8 @@ def write_flip(config: Config, series: Series, pin: PypiPin | GitPin, verdicts: 
     if report.blocked:
         names = ", ".join(p.name for p in report.blocked)
         raise ForkliftError(f"not written: {len(report.blocked)} patch(es) do not apply on {report.new}: {names}")
+    if all(t.verdict == "already-upstream" for t in verdicts):
+        raise ForkliftError(f"not written: upstream {report.new} carries every patch; retire the series by hand")
     toml_text = rewrite_pin(config.path.read_text(encoding="utf-8"), pin)
     if parse_config(toml_text, config.path).data.upstream != pin:
         raise ForkliftError(f"{config.path}: rewriting the pin did not give the new pin (edit it by hand)")

@@ -120,3 +120,11 @@ def test_flip_to_the_pinned_version_is_a_usage_error(distribution, vllm_fork):
     dist = exported(distribution, vllm_fork, "patched")
     proc = forklift("-c", str(dist), "flip", "0.32.0")
     assert proc.returncode == 2 and "already at 0.32.0" in proc.stderr
+
+
+def test_flip_of_a_local_pin_is_a_usage_error(tmp_path):
+    (tmp_path / "forklift.toml").write_text(
+        '[upstream]\nsource = "path"\npath = "vllm.tar.gz"\nsha256 = "' + "0" * 64 + '"\n')
+    proc = forklift("-c", str(tmp_path), "flip", "0.33.0")
+    assert proc.returncode == 2
+    assert "upstream.source is 'path': a local pin has no versions to flip to" in proc.stderr
