@@ -13,34 +13,13 @@ import sys
 import pytest
 
 from forklift.launch.supervise import group_members
-from tests.fixtures.engine import ENGINE_ENV, free_port
+from tests.fixtures.engine import distribution_toml, free_port, tiny_profile_toml
 
 pytestmark = pytest.mark.engine
 
-CONFIG = """
-[upstream]
-source = "pypi"
-package = "vllm"
-version = "0.32.0"
-sha256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
-
-[profiles.tiny]
-python = {python}
-model = {model}
-served_name = "tiny"
-port = {port}
-health_timeout = 300
-args = {{ enforce-eager = true }}
-env = {env}
-"""
-
-
 @pytest.fixture
 def dist(tmp_path, engine_python, tiny_model):
-    env = "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in ENGINE_ENV.items()) + " }"
-    (tmp_path / "forklift.toml").write_text(
-        CONFIG.format(python=json.dumps(str(engine_python)), model=json.dumps(str(tiny_model)), port=free_port(), env=env)
-    )
+    (tmp_path / "forklift.toml").write_text(distribution_toml(tiny_profile_toml(engine_python, tiny_model, free_port())))
     return tmp_path
 
 

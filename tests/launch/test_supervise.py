@@ -15,22 +15,12 @@ from pathlib import Path
 import pytest
 
 from forklift.launch.supervise import process_alive as alive
-from tests.fixtures.engine import free_port
-from tests.fixtures.engine_install import EXAMPLE_SERIES
+from tests.fixtures.engine import distribution_toml, free_port
 
 FAKE = Path(__file__).with_name("fake_engine.py")
 FORKLIFT = [sys.executable, "-m", "forklift"]
 
-CONFIG = """
-[upstream]
-source = "pypi"
-package = "vllm"
-version = "0.32.0"
-sha256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
-
-[series]
-dir = {series}
-
+PROFILE = """
 [profiles.fake]
 command = [{python}, {fake}]
 model = "fake-model"
@@ -45,8 +35,7 @@ def dist(tmp_path):
     """A distribution folder with a `fake` profile, and the environment the CLI runs in."""
     port = free_port()
     (tmp_path / "forklift.toml").write_text(
-        CONFIG.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE)), port=port, timeout=4,
-                      series=json.dumps(str(EXAMPLE_SERIES)))
+        distribution_toml(PROFILE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE)), port=port, timeout=4))
     )
     env = {
         **os.environ,
