@@ -25,7 +25,7 @@ REDACTED = "<redacted>"
 
 @dataclass(frozen=True)
 class Flag:
-    """One engine flag as resolved: `name` is '--max-model-len'; `value` None for a bare switch."""
+    """One engine flag as resolved: `name` is '--max-model-len'; `values` is empty for a bare switch."""
 
     name: str
     values: tuple[str, ...]
@@ -121,7 +121,7 @@ def flag_name(key: str) -> str:
     return "--" + key.lstrip("-").replace("_", "-")
 
 
-def flag_values(name: str, value: ArgValue, where: str) -> tuple[str, tuple[str, ...]] | None:
+def flag_values(name: str, value: ArgValue, where: str) -> tuple[str, tuple[str, ...]]:
     """How one TOML value becomes argv words; a value no flag can take is refused, naming it."""
     if isinstance(value, bool):
         return (name, ()) if value else ("--no-" + name[2:], ())
@@ -132,7 +132,7 @@ def flag_values(name: str, value: ArgValue, where: str) -> tuple[str, tuple[str,
             raise ConfigError(f"{where}: {name} is an empty list (remove it instead)")
         if any(isinstance(v, (dict, list)) for v in value):
             return name, (json.dumps(value, separators=(",", ":")),)
-        if any(isinstance(v, bool) for v in value) or any(isinstance(v, (_dt.date, _dt.time)) for v in value):
+        if any(isinstance(v, (bool, _dt.date, _dt.time)) for v in value):
             raise ConfigError(f"{where}: {name} = {value!r}: a list of booleans or dates is not a flag value")
         return name, tuple(str(v) for v in value)
     if isinstance(value, (int, float, str)):
