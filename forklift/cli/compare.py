@@ -87,9 +87,9 @@ def compare_command(
 @app.command("report")
 def report_command(
     folder: Path = typer.Argument(..., help="A folder of receipts (a campaign); searched recursively."),
-    output: Path = typer.Option(None, "--output", "-o", help="Markdown file to write [default: FOLDER/report.md]."),
+    output: Path = typer.Option(None, "--output", "-o", help="Markdown file to write (default: FOLDER/report.md)."),
     baseline: str = typer.Option(
-        None, "--baseline", help="Build (e.g. 0.32.0) or setting to compare against [default: the oldest build]."
+        None, "--baseline", help="Build (e.g. 0.32.0) or setting to compare against (default: the oldest build)."
     ),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed (results are reproducible for a given seed)."),
 ) -> None:

@@ -69,3 +69,16 @@ def test_bad_inputs_get_one_line_errors(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     bad = forklift("compare", a, tmp_path / "bad.json")
     assert bad.returncode == 1 and "bad.json: not a readable receipt" in bad.stderr
+
+
+def test_more_sides_are_each_compared_with_the_first_and_unpaired_cells_say_so(tmp_path):
+    a = written(bench_receipt({"single": records(prompts=8, seed=1)}), tmp_path / "a")
+    b = written(bench_receipt({"single": records(prompts=8, seed=2, speed=1.5)}), tmp_path / "b")
+    c = written(bench_receipt({"single": records(prompts=8, seed=3, prefix="other")}), tmp_path / "c")
+    done = forklift("compare", a, b, c, "--json")
+    assert done.returncode == 0, done.stderr
+    first, second = json.loads(done.stdout)["comparisons"]
+    assert first["paths_b"] == [str(b)] and second["paths_b"] == [str(c)]
+    assert first["cells"][0]["paired"] and not second["cells"][0]["paired"]
+    table = forklift("compare", a, c)
+    assert "unpaired bootstrap (prompts differ: 0 shared ids; A 8, B 8 requests)" in table.stdout
