@@ -38,7 +38,8 @@ def new_pin(pin: PypiPin | GitPin, version: str, root: Path) -> PypiPin | GitPin
     from forklift.source.index import resolve_pypi_file
 
     if isinstance(pin, GitPin):
-        return pin.model_copy(update={"tag": version, "commit": git.remote_tag_commit(git.resolve_url(pin.url, root), version)})
+        commit = git.remote_tag_commit(git.resolve_url(pin.url, root), version)
+        return pin.model_copy(update={"tag": version, "commit": commit})
 
     wheel = bool(pin.filename and pin.filename.endswith(".whl"))
     found = resolve_pypi_file(pin.package, version, wheel=wheel)
