@@ -53,7 +53,8 @@ def throughput_vs_concurrency(campaign: Campaign, path: Path) -> Path | None:
         ax.set_xticks(concurrencies, [str(c) for c in concurrencies])
         ax.set_xlabel("concurrency (streams)")
         ax.set_ylabel("output tok/s")
-        ax.set_ylim(bottom=0)
+        top = max((y for points in series.values() for y in points.values()), default=1.0)
+        ax.set_ylim(0, top * 1.25)  # room for the legend above the lines
         ax.set_title(f"Throughput vs concurrency on {host}")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

@@ -86,6 +86,11 @@ def test_boxes_are_rows_never_averaged(tmp_path):
         assert {r.hostname for r in row.old.runs + row.new.runs} == {row.host}
     by_host = {row.host: row.result.metric("decode_tps").estimate.change for row in campaign.rows if row.cell == "single"}
     assert by_host["box-a"] == pytest.approx(0.0, abs=0.1) and by_host["box-b"] == pytest.approx(2.0, abs=0.3)
+    _, files = render_report(folder, tmp_path / "boxes.md")
+    text = (tmp_path / "boxes.md").read_text()
+    assert "| box | setting | cell |" in text and "| box-a | plain | single |" in text and "| box-b | plain | single |" in text
+    height, _, _ = imread(files[1]).shape  # one throughput panel per box
+    assert height > 800
 
 
 def test_an_incomparable_pair_is_marked_in_its_row(tmp_path):
