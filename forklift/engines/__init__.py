@@ -52,6 +52,7 @@ class EngineAdapter:
     fact_patterns: tuple[FactPattern, ...]
     fatal_patterns: tuple[FatalPattern, ...]
     unknown_env_regex: re.Pattern[str]
+    dying_regex: re.Pattern[str]  # a line after which the engine will not become healthy
     log_prefix: re.Pattern[str]  # process/level/time/location prefix stripped from reported lines
     metrics: dict[str, str] = field(default_factory=dict)  # role -> Prometheus metric name
     deprecated_env: dict[str, str] = field(default_factory=dict)  # variable -> the flag that supersedes it

@@ -125,6 +125,7 @@ VLLM = EngineAdapter(
     fact_patterns=FACTS,
     fatal_patterns=FATALS,
     unknown_env_regex=re.compile(r"Unknown vLLM environment variable detected: (?P<name>\w+)"),
+    dying_regex=re.compile(r"EngineCore failed to start|Engine core initialization failed|EngineDeadError"),
     # "(EngineCore pid=8241) INFO 11-30 09:12:57 [core.py:402] " and bare "[W1130 ...] " torch lines.
     log_prefix=re.compile(
         r"^(?:\(\w[\w-]* pid=\d+\) )?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d [\d:]+ \[[^\]]+\] )?"

@@ -92,13 +92,13 @@ def boot(
     return Booted(server, body, path)
 
 
-def failure_message(body: BootBody, exit_code: int | None = None) -> str:
+def failure_message(body: BootBody) -> str:
     """One line: the fatal line when the log has one, else the timeout and the log's last line."""
     where = f" (log: {body.log_path})" if body.log_path else ""
     if body.outcome == "died":
-        code = f" with code {exit_code}" if exit_code is not None else ""
+        how = f"exited during boot with code {body.exit_code}" if body.exit_code is not None else "failed during boot"
         cause = body.facts.fatal or (body.last_lines[-1] if body.last_lines else "no output")
-        return f"engine exited during boot{code}: {cause}{where}"
+        return f"engine {how}: {cause}{where}"
     if body.outcome == "timeout":
         tail = " | ".join(line.strip() for line in body.last_lines[-3:] if line.strip()) or "no output"
         return f"engine not healthy after {body.boot_seconds:.0f} s; last log lines: {tail}{where}"

@@ -42,6 +42,7 @@ class BootBody(BaseModel):
     outcome: Outcome
     setting: str | None = None
     boot_seconds: float | None = None
+    exit_code: int | None = Field(default=None, description="the engine's own exit code, when it exited during boot")
     log_path: str | None = None
     last_lines: list[str] = Field(default_factory=list)
     facts: BootFacts = Field(default_factory=BootFacts)

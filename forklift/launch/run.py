@@ -106,7 +106,7 @@ def launch(
             receipt_fields={"pin": config.data.upstream.model_dump(), "engine_version": version},
         )
         if booted.body.outcome != "ready":
-            raise ForkliftError(failure_message(booted.body, booted.server.process.returncode))
+            raise ForkliftError(failure_message(booted.body))
         entry = Running(resolved.profile, resolved.url, resolved.port, os.getpid(), booted.server.pid, str(log_path))
         register(entry)
         try:

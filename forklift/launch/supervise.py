@@ -24,6 +24,7 @@ from forklift.launch.resolve import Resolved
 
 LAST_LINES = 20
 POLL_S = 0.5
+DYING_GRACE_S = 5.0
 
 
 @dataclass
@@ -76,14 +77,27 @@ def read_facts(server: Server, adapter: EngineAdapter):
 def wait_healthy(server: Server, adapter: EngineAdapter, timeout: float, setting: str | None = None) -> BootBody:
     """Poll the health endpoint until ready, the child exits (died) or the timeout passes.
 
-    KeyboardInterrupt propagates: the caller stops the server and records "interrupted".
+    A log line saying the engine is going down counts as died once the child has had
+    DYING_GRACE_S to exit by itself (vLLM can take half a minute to tear down after a
+    failed start; the cause is already in the log). KeyboardInterrupt propagates: the
+    caller stops the server and records "interrupted".
     """
     health = server.url + adapter.health_path
     deadline = server.started + timeout
     outcome = "timeout"
-    with httpx.Client(timeout=2.0, trust_env=False) as client:
+    dying_since: float | None = None
+    carry = ""  # the tail of what was read, so a line split across reads still matches
+    with httpx.Client(timeout=2.0, trust_env=False) as client, open(server.log_path, "rb") as log:
         while True:
             if server.process.poll() is not None:
+                outcome = "died"
+                break
+            if dying_since is None:
+                text = carry + log.read().decode("utf-8", "replace")
+                if adapter.dying_regex.search(text):
+                    dying_since = time.monotonic()
+                carry = text[-256:]
+            if dying_since is not None and time.monotonic() - dying_since >= DYING_GRACE_S:
                 outcome = "died"
                 break
             try:
@@ -101,6 +115,7 @@ def wait_healthy(server: Server, adapter: EngineAdapter, timeout: float, setting
 def boot_body(server: Server, adapter: EngineAdapter, outcome: str, setting: str | None) -> BootBody:
     body = BootBody(
         outcome=outcome,
+        exit_code=server.process.poll(),
         setting=setting,
         boot_seconds=round(time.monotonic() - server.started, 2),
         log_path=str(server.log_path),
