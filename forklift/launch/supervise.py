@@ -122,6 +122,8 @@ def boot_body(server: Server, adapter: EngineAdapter, outcome: str, setting: str
         last_lines=[] if outcome == "ready" else last_lines(server.log_path, adapter),
         facts=read_facts(server, adapter),
     )
+    if outcome == "ready":
+        body.facts.fatal = None  # an error logged and survived is not the cause of anything
     server.boot = body
     return body
 
