@@ -1,0 +1,1 @@
+"""bench: single stream, concurrency sweeps and batches over a workload; Prometheus deltas; bench receipts."""
