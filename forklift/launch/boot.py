@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
@@ -56,6 +56,7 @@ def boot(
     extra_env: dict[str, str] | None = None,
     warnings: list[str] | None = None,
     receipt_fields: dict[str, Any] | None = None,
+    on_start: Callable[[Server], None] | None = None,
 ) -> Booted:
     """Boot and return the verdict; a failed boot is stopped (its process group gone) before returning.
 
@@ -63,7 +64,6 @@ def boot(
     server, marks the receipt interrupted and propagates.
     """
     setting = setting_name(resolved)
-    server = start(resolved, log_path, extra_env)
     receipt = new_receipt(
         "boot",
         status="partial",
@@ -80,11 +80,17 @@ def boot(
             receipt.body = body.model_dump()
             write_receipt(receipt, receipts, path)
 
+    server = start(resolved, log_path, extra_env)
     try:
+        if on_start:
+            on_start(server)
         body = wait_healthy(server, adapter, resolved.health_timeout, setting)
     except KeyboardInterrupt:
         stop(server)
         record(boot_body(server, adapter, "interrupted", setting))
+        raise
+    except BaseException:
+        stop(server)  # never leave an engine running that nobody supervises
         raise
     if body.outcome != "ready":
         stop(server)  # a dead leader can leave workers behind; a timed-out one is still running

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from forklift.errors import ForkliftError
 from forklift.launch.boot import Booted, boot, check_control, control_variable, failure_message
 from forklift.launch.resolve import Resolved, parse_sets, resolve
 from forklift.launch.running import Running, register, unregister
-from forklift.launch.supervise import stop
+from forklift.launch.supervise import Server, stop
 
 
 @dataclass
@@ -93,8 +94,14 @@ def launch(
     version = plan.checked_against or (engine_version(python, adapter) if python else None)
     variable = control_variable(adapter) if control else None
     log_path = logs / f"{time.strftime('%Y%m%dT%H%M%S')}-{resolved.profile}-{resolved.port}.log"
-    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    entry = None
+    main_thread = threading.current_thread() is threading.main_thread()  # signals can only be set there
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if main_thread else None
+    entries: list[Running] = []
+
+    def started(server: Server) -> None:  # findable by `forklift stop` from the first second of the boot
+        entries.append(Running(resolved.profile, resolved.url, resolved.port, os.getpid(), server.pid, str(log_path)))
+        register(entries[0])
+
     try:
         booted = boot(
             resolved,
@@ -104,11 +111,10 @@ def launch(
             extra_env={variable: "1"} if variable else None,
             warnings=plan.warnings,
             receipt_fields={"pin": config.data.upstream.model_dump(), "engine_version": version},
+            on_start=started,
         )
         if booted.body.outcome != "ready":
             raise ForkliftError(failure_message(booted.body))
-        entry = Running(resolved.profile, resolved.url, resolved.port, os.getpid(), booted.server.pid, str(log_path))
-        register(entry)
         try:
             if variable:
                 check_control(booted.body, variable)
@@ -126,6 +132,7 @@ def launch(
             stop(booted.server)
         return booted
     finally:
-        if entry is not None:
+        for entry in entries:
             unregister(entry)
-        signal.signal(signal.SIGTERM, previous)
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)

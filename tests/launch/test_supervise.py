@@ -153,6 +153,25 @@ def test_forklift_stop_ends_a_serving_launch(dist):
     assert not state.exists()
 
 
+def test_forklift_stop_during_boot_interrupts_it(dist):
+    folder, port, env = dist
+    proc = subprocess.Popen(
+        [*FORKLIFT, "-c", str(folder), "launch", "fake"], env={**env, "FAKE_ENGINE_MODE": "never"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for((folder / "state" / f"{port}.json").exists)
+        wait_for(lambda: (folder / "child.pid").exists() and (folder / "child.pid").read_text())
+        assert run(dist, "stop").returncode == 0
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert receipt(folder)["status"] == "interrupted"
+    assert not alive(child_pid(folder))
+
+
 def test_stop_with_nothing_running_says_so(dist):
     result = run(dist, "stop", "fake")
     assert result.returncode == 1 and "error: no running launch of fake" in result.stderr
