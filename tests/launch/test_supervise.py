@@ -137,7 +137,7 @@ def test_forklift_stop_ends_a_serving_launch(dist):
     )
     try:
         state = folder / "state" / f"{port}.json"
-        wait_for(state.exists)
+        wait_for(lambda: any('"status": "ok"' in p.read_text() for p in (folder / "receipts").glob("*-boot-*.json")))
         entry = json.loads(state.read_text())
         stopped = run(dist, "stop", "fake")
         assert stopped.returncode == 0, stopped.stderr
