@@ -31,7 +31,8 @@ class Boot:
 
     @property
     def setting(self) -> str:
-        return (self.receipt.profile or {}).get("name") or self.body.setting or "default"
+        """Labelled as bench receipts are (BenchRun.setting): the stated setting, else the profile name."""
+        return self.body.setting or (self.receipt.profile or {}).get("name") or "default"
 
     @property
     def build(self) -> str:
@@ -98,7 +99,6 @@ class Row:
     host: str
     workload: str
     cell: str
-    concurrency: int | None
     old: Side
     new: Side
     result: CellResult | None = None
@@ -155,22 +155,22 @@ def _side(build: str, setting: str, machine: str, workload: str, runs: list[Benc
     return Side(build, setting, mine, boot)
 
 
-def _cells(runs: list[BenchRun]) -> dict[str, int]:
-    """Cell name -> concurrency, in the order measured."""
-    return {cell.name: cell.concurrency for run in runs for cell in run.body.cells}
+def _cells(runs: list[BenchRun]) -> list[str]:
+    """Cell names in the order measured; one dash row when there are none (a side that never ran)."""
+    return list(dict.fromkeys(cell.name for run in runs for cell in run.body.cells)) or ["–"]
 
 
 def _rows(old: Side, new: Side, host: str, workload: str, seed: int) -> tuple[list[Row], GroupComparison | None]:
     """Rows of one setting pair; compared when both sides have numbers, else showing why one has none."""
-    cells = _cells(old.runs + new.runs) or {"–": None}
+    cells = _cells(old.runs + new.runs)
     if not (old.runs and new.runs):
-        return [Row(host, workload, name, c, old, new) for name, c in cells.items()], None
+        return [Row(host, workload, name, old, new) for name in cells], None
     try:
         comparison = compare_groups(old.runs, new.runs, seed=seed)
     except ForkliftError as refused:
-        return [Row(host, workload, name, c, old, new, refused=str(refused)) for name, c in cells.items()], None
+        return [Row(host, workload, name, old, new, refused=str(refused)) for name in cells], None
     results = {c.cell: c for c in comparison.cells}
-    return [Row(host, workload, name, c, old, new, result=results.get(name)) for name, c in cells.items()], comparison
+    return [Row(host, workload, name, old, new, result=results.get(name)) for name in cells], comparison
 
 
 def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -> Campaign:
@@ -204,8 +204,7 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
                 if not (old.runs or new.runs or old.boot or new.boot):
                     continue
                 if baseline is None:  # one build: numbers, nothing to compare against
-                    cells = _cells(old.runs) or {"–": None}
-                    rows += [Row(host, workload, name, c, old, Side(new_build, new_setting)) for name, c in cells.items()]
+                    rows += [Row(host, workload, name, old, Side(new_build, new_setting)) for name in _cells(old.runs)]
                     continue
                 new_rows, comparison = _rows(old, new, host, workload, seed)
                 rows += new_rows
