@@ -53,7 +53,9 @@ def setting(comparison: GroupComparison) -> str:
 
 def pairing(paired: bool, pairs: int, requests_a: int, requests_b: int) -> str:
     if paired:
-        return f"paired by prompt: {pairs} pairs"
+        alone = f" (left out, no partner: A {requests_a - pairs}, B {requests_b - pairs})" if (
+            requests_a > pairs or requests_b > pairs) else ""
+        return f"paired by prompt: {pairs} pairs{alone}"
     return f"unpaired bootstrap (prompts differ: {pairs} shared ids; A {requests_a}, B {requests_b} requests)"
 
 

@@ -82,3 +82,10 @@ def test_more_sides_are_each_compared_with_the_first_and_unpaired_cells_say_so(t
     assert first["cells"][0]["paired"] and not second["cells"][0]["paired"]
     table = forklift("compare", a, c)
     assert "unpaired bootstrap (prompts differ: 0 shared ids; A 8, B 8 requests)" in table.stdout
+
+
+def test_requests_without_a_partner_are_said_to_be_left_out(tmp_path):
+    a = written(bench_receipt({"single": records(prompts=8, runs=1)}, kept=[0]), tmp_path / "a")
+    b = written(bench_receipt({"single": records(prompts=8, runs=2)}, kept=[0, 1]), tmp_path / "b")
+    done = forklift("compare", a, b)
+    assert "paired by prompt: 8 pairs (left out, no partner: A 0, B 8)" in done.stdout
