@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -49,7 +49,6 @@ class BenchPlan:
     timeout: float = 600.0
     engine: str = "vllm"
     seed: int = 0  # of the pacing process
-    client: dict[str, Any] = field(default_factory=dict)
 
     def kept_runs(self) -> list[int]:
         return [self.runs - 1] if self.keep == "last" else list(range(self.runs))

@@ -28,8 +28,3 @@ class SSEDecoder:
             if lines:
                 payloads.append(b"\n".join(line[6:] if line[5:6] == b" " else line[5:] for line in lines))
         return payloads
-
-    @property
-    def pending(self) -> bytes:
-        """Bytes of an event not yet terminated: non-empty when a stream is cut mid-event."""
-        return self._buffer
