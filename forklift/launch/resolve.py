@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 
 from forklift.engines import EngineAdapter
@@ -109,7 +110,10 @@ def parse_sets(sets: list[str]) -> tuple[dict[str, str], dict[str, object]]:
 
 def _toml_value(text: str) -> object:
     """`4096` -> 4096, `true` -> True, `{method = "ngram"}` -> dict; anything else stays text."""
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
 
     try:
         return tomllib.loads(f"v = {text}")["v"]

@@ -95,3 +95,10 @@ def test_series_boot_facts_are_generic_key_values():
     line = "(EngineCore pid=3) INFO 11-30 09:23:34 [core.py:407] forklift boot fact: kv_cache_blocks=8192 block_size=128"
     facts = parse_boot_log([line, "forklift boot fact: patch.series=example"], VLLM)
     assert facts.extra == {"kv_cache_blocks": "8192", "block_size": "128", "patch.series": "example"}
+
+
+def test_metric_names_exist_in_the_pinned_source(vllm_032_tree):
+    files = ["vllm/v1/metrics/loggers.py", "vllm/v1/spec_decode/metrics.py"]
+    strings = set().union(*(source_strings(vllm_032_tree.path / f) for f in files))
+    missing = [name for name in VLLM.metrics.values() if name not in strings]
+    assert missing == []
