@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -101,19 +102,32 @@ def wait_for(predicate, timeout=30.0):
         time.sleep(0.1)
 
 
-def test_ctrl_c_during_boot_stops_the_engine_and_its_children(dist):
+@contextmanager
+def background_launch(dist, mode):
+    """`forklift launch fake` running in the background; killed at the end if a test left it running."""
     folder, _, env = dist
     proc = subprocess.Popen(
-        [*FORKLIFT, "-c", str(folder), "launch", "fake"], env={**env, "FAKE_ENGINE_MODE": "never"},
+        [*FORKLIFT, "-c", str(folder), "launch", "fake"], env={**env, "FAKE_ENGINE_MODE": mode},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        wait_for(lambda: (folder / "child.pid").exists() and (folder / "child.pid").read_text())
-        os.kill(proc.pid, signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def engine_started(folder: Path) -> bool:
+    path = folder / "child.pid"
+    return path.exists() and bool(path.read_text())
+
+
+def test_ctrl_c_during_boot_stops_the_engine_and_its_children(dist):
+    folder = dist[0]
+    with background_launch(dist, "never") as proc:
+        wait_for(lambda: engine_started(folder))
+        os.kill(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     data = receipt(folder)
     assert data["status"] == "interrupted" and data["body"]["outcome"] == "interrupted"
@@ -130,22 +144,15 @@ def _cmdline(pid: str) -> str:
 
 
 def test_forklift_stop_ends_a_serving_launch(dist):
-    folder, port, env = dist
-    proc = subprocess.Popen(
-        [*FORKLIFT, "-c", str(folder), "launch", "fake"], env={**env, "FAKE_ENGINE_MODE": "healthy"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        state = folder / "state" / f"{port}.json"
+    folder, port, _ = dist
+    state = folder / "state" / f"{port}.json"
+    with background_launch(dist, "healthy") as proc:
         wait_for(lambda: any('"status": "ok"' in p.read_text() for p in (folder / "receipts").glob("*-boot-*.json")))
         entry = json.loads(state.read_text())
         stopped = run(dist, "stop", "fake")
         assert stopped.returncode == 0, stopped.stderr
         assert f"stopped fake at http://127.0.0.1:{port}" in stopped.stdout
         out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert proc.returncode == 0, err
     assert "ready in" in out and "serving; Ctrl-C or `forklift stop` to end" in out
     assert receipt(folder)["status"] == "ok"
@@ -154,19 +161,11 @@ def test_forklift_stop_ends_a_serving_launch(dist):
 
 
 def test_forklift_stop_during_boot_interrupts_it(dist):
-    folder, port, env = dist
-    proc = subprocess.Popen(
-        [*FORKLIFT, "-c", str(folder), "launch", "fake"], env={**env, "FAKE_ENGINE_MODE": "never"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        wait_for((folder / "state" / f"{port}.json").exists)
-        wait_for(lambda: (folder / "child.pid").exists() and (folder / "child.pid").read_text())
+    folder, port, _ = dist
+    with background_launch(dist, "never") as proc:
+        wait_for(lambda: (folder / "state" / f"{port}.json").exists() and engine_started(folder))
         assert run(dist, "stop").returncode == 0
         proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert proc.returncode == 130
     assert receipt(folder)["status"] == "interrupted"
     assert not alive(child_pid(folder))
