@@ -56,7 +56,6 @@ class EngineAdapter:
     log_prefix: re.Pattern[str]  # process/level/time/location prefix stripped from reported lines
     metrics: dict[str, str] = field(default_factory=dict)  # role -> Prometheus metric name
     deprecated_env: dict[str, str] = field(default_factory=dict)  # variable -> the flag that supersedes it
-    positional_model: bool = True
 
     def serve_argv(self, python: str | None) -> list[str]:
         """The command that starts the server, before the model and flags."""
