@@ -54,9 +54,9 @@ def launch(
         facts = booted.body.facts
         console.print(f"ready in {booted.body.boot_seconds:.1f} s at {booted.server.url} (log {booted.server.log_path})",
                       soft_wrap=True)
-        console.print(f"KV pool: {facts.kv_pool_tokens} tokens ({facts.kv_pool_device}), "
+        console.print(f"KV pool: {_count(facts.kv_pool_tokens)} tokens ({facts.kv_pool_device or '?'}), "
                       f"KV memory: {facts.kv_memory_gib} GiB, max concurrency: {facts.max_concurrency}x "
-                      f"at {facts.max_concurrency_tokens} tokens", soft_wrap=True)
+                      f"at {_count(facts.max_concurrency_tokens)} tokens per request", soft_wrap=True)
         for key, value in facts.extra.items():
             console.print(f"boot fact: {key}={value}", soft_wrap=True)
         if control:
@@ -76,6 +76,11 @@ def launch(
         on_ready=ready,
         serve=not control,
     )
+    console.print("stopped: the engine's process group is gone")
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
 
 
 @app.command()
