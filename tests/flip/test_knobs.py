@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from forklift.engines.vllm import VLLM
-from forklift.flip.knobs import patched_registry, pristine_registry
+from forklift.knobs.overlay import patched_registry, pristine_registry
 from forklift.knobs import compare, registry
 from forklift.source import default_cache
 

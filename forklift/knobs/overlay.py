@@ -1,0 +1,68 @@
+"""Registries without patched copies: a patched tree's registry is its pristine registry with the
+changed files re-read, and a pristine tree's registry is kept in the cache (trees there never change,
+and the AST walk over ~2,000 modules is the slow part)."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from forklift.engines import EngineAdapter
+from forklift.errors import ForkliftError
+from forklift.knobs.registry import Read, Registry, bare_reads, registered_names, registry
+from forklift.receipts.store import write_atomic
+from forklift.source import Cache, Tree
+
+
+def _parse(content: bytes, path: str) -> ast.Module:
+    try:
+        return ast.parse(content, filename=path)
+    except SyntaxError as exc:
+        raise ForkliftError(f"{path}:{exc.lineno}: not valid Python after the series: {exc.msg}") from None
+
+
+def _may_read(content: bytes, adapter: EngineAdapter) -> bool:
+    """Cheap text test before parsing: only a module naming the prefix and the environment can read it."""
+    return adapter.env_prefix.encode() in content and (b"environ" in content or b"getenv" in content)
+
+
+def patched_registry(pristine: Registry, files: dict[str, bytes | None], adapter: EngineAdapter) -> Registry:
+    """The registry of pristine + `files` (path -> new content, None deleted), re-reading only those files."""
+    names = set(pristine.names)
+    if adapter.registry_file in files:
+        content = files[adapter.registry_file]
+        names = registered_names(_parse(content, adapter.registry_file), adapter.registry_dict) \
+            if content is not None else set()
+    reads = [r for r in pristine.bypass if r.path not in files]
+    for path, content in files.items():
+        if content is None or path == adapter.registry_file or not path.endswith(".py") \
+                or not path.startswith(adapter.package + "/") or not _may_read(content, adapter):
+            continue
+        for name, line, how in bare_reads(_parse(content, path), adapter.env_prefix):
+            reads.append(Read(name, path, line, how, False))
+    reads = [Read(r.name, r.path, r.line, r.how, r.name in names) for r in reads]
+    return Registry(pristine.root, tuple(sorted(names)), tuple(sorted(reads, key=lambda r: (r.path, r.line, r.name))))
+
+
+def _cache_key(tree: Tree, adapter: EngineAdapter) -> str:
+    """The tree's digest and the registry code that read it: either changing makes a new entry."""
+    code = Path(importlib.import_module(registered_names.__module__).__file__).read_bytes()
+    return hashlib.sha256(f"{tree.kind}:{tree.digest}:{adapter.name}:".encode() + code).hexdigest()
+
+
+def pristine_registry(tree: Tree, adapter: EngineAdapter, cache: Cache) -> Registry:
+    """The registry of a pristine tree, read once per release: trees in the cache never change,
+    and the AST walk over ~2,000 modules is most of a flip's time."""
+    entry = cache.root / "knobs" / f"{_cache_key(tree, adapter)}.json"
+    try:
+        raw = json.loads(entry.read_text(encoding="utf-8"))
+        return Registry(tree.path, tuple(raw["names"]), tuple(Read(**r) for r in raw["bypass"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # absent or unreadable: read the tree
+    found = registry(tree.path, adapter)
+    write_atomic(entry, json.dumps({"names": list(found.names), "bypass": [asdict(r) for r in found.bypass]}))
+    return found
