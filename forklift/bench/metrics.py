@@ -13,7 +13,6 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from forklift.bench.vllm_metrics import MISSING_FROM_ADAPTER
 from forklift.engines import adapter
 
 # family -> {frozenset(labels): value}; counters summed over their `_total` samples.
@@ -33,8 +32,8 @@ PER_POSITION_ROLE = "spec_accepted_per_pos"
 
 
 def metric_names(engine: str) -> dict[str, str]:
-    """Role -> family name: the engine adapter's, plus the stopgap list until the adapter has them."""
-    return {**MISSING_FROM_ADAPTER, **adapter(engine).metrics}
+    """Role -> Prometheus family name, from the engine adapter."""
+    return dict(adapter(engine).metrics)
 
 
 def parse_snapshot(text: str) -> Snapshot:

@@ -140,6 +140,9 @@ VLLM = EngineAdapter(
         "requests_running": "vllm:num_requests_running",
         "kv_cache_usage": "vllm:kv_cache_usage_perc",
         "preemptions": "vllm:num_preemptions",
+        "generation_tokens": "vllm:generation_tokens",
+        "prompt_tokens": "vllm:prompt_tokens",
+        "cache_config": "vllm:cache_config_info",  # an info gauge: its labels carry kv_cache_size_tokens
     },
     # Legacy variables that overlap a CLI flag: when both are set, one silently beats the
     # other (the 0.29 retention-interval bug). vLLM keeps no machine-readable list; each
