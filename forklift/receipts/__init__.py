@@ -1,0 +1,6 @@
+"""Receipts: the one versioned JSON envelope every measuring command writes, and reads back."""
+
+from forklift.receipts.envelope import Fingerprint, Receipt, fingerprint, new_receipt
+from forklift.receipts.store import read_receipts, write_receipt
+
+__all__ = ["Fingerprint", "Receipt", "fingerprint", "new_receipt", "read_receipts", "write_receipt"]
