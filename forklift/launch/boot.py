@@ -102,9 +102,11 @@ def failure_message(body: BootBody) -> str:
     """One line: the fatal line when the log has one, else the timeout and the log's last line."""
     where = f" (log: {body.log_path})" if body.log_path else ""
     if body.outcome == "died":
-        how = f"exited during boot with code {body.exit_code}" if body.exit_code is not None else "failed during boot"
+        # Whether the engine exited by itself or was stopped after saying it was going down is a
+        # race; the message leads with the cause either way.
+        code = f" (exit code {body.exit_code})" if body.exit_code is not None else ""
         cause = body.facts.fatal or (body.last_lines[-1] if body.last_lines else "no output")
-        return f"engine {how}: {cause}{where}"
+        return f"engine failed during boot{code}: {cause}{where}"
     if body.outcome == "timeout":
         tail = " | ".join(line.strip() for line in body.last_lines[-3:] if line.strip()) or "no output"
         return f"engine not healthy after {body.boot_seconds:.0f} s; last log lines: {tail}{where}"

@@ -78,7 +78,7 @@ def test_engine_dying_during_boot_reports_its_fatal_line_not_a_timeout(dist):
     folder = dist[0]
     result = run(dist, "launch", "fake", mode="die")
     assert result.returncode == 1
-    assert ("error: engine exited during boot with code 3: ValueError: No available memory for the cache blocks"
+    assert ("error: engine failed during boot (exit code 3): ValueError: No available memory for the cache blocks"
             in result.stderr)
     assert receipt(folder)["body"]["outcome"] == "died"
     assert not alive(child_pid(folder))
