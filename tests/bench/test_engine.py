@@ -161,3 +161,23 @@ env = {{ HF_HUB_OFFLINE = "1", TRANSFORMERS_OFFLINE = "1", VLLM_CPU_KVCACHE_SPAC
     assert body["setting"].startswith("tiny") and "KV pool tokens" in result.output
     with pytest.raises(OSError):  # stopped: nothing listens any more
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_bench_against_transformers_serve(transformers_server, tmp_path):
+    """A second, different real server: usage only in the final chunk, no /metrics, no role-only
+    quirks of vLLM's. The records must still be whole and the missing counters absent, not zero."""
+    out, receipt = bench(
+        tmp_path, "--url", transformers_server.url, "--model", transformers_server.model,
+        "--cohort", str(cohort(tmp_path)), "--max-tokens", "8", "--sampling", "greedy",
+    )
+    assert receipt.status == "ok", out
+    [cell] = receipt.body["cells"]
+    records = cell["requests"]
+    assert len(records) == len(PROMPTS)
+    for record in records:
+        assert record["status"] == 200 and record["error_kind"] is None
+        assert record["completion_tokens"] == 8 and record["tokens_from"] == "usage"
+        assert record["prompt_tokens"] > 0 and record["output_sha256"]
+        assert record["send"] < record["first_token"] <= record["end"]
+    assert "spec_drafts" not in cell["metrics_delta"]
+    assert cell["cross_check"].get("match") is not True  # nothing to cross-check without server counters
