@@ -53,7 +53,7 @@ def render_report(report) -> None:
     console.print(table)
     for finding in report.findings:
         console.print(f"[red]FAIL[/] {finding.check}: {finding.subject}: {finding.message}", soft_wrap=True)
-    touched = ", ".join(f"{f.path} (+{f.added} -{f.removed})" for f in report.manifest)
+    touched = ", ".join(f"{f.path} (+{f.added} -{f.removed})" for f in report.touched)
     console.print(f"files touched: {touched or 'none'}", soft_wrap=True)
     console.print(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}", soft_wrap=True)
 

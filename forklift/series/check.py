@@ -1,7 +1,7 @@
 """`forklift check`: the fail-closed gate over a series and a pristine tree (pure core).
 
 Everything here is a plain function of the parsed series and a reader of
-pristine file contents; the command line materializes the tree and renders.
+pristine file contents; series/gate.py materializes the tree and writes the receipt.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class CheckReport(BaseModel):
     pass2: list[PatchRow]
     findings: list[Finding]
     overlay_hash: str | None
-    manifest: list[FileStat]
+    touched: list[FileStat]  # files the overlay changes, with the +/- lines the series brings
 
     @property
     def ok(self) -> bool:
@@ -158,7 +158,7 @@ def compile_findings(overlay: Overlay, memo: CompiledMemo | None = None) -> list
     return findings
 
 
-def manifest(changed: dict[str, tuple[bytes | None, bytes | None]], patches: list[Patch]) -> list[FileStat]:
+def touched_files(changed: dict[str, tuple[bytes | None, bytes | None]], patches: list[Patch]) -> list[FileStat]:
     """Files the overlay touches, with the +/- lines the series adds and removes in each."""
     totals: dict[str, list[int]] = {path: [0, 0] for path in changed}
     for patch in patches:
@@ -213,7 +213,7 @@ def check_series(
         pass2=pass2,
         findings=findings,
         overlay_hash=overlay_hash(changed) if changed else None,
-        manifest=manifest(changed, patches),
+        touched=touched_files(changed, patches),
     )
 
 

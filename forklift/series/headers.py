@@ -57,7 +57,8 @@ def _parse_mail(text: str) -> Header:
     while i < len(lines) and lines[i].strip():
         line = lines[i]
         if line[:1] in " \t" and last:  # RFC 822 folded header
-            fields[last] += " " + line.strip()
+            if last in fields:
+                fields[last] += " " + line.strip()
         elif m := _FIELD.match(line):
             name, value = m.group(1), m.group(2).strip()
             if name.lower() == "subject":
@@ -103,7 +104,7 @@ def _parse_dep3(text: str) -> Header:
             fields[last] += "\n" + ("" if continuation == "." else continuation)
             continue
         m = _FIELD.match(line)
-        if m and " " not in m.group(1):
+        if m:
             last = SYNONYMS.get(m.group(1).lower(), m.group(1).lower())
             if last in fields:
                 last = None  # a repeated field keeps its first value

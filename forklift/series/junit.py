@@ -10,7 +10,6 @@ OTHER_CHECKS = ("whitespace", "compile", "patches-md", "nothing-changed", "manif
 
 
 def junit_xml(report: CheckReport) -> str:
-    failures = {(f.check, f.subject): f.message for f in report.findings}
     suite = ET.Element("testsuite", name="forklift check")
     cases = [("pass1", row.name) for row in report.pass1] + [("pass2", row.name) for row in report.pass2]
     for check in OTHER_CHECKS:

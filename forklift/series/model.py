@@ -20,6 +20,9 @@ from forklift.series.headers import Header, parse_header
 SERIES_FILE = "series"
 PATCH_SUFFIXES = (".patch", ".diff")
 _DIFF_START = re.compile(r"^(diff --git |--- |Index: )", re.MULTILINE)
+# CRLF noise: the patch file itself was converted. Content lines may end in CRLF legitimately
+# (upstream ships CRLF files, e.g. vllm/config/fault_tolerance.py in 0.32.0); diff lines may not.
+_CRLF_CONTROL = re.compile(r"^(?:diff --git |--- |\+\+\+ |@@ |index |new file mode |deleted file mode ).*\r$", re.MULTILINE)
 
 
 class PatchError(ForkliftError):
@@ -163,9 +166,9 @@ def parse_patch(name: str, text: str, strip: int = 1) -> Patch:
     header_text, diff_text = split_header(text)
     if not diff_text.strip():
         raise PatchError(f"{name}: contains no diff")
-    if "\r\n" in diff_text:
-        line_no = text[: text.index("\r\n")].count("\n") + 1
-        raise PatchError(f"{name}: line {line_no}: CRLF line ending in the diff (save the patch with LF endings)")
+    if m := _CRLF_CONTROL.search(diff_text):
+        line_no = text[: len(text) - len(diff_text) + m.start()].count("\n") + 1
+        raise PatchError(f"{name}: line {line_no}: CRLF line ending on a diff line (save the patch with LF endings)")
     try:
         parsed = PatchSet(diff_text)
     except UnidiffParseError as exc:

@@ -11,15 +11,17 @@ from __future__ import annotations
 import difflib
 import hashlib
 
+from forklift.series.engine import split_lines
 from forklift.series.model import Patch
 
 CONTEXT = 3
 
 
 def _text_lines(content: bytes | None) -> list[str]:
+    """Lines split on \\n only, as the engine splits them (str.splitlines also splits on \\f, \\r...)."""
     if content is None:
         return []
-    return content.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    return [line.decode("utf-8", "surrogateescape") for line in split_lines(content)]
 
 
 def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:

@@ -35,13 +35,13 @@ def _patch(old: str, new: str, path: str = "pkg/mod.py", line: int = 2) -> str:
     return f"--- a/{path}\n+++ b/{path}\n@@ -{i - len(before) + 1},{n} +{i - len(before) + 1},{n} @@\n{body}"
 
 
-def test_clean_series_passes_with_overlay_hash_and_manifest(tmp_path):
+def test_clean_series_passes_with_overlay_hash_and_touched_files(tmp_path):
     series, read = _setup(tmp_path, {"1.patch": _patch("b = 2", "b = 20"), "2.patch": _patch("l = 12", "l = 120", line=12)})
     report = check_series(series, read, ["2.patch"])
     assert report.ok, report.findings
     assert [r.status for r in report.pass1] == ["exact", "exact"]
     assert [r.name for r in report.pass2] == ["2.patch"]
-    assert [(f.path, f.added, f.removed) for f in report.manifest] == [("pkg/mod.py", 2, 2)]
+    assert [(f.path, f.added, f.removed) for f in report.touched] == [("pkg/mod.py", 2, 2)]
     assert report.overlay_hash.startswith("sha256:")
 
 

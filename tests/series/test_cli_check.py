@@ -49,7 +49,7 @@ def test_json_and_junit(example, tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["ok"] is True and report["findings"] == []
-    assert {f["path"] for f in report["manifest"]} == {
+    assert {f["path"] for f in report["touched"]} == {
         "vllm/envs.py", "vllm/v1/core/sched/scheduler.py", "vllm/v1/engine/core.py"}
     suite = ET.parse(junit).getroot()
     assert suite.get("failures") == "0" and int(suite.get("tests")) >= 4

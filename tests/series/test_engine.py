@@ -90,3 +90,17 @@ def test_partly_applied_when_some_hunks_are_already_there():
     result = apply_patch(_reader({"f.txt": upstream}), parse_patch("p.patch", text))
     assert [h.status for h in result.hunks] == ["already-applied", "exact"]
     assert result.status == "partly-applied" and not result.applies and result.files == {}
+
+
+def test_a_file_with_crlf_endings_is_patched_byte_for_byte(tmp_path):
+    """Upstream ships CRLF files (vllm 0.32.0: vllm/config/fault_tolerance.py): a patch to one carries
+    CRLF on its content lines, which is not noise."""
+    from forklift.series.render import file_diff
+
+    before = b"one\r\ntwo\r\nthree\r\nfour\r\n"
+    after = b"one\r\nTWO\r\nthree\r\nfour\r\n"
+    text = file_diff("win.py", before, after)
+    result = apply_patch(_reader({"win.py": before}), parse_patch("crlf.patch", text))
+    assert result.status == "exact" and result.files["win.py"] == after
+    write_tree(tmp_path, {"win.py": before})
+    assert git_apply(tmp_path, text).applies

@@ -69,7 +69,7 @@ def test_missing_series_file_is_named(tmp_path):
         (DIFF.replace("a/pkg/mod.py", "a/../etc/passwd"), "escapes the tree"),
         (DIFF.replace("a/pkg/mod.py", "/etc/passwd").replace("b/pkg/mod.py", "/etc/passwd"), "is absolute"),
         (DIFF.replace("@@ -1,3 +1,3 @@", "@@ -1,9 +1,3 @@"), "malformed diff"),
-        (DIFF.replace("\n", "\r\n"), "line 1: CRLF line ending"),
+        (DIFF.replace("\n", "\r\n"), "line 1: CRLF line ending on a diff line"),
         ("Description: only a header\n", "contains no diff"),
         ("diff --git a/x.bin b/x.bin\nBinary files a/x.bin and b/x.bin differ\n", "binary diffs are not supported"),
     ],
@@ -121,3 +121,11 @@ def test_debian_quilt_patch_with_index_line_and_free_text():
     assert patch.header.description == "Fix the frobnicator."
     assert patch.header.get("bug-debian") == "https://bugs.debian.org/1"
     assert patch.files[0].path == "pkg/mod.py"
+
+
+def test_folded_mail_header_after_an_empty_field_is_read_not_a_crash():
+    text = (
+        "From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001\n"
+        "From: Jane <j@x.org>\nSubject:\n folded onto the next line\n\nBody.\n---\n"
+    ) + DIFF
+    assert parse_patch("p.patch", text).header.get("author") == "Jane <j@x.org>"

@@ -48,3 +48,12 @@ def test_created_and_deleted_files_render_as_git_does():
     deleted = file_diff("n.txt", b"a\n", None)
     assert deleted.splitlines()[1:4] == ["deleted file mode 100644", "--- a/n.txt", "+++ /dev/null"]
     assert "@@ -1 +0,0 @@" in deleted
+
+
+@pytest.mark.parametrize("odd", ["\x0c", "\u2028", "\x1c", "\r"])
+def test_lines_split_on_newline_only(odd):
+    """str.splitlines would cut these lines in two and the rendered diff would not apply."""
+    before = f"a\nb{odd}c\nd\ne\n".encode()
+    after = f"a\nb{odd}c\nD\ne\n".encode()
+    result = apply_patch(lambda p: before, parse_patch("d.patch", file_diff("f.txt", before, after)))
+    assert result.status == "exact" and result.files["f.txt"] == after
