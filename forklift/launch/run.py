@@ -16,7 +16,7 @@ from forklift.errors import ForkliftError
 from forklift.launch.boot import Booted, boot, check_control, control_variable, failure_message
 from forklift.launch.resolve import Resolved, parse_sets, resolve
 from forklift.launch.running import Running, register, unregister
-from forklift.launch.supervise import Server, stop
+from forklift.launch.supervise import Server, start_time, stop
 
 
 @dataclass
@@ -99,7 +99,10 @@ def launch(
     entries: list[Running] = []
 
     def started(server: Server) -> None:  # findable by `forklift stop` from the first second of the boot
-        entries.append(Running(resolved.profile, resolved.url, resolved.port, os.getpid(), server.pid, str(log_path)))
+        entries.append(Running(
+            resolved.profile, resolved.url, resolved.port, os.getpid(), server.pid, str(log_path),
+            supervisor_started=start_time(os.getpid()), server_started=start_time(server.pid),
+        ))
         register(entries[0])
 
     try:

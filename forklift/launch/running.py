@@ -9,6 +9,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from forklift.launch.supervise import group_alive, process_alive, start_time
 from forklift.receipts.store import write_atomic
 
 
@@ -29,10 +30,26 @@ class Running:
     supervisor: int  # pid of `forklift launch`
     server: int  # pid (and process group) of the engine
     log_path: str
+    # start_time() of each pid when registered: after a SIGKILLed launch or a reboot the pid
+    # may name another process, which must never be signalled.
+    supervisor_started: int
+    server_started: int
 
     @property
     def path(self) -> Path:
         return state_dir() / f"{self.port}.json"
+
+    def supervisor_running(self) -> bool:
+        return start_time(self.supervisor) == self.supervisor_started and process_alive(self.supervisor)
+
+    def engine_running(self) -> bool:
+        """The engine's process group still has members, and it is still the engine's group."""
+        leader = start_time(self.server)
+        if leader is not None and leader != self.server_started:
+            return False  # the pid names another process now, so the group is not the engine's
+        # Leader gone: Linux hands out no pid that still names a live process group, so
+        # members left under it are the engine's orphaned workers.
+        return group_alive(self.server)
 
 
 def register(entry: Running) -> None:
@@ -48,29 +65,35 @@ def listed() -> list[Running]:
     out = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
-            out.append(Running(**json.loads(path.read_text(encoding="utf-8"))))
+            entry = Running(**json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError):
             path.unlink(missing_ok=True)  # a torn or foreign file cannot be stopped through
+            continue
+        if entry.supervisor_running() or entry.engine_running():
+            out.append(entry)
+        else:
+            path.unlink(missing_ok=True)  # left by a killed launch or before a reboot: nothing to stop
     return out
 
 
 def stop_running(entry: Running, timeout: float = 60.0) -> None:
-    """Ask the supervisor to stop (it stops the engine's group and records it); if it is gone, stop the group."""
-    from forklift.launch.supervise import group_alive, process_alive
+    """Ask the supervisor to stop (it stops the engine's group and records it); if it is gone, stop the group.
 
-    if process_alive(entry.supervisor):
+    Only the processes the entry recorded are signalled: a pid now naming another process is left alone.
+    """
+    if entry.supervisor_running():
         os.kill(entry.supervisor, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while (process_alive(entry.supervisor) or group_alive(entry.server)) and time.monotonic() < deadline:
+        while (entry.supervisor_running() or entry.engine_running()) and time.monotonic() < deadline:
             time.sleep(0.2)
     for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
-        if not group_alive(entry.server):
+        if not entry.engine_running():
             break
         try:
             os.killpg(entry.server, sig)
         except ProcessLookupError:
             break
         deadline = time.monotonic() + wait
-        while group_alive(entry.server) and time.monotonic() < deadline:
+        while entry.engine_running() and time.monotonic() < deadline:
             time.sleep(0.2)
     unregister(entry)

@@ -128,16 +128,27 @@ def boot_body(server: Server, adapter: EngineAdapter, outcome: str, setting: str
     return body
 
 
-def _stat(pid: str) -> tuple[str, int] | None:
-    """(state, process group) of a process from /proc, None if it is gone."""
+def _fields(pid: str) -> list[str] | None:
+    """/proc/<pid>/stat from field 3 (state) on, None if the process is gone."""
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
             stat = fh.read()
     except OSError:
         return None
-    # Fields after the parenthesised command name: state, ppid, pgrp, ...
-    state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
-    return state, int(pgrp)
+    return stat.rsplit(")", 1)[1].split()  # the parenthesised command name may hold spaces
+
+
+def _stat(pid: str) -> tuple[str, int] | None:
+    """(state, process group) of a process from /proc, None if it is gone."""
+    fields = _fields(pid)
+    return None if fields is None else (fields[0], int(fields[2]))
+
+
+def start_time(pid: int) -> int | None:
+    """When the process started (clock ticks since boot, stat field 22): with the pid, it names one process,
+    so a pid the kernel handed to someone else is told apart. None if no such process."""
+    fields = _fields(str(pid))
+    return None if fields is None else int(fields[22 - 3])
 
 
 def process_alive(pid: int) -> bool:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 
 from forklift.launch.preflight import cuda_mismatch
 from forklift.launch.running import Running, listed, register, stop_running
-from forklift.launch.supervise import group_alive
+from forklift.launch.supervise import group_alive, start_time
 
 
 def test_cuda_build_newer_than_the_driver_is_named():
@@ -18,16 +20,28 @@ def test_cuda_build_newer_than_the_driver_is_named():
     assert cuda_mismatch(None, "12.8") is None  # a CPU build: nothing to compare
 
 
-def test_stop_kills_the_group_when_the_supervisor_is_gone(tmp_path, monkeypatch):
-    monkeypatch.setenv("FORKLIFT_STATE_DIR", str(tmp_path))
-    # An orphaned engine: its own process group with a child, and a supervisor pid that no longer runs.
-    engine = subprocess.Popen(
+def orphaned_engine() -> subprocess.Popen:
+    """An engine whose supervisor was killed: its own process group, with a child of its own."""
+    return subprocess.Popen(
         [sys.executable, "-c", "import subprocess,sys,time; subprocess.Popen([sys.executable,'-c','import time; time.sleep(600)']); time.sleep(600)"],
         start_new_session=True,
     )
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+
+
+def gone_supervisor() -> tuple[int, int]:
+    """(pid, start time) of a supervisor that no longer runs."""
+    gone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    started = start_time(gone.pid)
+    gone.kill()
     gone.wait()
-    entry = Running("p", "http://127.0.0.1:1", 1, gone.pid, engine.pid, "log")
+    return gone.pid, started
+
+
+def test_stop_kills_the_group_when_the_supervisor_is_gone(tmp_path, monkeypatch):
+    monkeypatch.setenv("FORKLIFT_STATE_DIR", str(tmp_path))
+    engine = orphaned_engine()
+    supervisor, supervisor_started = gone_supervisor()
+    entry = Running("p", "http://127.0.0.1:1", 1, supervisor, engine.pid, "log", supervisor_started, start_time(engine.pid))
     register(entry)
     try:
         assert listed() == [entry]
@@ -38,3 +52,32 @@ def test_stop_kills_the_group_when_the_supervisor_is_gone(tmp_path, monkeypatch)
     finally:
         if engine.poll() is None:
             engine.kill()
+
+
+def test_a_reused_pid_is_never_signalled_and_its_entry_is_dropped(tmp_path, monkeypatch):
+    """After a SIGKILLed launch or a reboot the recorded pids can name unrelated processes. The reuse is
+    staged with a real process group whose start time differs from the recorded one (what a reused pid shows)."""
+    monkeypatch.setenv("FORKLIFT_STATE_DIR", str(tmp_path))
+    unrelated = orphaned_engine()
+    supervisor, supervisor_started = gone_supervisor()
+    entry = Running("p", "http://127.0.0.1:1", 1, supervisor, unrelated.pid, "log",
+                    supervisor_started, start_time(unrelated.pid) - 1)
+    register(entry)
+    try:
+        stop_running(entry)  # what a caller holding the stale entry would do
+        assert unrelated.poll() is None and group_alive(unrelated.pid)
+        register(entry)
+        assert listed() == [] and not entry.path.exists()
+        assert unrelated.poll() is None
+    finally:
+        os.killpg(unrelated.pid, signal.SIGKILL)
+        unrelated.wait()
+
+
+def test_an_entry_whose_processes_are_all_gone_is_dropped(tmp_path, monkeypatch):
+    monkeypatch.setenv("FORKLIFT_STATE_DIR", str(tmp_path))
+    supervisor, supervisor_started = gone_supervisor()
+    engine, engine_started = gone_supervisor()
+    entry = Running("p", "http://127.0.0.1:1", 1, supervisor, engine, "log", supervisor_started, engine_started)
+    register(entry)
+    assert listed() == [] and not entry.path.exists()
