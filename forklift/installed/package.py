@@ -7,6 +7,7 @@ import csv
 import hashlib
 import io
 import os
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -97,15 +98,45 @@ def site_from_python(python: Path, package: str) -> Path:
     return Path(location).parent
 
 
+def script_python(script: Path) -> Path | None:
+    """The interpreter a console script runs, from its first lines; None when it does not name one.
+
+    Three forms: `#!/venv/bin/python`; `#!/usr/bin/env python3` (looked up on PATH, as env
+    does); and pip's `#!/bin/sh` trampoline, written when the interpreter's path is too long
+    or holds spaces, whose second line is `'''exec' "/path/to/python" "$0" "$@"`.
+    """
+    try:
+        with open(script, "rb") as fh:
+            lines = fh.read(1024).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    words = lines[0][2:].split() if lines and lines[0].startswith("#!") else []
+    if not words:
+        return None
+    if Path(words[0]).name == "env":
+        program = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), None)
+        found = shutil.which(program) if program else None
+        return Path(found) if found else None
+    if Path(words[0]).name in ("sh", "bash"):
+        if len(lines) < 2 or not lines[1].startswith("'''exec'"):
+            return None
+        try:
+            exec_line = shlex.split(lines[1])  # '''exec' parses as the word exec
+        except ValueError:
+            return None
+        return Path(exec_line[1]) if len(exec_line) > 1 and exec_line[0] == "exec" else None
+    return Path(words[0])
+
+
 def default_location(script: str) -> Path:
-    """The interpreter behind the engine's console script on PATH (its shebang)."""
+    """The interpreter behind the engine's console script on PATH."""
     found = shutil.which(script)
     if not found:
         raise UsageError(f"no PATH given and no {script!r} command on PATH: give the site-packages or venv")
-    first = Path(found).read_bytes().split(b"\n", 1)[0]
-    if not first.startswith(b"#!"):
+    python = script_python(Path(found))
+    if python is None:
         raise UsageError(f"{found}: not a Python console script; give the site-packages or venv")
-    return Path(first[2:].decode().strip().split()[0])
+    return python
 
 
 def locate(path: Path | None, package: str, script: str) -> InstalledPackage:

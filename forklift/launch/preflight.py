@@ -10,6 +10,7 @@ from pathlib import Path
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
+from forklift.installed.package import script_python
 from forklift.launch.resolve import Resolved
 
 NVIDIA_PROC = Path("/proc/driver/nvidia/version")
@@ -32,10 +33,8 @@ def engine_python(resolved: Resolved, adapter: EngineAdapter) -> str | None:
     if resolved.command[0] != adapter.serve_script:
         return None  # a custom command: forklift cannot tell which interpreter it runs
     found = shutil.which(adapter.serve_script)
-    if not found:
-        return None
-    first = Path(found).read_bytes()[:512].split(b"\n", 1)[0]
-    return first[2:].decode().strip().split()[0] if first.startswith(b"#!") else None
+    python = script_python(Path(found)) if found else None
+    return str(python) if python else None
 
 
 def engine_importable(python: str, adapter: EngineAdapter) -> None:

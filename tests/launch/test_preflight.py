@@ -1,4 +1,5 @@
-"""Preflight pieces that need no engine: the CUDA build against the driver, and stop without a supervisor."""
+"""Preflight pieces that need no engine: the CUDA build against the driver, stop without a supervisor,
+the interpreter behind the console script."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import signal
 import subprocess
 import sys
 
-from forklift.launch.preflight import cuda_mismatch
+import pytest
+
+from forklift.engines.vllm import VLLM
+from forklift.errors import UsageError
+from forklift.installed.package import default_location
+from forklift.launch.preflight import cuda_mismatch, engine_python
+from forklift.launch.resolve import Resolved
 from forklift.launch.running import Running, listed, register, stop_running
 from forklift.launch.supervise import group_alive, start_time
 
@@ -81,3 +88,38 @@ def test_an_entry_whose_processes_are_all_gone_is_dropped(tmp_path, monkeypatch)
     entry = Running("p", "http://127.0.0.1:1", 1, supervisor, engine, "log", supervisor_started, engine_started)
     register(entry)
     assert listed() == [] and not entry.path.exists()
+
+
+SCRIPTS = {
+    "a plain shebang": "#!{python}\nimport sys\n",
+    "/usr/bin/env": "#!/usr/bin/env python3\nimport sys\n",
+    "pip's /bin/sh trampoline": "#!/bin/sh\n'''exec' \"{python}\" \"$0\" \"$@\"\n' '''\nimport sys\n",
+}
+
+
+@pytest.mark.parametrize("form", SCRIPTS)
+def test_the_engine_python_is_read_from_every_console_script_form(tmp_path, monkeypatch, form):
+    """Both callers (launch preflight and `forklift installed`) read the interpreter the same way."""
+    # Spaces in the path are what make pip write the trampoline (a shebang cannot hold them).
+    folder = tmp_path / ("a venv with spaces" if "trampoline" in form else "venv") / "bin"
+    folder.mkdir(parents=True)
+    python = folder / "python3"
+    python.symlink_to(sys.executable)
+    script = folder / "vllm"
+    script.write_text(SCRIPTS[form].format(python=python))
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(folder))
+    resolved = Resolved("p", {}, None, "m", "m", "127.0.0.1", 1, 1.0, ["vllm", "serve"], [], {})
+    assert engine_python(resolved, VLLM) == str(python)
+    assert default_location("vllm") == python
+
+
+def test_a_shell_script_that_runs_no_python_is_not_taken_for_one(tmp_path, monkeypatch):
+    script = tmp_path / "vllm"
+    script.write_text("#!/bin/sh\nexec something-else \"$@\"\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    resolved = Resolved("p", {}, None, "m", "m", "127.0.0.1", 1, 1.0, ["vllm", "serve"], [], {})
+    assert engine_python(resolved, VLLM) is None
+    with pytest.raises(UsageError, match="not a Python console script"):
+        default_location("vllm")
