@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
-from forklift.launch.facts import BootBody
+from forklift.launch.facts import BootBody, BootFacts
 from forklift.launch.resolve import REDACTED, Resolved, is_secret, printed_lines
 from forklift.launch.supervise import Server, boot_body, start, stop, wait_healthy
 from forklift.receipts import new_receipt, write_receipt
@@ -80,7 +80,11 @@ def boot(
             receipt.body = body.model_dump()
             write_receipt(receipt, receipts, path)
 
-    server = start(resolved, log_path, extra_env)
+    try:
+        server = start(resolved, log_path, extra_env)
+    except ForkliftError as exc:  # nothing started: the receipt says why, not "partial" forever
+        record(BootBody(outcome="refused", setting=setting, log_path=str(log_path), facts=BootFacts(fatal=str(exc))))
+        raise
     try:
         if on_start:
             on_start(server)

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 
 from forklift.engines import EngineAdapter
+from forklift.errors import ForkliftError
 from forklift.launch.facts import BootBody
 from forklift.launch.logfacts import parse_boot_log, strip_prefix
 from forklift.launch.resolve import Resolved
@@ -36,7 +37,6 @@ class Server:
     url: str
     model: str
     started: float
-    boot: BootBody | None = None
 
     @property
     def pid(self) -> int:
@@ -48,15 +48,18 @@ def start(resolved: Resolved, log_path: Path, extra_env: dict[str, str] | None =
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **resolved.env, **(extra_env or {})}
     with open(log_path, "ab") as log:
-        process = subprocess.Popen(
-            resolved.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # its own process group: one signal reaches every worker
-            close_fds=True,
-        )
+        try:
+            process = subprocess.Popen(
+                resolved.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # its own process group: one signal reaches every worker
+                close_fds=True,
+            )
+        except OSError as exc:  # no such command, not executable, ...
+            raise ForkliftError(f"cannot start the engine command {resolved.argv[0]!r}: {exc.strerror}") from None
     return Server(process, log_path, resolved.url, resolved.served_name, time.monotonic())
 
 
@@ -124,7 +127,6 @@ def boot_body(server: Server, adapter: EngineAdapter, outcome: str, setting: str
     )
     if outcome == "ready":
         body.facts.fatal = None  # an error logged and survived is not the cause of anything
-    server.boot = body
     return body
 
 
@@ -188,7 +190,7 @@ def stop(server: Server, grace: float = 20.0) -> None:
             time.sleep(0.1)
     _reap(server)
     if group_alive(pgid):
-        raise RuntimeError(f"process group {pgid} survived SIGKILL")
+        raise ForkliftError(f"engine process group {pgid} survived SIGKILL (log: {server.log_path})")
 
 
 def _signal_group(pgid: int, sig: int) -> None:

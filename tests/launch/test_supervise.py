@@ -95,6 +95,22 @@ def test_port_in_use_is_refused_before_anything_starts(dist):
     assert not (folder / "child.pid").exists() and not (folder / "receipts").exists()
 
 
+def test_a_command_that_does_not_exist_is_named_and_its_receipt_says_failed(dist):
+    folder, port, _ = dist
+    missing = folder / "no-such-engine"
+    with open(folder / "forklift.toml", "a") as fh:
+        fh.write(f'\n[profiles.missing]\ncommand = ["{missing}"]\nmodel = "fake-model"\nport = {port}\n')
+    result = run(dist, "launch", "missing")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: cannot start the engine command '{missing}': No such file or directory"
+    )
+    data = receipt(folder)
+    assert data["status"] == "failed" and data["body"]["outcome"] == "refused"
+    assert data["body"]["facts"]["fatal"] == f"cannot start the engine command '{missing}': No such file or directory"
+    assert not (folder / "state" / f"{port}.json").exists()
+
+
 def wait_for(predicate, timeout=30.0):
     deadline = time.monotonic() + timeout
     while not predicate():
