@@ -50,6 +50,17 @@ class BenchPlan:
     engine: str = "vllm"
     seed: int = 0  # of the pacing process
 
+    def __post_init__(self) -> None:
+        # With cell_specs, the one check of the bench options (named as the CLI spells them).
+        if not self.cells:
+            raise UsageError("a bench needs at least one cell")
+        if self.runs < 1:
+            raise UsageError(f"--runs {self.runs}: must be >= 1")
+        if self.keep not in ("last", "all"):
+            raise UsageError(f"--keep {self.keep!r}: expected last or all")
+        if self.timeout <= 0:
+            raise UsageError(f"--timeout {self.timeout}: must be > 0 seconds")
+
     def kept_runs(self) -> list[int]:
         return [self.runs - 1] if self.keep == "last" else list(range(self.runs))
 
@@ -71,6 +82,8 @@ def cell_specs(
     mode: str, concurrencies: list[int], requests: int | None, rate: float | None, burstiness: float
 ) -> tuple[CellSpec, ...]:
     """The cells a mode measures: single = C1 over the cohort; sweep = one cell per C; batch = N at C."""
+    if not concurrencies:
+        raise UsageError("--concurrency: give at least one level, e.g. 1,2,4")
     if any(c < 1 for c in concurrencies):
         raise UsageError(f"--concurrency {','.join(map(str, concurrencies))}: every value must be >= 1")
     if requests is not None and requests < 1:

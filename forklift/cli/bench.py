@@ -23,6 +23,7 @@ def receipts_folder(given: Optional[Path]) -> Path:
 
 
 def parse_concurrency(text: str) -> list[int]:
+    """The levels as given; whether they make a bench is cell_specs' to say."""
     try:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
@@ -136,6 +137,8 @@ def bench(
     """Stream a workload at a server; prints a table and writes a bench receipt with every request."""
     if ctx.invoked_subcommand is not None:
         return
+    from dataclasses import replace
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from forklift.bench.runner import BenchPlan, cell_specs
@@ -148,15 +151,11 @@ def bench(
         raise UsageError("--set needs --profile (it changes what is launched)")
     if (cohort is None) == (synthetic is None):
         raise UsageError("give exactly one workload: --cohort FILE.jsonl or --synthetic IN:OUT")
-    if keep not in ("last", "all"):
-        raise UsageError(f"--keep {keep!r}: expected last or all")
-    if runs < 1:
-        raise UsageError(f"--runs {runs}: must be >= 1")
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise UsageError(f"--url {url!r}: expected http://HOST:PORT or https://HOST:PORT")
     if endpoint not in ("chat", "completions"):
         raise UsageError(f"--endpoint {endpoint!r}: expected chat or completions")
-    if timeout <= 0:
-        raise UsageError(f"--timeout {timeout}: must be > 0 seconds")
-    levels = parse_concurrency(concurrency) if concurrency else [1]
+    levels = parse_concurrency(concurrency) if concurrency is not None else [1]
     mode = mode or ("sweep" if concurrency else "single")
     if synthetic is not None:
         inp, out = parse_synthetic(synthetic)
@@ -169,13 +168,14 @@ def bench(
             cohort, max_tokens=max_tokens, ignore_eos=ignore_eos, preset=sampling, seed=seed,  # type: ignore[arg-type]
             salted=not no_salt, salt_nonce=salt_nonce,
         )
-    cells = cell_specs(mode, levels, requests, rate, burstiness)
+    # Built now so bad options are refused before anything is launched; url and model come later.
+    options = BenchPlan(
+        url="", model="", workload=workload, cells=cell_specs(mode, levels, requests, rate, burstiness),
+        runs=runs, keep=keep, timeout=timeout, engine=engine, seed=seed,  # type: ignore[arg-type]
+    )
 
     def make_plan(base_url: str, served: str | None = None) -> BenchPlan:
-        return BenchPlan(
-            url=base_url.rstrip("/"), model=model or served or discover_model(base_url), workload=workload,
-            cells=cells, runs=runs, keep=keep, timeout=timeout, engine=engine, seed=seed,  # type: ignore[arg-type]
-        )
+        return replace(options, url=base_url.rstrip("/"), model=model or served or discover_model(base_url))
 
     folder = receipts_folder(receipts)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

@@ -90,7 +90,7 @@ class StreamClient:
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
             kind = "stream_cut" if await self.server_alive() else "server_gone"
             _fail(record, kind, f"{type(exc).__name__}: {exc}")
-        except (ValueError, aiohttp.ClientResponseError) as exc:
+        except (ValueError, aiohttp.ClientError) as exc:  # a bad answer, or a URL aiohttp cannot use
             _fail(record, "protocol", f"{type(exc).__name__}: {exc}")
 
     async def server_alive(self) -> bool:

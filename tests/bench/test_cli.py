@@ -29,6 +29,9 @@ def cohort(tmp_path):
         (["--url", "U", "--synthetic", "4x4"], "--synthetic '4x4': expected INPUT:OUTPUT"),
         (["--url", "U", "--cohort", "{c}", "--concurrency", "1,two"], "--concurrency '1,two'"),
         (["--url", "U", "--cohort", "{c}", "--concurrency", "0"], "every value must be >= 1"),
+        (["--url", "U", "--cohort", "{c}", "--concurrency", ","], "--concurrency: give at least one level"),
+        (["--url", "U", "--cohort", "{c}", "--concurrency", ""], "--concurrency: give at least one level"),
+        (["--url", "127.0.0.1:9", "--cohort", "{c}"], "--url '127.0.0.1:9': expected http://HOST:PORT"),
         (["--url", "U", "--cohort", "{c}", "--keep", "first"], "--keep 'first'"),
         (["--url", "U", "--cohort", "{c}", "--runs", "0"], "--runs 0"),
         (["--url", "U", "--cohort", "{c}", "--mode", "storm"], "--mode 'storm'"),
@@ -42,7 +45,7 @@ def cohort(tmp_path):
     ],
 )
 def test_usage_errors(cohort, args, message):
-    args = [a.replace("{c}", cohort) for a in args]
+    args = [{"U": "http://127.0.0.1:9", "{c}": cohort}.get(a, a) for a in args]
     result = CliRunner().invoke(app, ["bench", *args, "--model", "m"])
     assert isinstance(result.exception, UsageError), result.output
     assert message in str(result.exception)

@@ -79,3 +79,12 @@ def test_batch_needs_one_level_and_a_count(mode, levels, requests):
 
     with pytest.raises(UsageError, match="batch needs one --concurrency C and --requests N"):
         cell_specs(mode, levels, requests, None, 1.0)
+
+
+def test_a_plan_without_cells_is_refused_by_the_bench_not_an_index_error():
+    from forklift.errors import UsageError
+
+    with pytest.raises(UsageError, match="--concurrency: give at least one level"):
+        cell_specs("sweep", [], None, None, 1.0)
+    with pytest.raises(UsageError, match="a bench needs at least one cell"):
+        BenchPlan(url="http://127.0.0.1:9", model="m", workload=workload(1), cells=())

@@ -55,3 +55,8 @@ def test_server_without_usage_gets_client_counts(sse_server):
     r = send(sse_server.url, PreparedRequest("c1", "completions", {"model": "m", "prompt": "x", "max_tokens": 5}))
     assert r.ok and r.completion_tokens == 5 and r.tokens_from == "client"
     assert r.chunk_tokens_from == "one_per_chunk" and r.prompt_tokens is None
+
+
+def test_a_url_without_a_scheme_is_a_recorded_protocol_failure_not_a_traceback():
+    r = send("127.0.0.1:9", CHAT)
+    assert r.error_kind == "protocol" and r.error.startswith("NonHttpUrlClientError: 127.0.0.1:9/v1/chat/completions")
