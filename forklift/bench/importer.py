@@ -18,6 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from forklift.bench.aggregate import aggregate
 from forklift.bench.metrics import derive
 from forklift.bench.schema import BenchBody, Cell, WorkloadIdentity
@@ -147,12 +149,22 @@ def workload_of(results: list[dict[str, Any]], path: Path) -> WorkloadIdentity:
 def import_vllm_result(path: Path) -> BenchBody:
     results = read_results(path)
     first = results[0]
-    return BenchBody(
-        url=str(first.get("base_url") or "(imported)"),
-        model=str(first["model_id"]),
-        mode="import",
-        workload=workload_of(results, path),
-        cells=[cell_of(result) for result in results],
-        source=str(path),
-        client={"tool": "vllm bench serve", "date": first.get("date"), "backend": first.get("backend")},
-    )
+    try:
+        return BenchBody(
+            url=str(first.get("base_url") or "(imported)"),
+            model=str(first["model_id"]),
+            mode="import",
+            workload=workload_of(results, path),
+            cells=[cell_of(result) for result in results],
+            source=str(path),
+            client={"tool": "vllm bench serve", "date": first.get("date"), "backend": first.get("backend")},
+        )
+    except (ValidationError, TypeError, ValueError, KeyError) as exc:  # a value of the wrong type or shape
+        raise ForkliftError(f"{path}: not a usable `vllm bench serve` result: {_why(exc)}") from None
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):  # several lines; the first error names the field
+        error = exc.errors()[0]
+        return f"{'.'.join(map(str, error['loc']))}: {error['msg']} (got {error.get('input')!r})"
+    return f"{type(exc).__name__}: {exc}"

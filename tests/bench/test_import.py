@@ -74,6 +74,21 @@ def test_bad_result_files(tmp_path, text, message):
         import_vllm_result(path)
 
 
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"duration": "abc"}, "duration_s: Input should be a valid number.*got 'abc'"),
+        ({"ttfts": [None] * 6}, "TypeError: unsupported operand"),
+        ({"max_concurrency": "two"}, "ValueError: invalid literal for int"),
+    ],
+)
+def test_bad_values_in_a_result_file_are_named_not_a_traceback(tmp_path, change, message):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({**json.loads(DETAILED.read_text()), **change}))
+    with pytest.raises(ForkliftError, match=f"^{path}: not a usable `vllm bench serve` result: {message}"):
+        import_vllm_result(path)
+
+
 def test_cli_import_writes_a_receipt(tmp_path):
     shutil.copy(DETAILED, tmp_path / "r.json")
     result = CliRunner().invoke(app, ["bench", "import", str(tmp_path / "r.json"), "--receipts", str(tmp_path / "out")])
