@@ -37,12 +37,16 @@ async def _first_model(url: str) -> str:
             async with session.get(url.rstrip("/") + "/v1/models") as response:
                 if response.status != 200:
                     raise ForkliftError(f"{url}/v1/models answered HTTP {response.status}; give --model")
-                data = (await response.json()).get("data") or []
+                listing = await response.json()
     except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
         raise ForkliftError(f"{url}: cannot list models ({type(exc).__name__}: {exc}); is the server up?") from None
-    if not data:
+    if isinstance(listing, dict) and not listing.get("data"):
         raise ForkliftError(f"{url}/v1/models lists no model; give --model")
-    return str(data[0]["id"])
+    data = listing.get("data") if isinstance(listing, dict) else None
+    first = data[0] if isinstance(data, list) else None
+    if not isinstance(first, dict) or "id" not in first:
+        raise ForkliftError(f"{url}/v1/models is not an OpenAI model list ({str(listing)[:100]}); give --model")
+    return str(first["id"])
 
 
 def discover_model(url: str) -> str:

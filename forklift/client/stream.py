@@ -143,11 +143,21 @@ class _StreamState:
         if payload == b"[DONE]":
             return True
         obj = orjson.loads(payload)
+        if not isinstance(obj, dict):
+            raise ValueError(f"stream event is not a JSON object: {payload[:120]!r}")
+        try:
+            return self._fold(obj, now)
+        except (AttributeError, TypeError, KeyError) as exc:  # fields of the wrong type, e.g. `choices: [null]`
+            raise ValueError(f"malformed stream event {payload[:120]!r}: {type(exc).__name__}: {exc}") from None
+
+    def _fold(self, obj: dict[str, Any], now: float) -> bool:
         if "error" in obj:
             error = obj["error"]
             raise ValueError(f"server error in stream: {error.get('message', error) if isinstance(error, dict) else error}")
         usage = obj.get("usage")
         if usage:
+            if not isinstance(usage, dict):  # finish() reads it after the stream
+                raise TypeError("usage is not an object")
             self.usage = usage
         choices = obj.get("choices")
         if not choices:

@@ -14,8 +14,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from forklift.bench.runner import BenchPlan, cell_specs
-from forklift.bench.session import bench
+from forklift.bench.session import bench, discover_model
+from forklift.errors import ForkliftError
 from forklift.receipts import read_receipts
 from forklift.workload import load_cohort
 from tests.fixtures.sse import Plan
@@ -140,3 +143,19 @@ def test_bench_ok_receipt_keeps_warmup_records(tmp_path, sse_server):
     assert [r["run"] for r in cell["requests"]].count(0) == 6  # the warm-up stays in the receipt
     assert cell["aggregate"]["requests"] == 6  # but statistics use the kept run only
     assert cell["metrics_delta"] == {} and cell["cross_check"] == {}  # no /metrics: absent, never zero
+
+
+@pytest.mark.parametrize("event", [b"[1,2]", b'{"choices": [null]}', b'{"choices": [{"delta": "x"}]}', b'{"usage": [1]}'])
+def test_a_malformed_stream_event_fails_that_request_only(tmp_path, sse_server, event):
+    sse_server.plan = lambda i, body: Plan(events=(event, b"[DONE]")) if i == 1 else Plan()
+    receipt, cell = run(tmp_path, sse_server.url, concurrency=1)
+    assert receipt.status == "partial" and cell["complete"] is True
+    assert kinds(cell) == [None, "protocol", None, None, None, None]
+    assert event.decode() in cell["requests"][1]["error"]
+
+
+@pytest.mark.parametrize("listing", [[1, 2], {"data": [None]}, {"data": "tiny"}, {"data": [{"name": "tiny"}]}])
+def test_a_model_list_of_the_wrong_shape_is_named(sse_server, listing):
+    sse_server.models = listing
+    with pytest.raises(ForkliftError, match=f"^{sse_server.url}/v1/models is not an OpenAI model list"):
+        discover_model(sse_server.url)
