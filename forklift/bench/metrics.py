@@ -7,6 +7,7 @@ does not expose stays absent (None): it is never read as zero.
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from typing import Any
 
@@ -53,7 +54,7 @@ async def scrape(session: aiohttp.ClientSession, base_url: str) -> Snapshot | No
             if response.status != 200:
                 return None
             return parse_snapshot(await response.text())
-    except (aiohttp.ClientError, TimeoutError, ValueError):
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):  # not the builtin TimeoutError before 3.11
         return None
 
 

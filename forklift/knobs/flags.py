@@ -90,6 +90,9 @@ def engine_version(python: str, adapter: EngineAdapter) -> str:
     return result.stdout.strip()
 
 
+HELP_TIMEOUT_S = 300.0  # a cold engine import takes ~10 s; minutes mean it is stuck
+
+
 def capture_flags(python: str, adapter: EngineAdapter, cache_root: Path | None = None) -> EngineFlags:
     """The engine's flags, from its own help text; cached per engine version (help takes ~10 s)."""
     from forklift.receipts.store import write_atomic
@@ -103,10 +106,16 @@ def capture_flags(python: str, adapter: EngineAdapter, cache_root: Path | None =
     if cached.is_file():
         text = cached.read_text(encoding="utf-8")
     else:
-        result = subprocess.run(adapter.help_argv(python), capture_output=True, text=True, timeout=300)
+        argv = adapter.help_argv(python)
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True, timeout=HELP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise ForkliftError(
+                f"{adapter.name} {version}: `{' '.join(argv)}` printed no help within {HELP_TIMEOUT_S:g} s"
+            ) from None
         if result.returncode != 0:
             last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-            raise ForkliftError(f"{' '.join(adapter.help_argv(python))}: exited {result.returncode}: {last}")
+            raise ForkliftError(f"{' '.join(argv)}: exited {result.returncode}: {last}")
         text = result.stdout
         write_atomic(cached, text)
     flags = parse_help(text)

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import os
 import signal
+from dataclasses import replace
 import subprocess
 import sys
 
 import pytest
 
 from forklift.engines.vllm import VLLM
-from forklift.errors import UsageError
+from forklift.errors import ForkliftError, UsageError
 from forklift.installed.package import default_location
+from forklift.knobs import flags
 from forklift.launch.preflight import cuda_mismatch, engine_python
 from forklift.launch.resolve import Resolved
 from forklift.launch.running import Running, listed, register, stop_running
@@ -123,3 +125,14 @@ def test_a_shell_script_that_runs_no_python_is_not_taken_for_one(tmp_path, monke
     assert engine_python(resolved, VLLM) is None
     with pytest.raises(UsageError, match="not a Python console script"):
         default_location("vllm")
+
+
+def test_an_engine_whose_help_hangs_is_named_not_a_traceback(tmp_path, monkeypatch):
+    """A stand-in engine: a real installed distribution (pytest) for the version, and a serve module that hangs."""
+    (tmp_path / "hanging_engine.py").write_text("import time\ntime.sleep(60)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setattr(flags, "HELP_TIMEOUT_S", 1.0)
+    engine = replace(VLLM, package="pytest", serve_module="hanging_engine")
+    with pytest.raises(ForkliftError, match=rf"^vllm {pytest.__version__}: `.* -m hanging_engine serve --help=all` "
+                                            r"printed no help within 1 s$"):
+        flags.capture_flags(sys.executable, engine, tmp_path / "cache")
