@@ -137,8 +137,6 @@ VLLM = EngineAdapter(
         "spec_accepted_per_pos": "vllm:spec_decode_num_accepted_tokens_per_pos",
         "prefix_cache_queries": "vllm:prefix_cache_queries",
         "prefix_cache_hits": "vllm:prefix_cache_hits",
-        "requests_running": "vllm:num_requests_running",
-        "kv_cache_usage": "vllm:kv_cache_usage_perc",
         "preemptions": "vllm:num_preemptions",
         "generation_tokens": "vllm:generation_tokens",
         "prompt_tokens": "vllm:prompt_tokens",

@@ -4,7 +4,6 @@ and the AST walk over ~2,000 modules is the slow part)."""
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib
 import json
@@ -12,22 +11,19 @@ from dataclasses import asdict
 from pathlib import Path
 
 from forklift.engines import EngineAdapter
-from forklift.errors import ForkliftError
-from forklift.knobs.registry import Read, Registry, bare_reads, registered_names, registry
+from forklift.knobs.registry import (
+    Read,
+    Registry,
+    bare_reads,
+    may_read,
+    parse_module,
+    registered_names,
+    registry,
+)
 from forklift.receipts.store import write_atomic
 from forklift.source import Cache, Tree
 
-
-def _parse(content: bytes, path: str) -> ast.Module:
-    try:
-        return ast.parse(content, filename=path)
-    except SyntaxError as exc:
-        raise ForkliftError(f"{path}:{exc.lineno}: not valid Python after the series: {exc.msg}") from None
-
-
-def _may_read(content: bytes, adapter: EngineAdapter) -> bool:
-    """Cheap text test before parsing: only a module naming the prefix and the environment can read it."""
-    return adapter.env_prefix.encode() in content and (b"environ" in content or b"getenv" in content)
+AFTER = " after the series"  # the files read here are the series' output, not the pinned tree's
 
 
 def patched_registry(pristine: Registry, files: dict[str, bytes | None], adapter: EngineAdapter) -> Registry:
@@ -35,14 +31,14 @@ def patched_registry(pristine: Registry, files: dict[str, bytes | None], adapter
     names = set(pristine.names)
     if adapter.registry_file in files:
         content = files[adapter.registry_file]
-        names = registered_names(_parse(content, adapter.registry_file), adapter.registry_dict) \
+        names = registered_names(parse_module(content, adapter.registry_file, AFTER), adapter.registry_dict) \
             if content is not None else set()
     reads = [r for r in pristine.bypass if r.path not in files]
     for path, content in files.items():
         if content is None or path == adapter.registry_file or not path.endswith(".py") \
-                or not path.startswith(adapter.package + "/") or not _may_read(content, adapter):
+                or not path.startswith(adapter.package + "/") or not may_read(content, adapter):
             continue
-        for name, line, how in bare_reads(_parse(content, path), adapter.env_prefix):
+        for name, line, how in bare_reads(parse_module(content, path, AFTER), adapter.env_prefix):
             reads.append(Read(name, path, line, how, False))
     reads = [Read(r.name, r.path, r.line, r.how, r.name in names) for r in reads]
     return Registry(pristine.root, tuple(sorted(names)), tuple(sorted(reads, key=lambda r: (r.path, r.line, r.name))))

@@ -18,7 +18,6 @@ from pathlib import Path
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
 
-# Cheap text filter before parsing: only files that could read the environment at all.
 _MAY_READ = re.compile(rb"environ|getenv")
 _CODE = {
     "os.environ.get": 'os.environ.get("{name}")',
@@ -66,21 +65,17 @@ class RegistryDiff:
         return tuple(r for r in self.introduced if not r.registered)
 
 
-def registry(tree: Path, adapter: EngineAdapter | None = None, reads: bool = True) -> Registry:
+def registry(tree: Path, adapter: EngineAdapter, reads: bool = True) -> Registry:
     """Registered names and bypass reads of the source tree at `tree` (the folder holding `vllm/`).
 
     `tree` may be a source tree or a site-packages folder; reads=False skips the scan for bare reads.
     """
-    if adapter is None:
-        from forklift.engines.vllm import VLLM
-
-        adapter = VLLM
     registry_path = tree / adapter.registry_file
     try:
         source = registry_path.read_bytes()
     except FileNotFoundError:
         raise ForkliftError(f"{registry_path}: no knob registry file (is {tree} a {adapter.name} source tree?)") from None
-    names = registered_names(_parse(source, registry_path), adapter.registry_dict)
+    names = registered_names(parse_module(source, registry_path), adapter.registry_dict)
     if not names:
         raise ForkliftError(f"{registry_path}: no `{adapter.registry_dict}` dict found")
     package = tree / adapter.package
@@ -89,19 +84,25 @@ def registry(tree: Path, adapter: EngineAdapter | None = None, reads: bool = Tru
         if path == registry_path:
             continue
         data = path.read_bytes()
-        if adapter.env_prefix.encode() not in data or not _MAY_READ.search(data):
+        if not may_read(data, adapter):
             continue
         rel = path.relative_to(tree).as_posix()
-        for name, line, how in bare_reads(_parse(data, path), adapter.env_prefix):
+        for name, line, how in bare_reads(parse_module(data, path), adapter.env_prefix):
             found.append(Read(name, rel, line, how, name in names))
     return Registry(tree, tuple(sorted(names)), tuple(found))
 
 
-def _parse(source: bytes, path: Path) -> ast.Module:
+def may_read(source: bytes, adapter: EngineAdapter) -> bool:
+    """Cheap text test before parsing: only a module naming the prefix and the environment can read it."""
+    return adapter.env_prefix.encode() in source and _MAY_READ.search(source) is not None
+
+
+def parse_module(source: bytes, path: Path | str, note: str = "") -> ast.Module:
+    """The module's AST; a syntax error is one line naming the file (note: e.g. " after the series")."""
     try:
         return ast.parse(source, filename=str(path))
     except SyntaxError as exc:
-        raise ForkliftError(f"{path}:{exc.lineno}: not valid Python: {exc.msg}") from None
+        raise ForkliftError(f"{path}:{exc.lineno}: not valid Python{note}: {exc.msg}") from None
 
 
 def registered_names(module: ast.Module, dict_name: str) -> set[str]:

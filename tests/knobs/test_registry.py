@@ -6,15 +6,17 @@ import shutil
 
 import pytest
 
+from forklift.engines.vllm import VLLM
 from forklift.errors import ForkliftError
-from forklift.knobs import compare, registry
+from forklift.knobs import Registry, compare, registry
+from forklift.knobs.overlay import patched_registry
 
 pytestmark = pytest.mark.network
 
 
 @pytest.fixture(scope="module")
 def pristine(vllm_032_tree):
-    return registry(vllm_032_tree.path)
+    return registry(vllm_032_tree.path, VLLM)
 
 
 def test_registry_of_real_032_counts_the_dict_keys(pristine, vllm_032_tree):
@@ -49,7 +51,7 @@ def test_a_series_that_adds_a_bare_read_and_a_knob_is_seen(pristine, vllm_032_tr
     envs.write_text(text)
     sched = tree / "vllm" / "v1" / "core" / "sched" / "scheduler.py"
     sched.write_text(sched.read_text() + '\n\n_HIDDEN = os.environ.get("VLLM_FORKLIFT_HIDDEN", "0")\n')
-    patched = registry(tree)
+    patched = registry(tree, VLLM)
     diff = compare(pristine, patched)
     assert diff.added == ("VLLM_FORKLIFT_EXAMPLE",)
     assert diff.removed == ()
@@ -60,7 +62,7 @@ def test_a_series_that_adds_a_bare_read_and_a_knob_is_seen(pristine, vllm_032_tr
 
 
 def test_knobs_between_real_releases(pristine, vllm_033_tree):
-    newer = registry(vllm_033_tree.path)
+    newer = registry(vllm_033_tree.path, VLLM)
     diff = compare(pristine, newer)
     assert set(newer.names) == (set(pristine.names) | set(diff.added)) - set(diff.removed)
     assert diff.added or diff.removed  # 0.33.0 changed the registry
@@ -69,4 +71,10 @@ def test_knobs_between_real_releases(pristine, vllm_033_tree):
 def test_a_tree_without_the_registry_file_is_refused(tmp_path):
     (tmp_path / "vllm").mkdir()
     with pytest.raises(ForkliftError, match=r"vllm/envs.py: no knob registry file"):
-        registry(tmp_path)
+        registry(tmp_path, VLLM)
+
+
+def test_a_module_the_series_breaks_is_named_as_after_the_series(tmp_path):
+    pristine = Registry(tmp_path, ("VLLM_A",), ())
+    with pytest.raises(ForkliftError, match=r"^vllm/x\.py:\d+: not valid Python after the series: "):
+        patched_registry(pristine, {"vllm/x.py": b"import os\nos.environ.get('VLLM_B'\n"}, VLLM)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
-from dataclasses import replace
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
