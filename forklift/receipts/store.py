@@ -22,7 +22,7 @@ def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:  # patches keep non-UTF-8 bytes
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
