@@ -18,28 +18,6 @@ REPO_OPTION = typer.Option(Path("."), "--repo", help="the fork's git repository"
 BASE_OPTION = typer.Option(None, "--base", help="fork commit of the pristine tree (PyPI/path pins; export records it)")
 
 
-def _base(config, base: Optional[str], fork=None) -> str:
-    """The fork commit the series applies on: the git pin's commit; else --base, the base export
-    recorded in patches/series, or the fork's release tag (v0.32.0), in that order."""
-    from forklift.config.schema import GitPin, PypiPin
-    from forklift.errors import UsageError
-    from forklift.fork.create import base_tag
-    from forklift.fork.export import recorded_base
-
-    pin = config.data.upstream
-    if isinstance(pin, GitPin):
-        if base and base != pin.commit:
-            raise UsageError(f"--base {base} contradicts the git pin's commit {pin.commit} in {config.path}")
-        return pin.commit
-    found = base or recorded_base(config.series_dir)
-    if not found and fork is not None and isinstance(pin, PypiPin):
-        found = fork.resolve(f"refs/tags/{base_tag(pin.version)}")
-    if not found:
-        raise UsageError(f"{config.path}: a {pin.source} pin names no commit of the fork: pass --base REV (the fork "
-                         "commit holding the pristine tree); export records it in patches/series")
-    return found
-
-
 def _pristine(config):
     from forklift.source import materialize
 
@@ -55,6 +33,7 @@ def export_command(
     drop_outside: bool = typer.Option(False, "--drop-outside", help="export without files outside upstream's tree (each is listed)"),
 ) -> None:
     """Write one normalized patch per fork commit and rewrite patches/series (byte-identical on re-export)."""
+    from forklift.fork.base import find_base
     from forklift.fork.export import export_drift, export_fork, write_export
     from forklift.fork.git import Git
     from forklift.fork.upstream import UpstreamPaths
@@ -62,7 +41,7 @@ def export_command(
     config = load()
     fork = Git(repo)
     upstream = UpstreamPaths.from_tree(_pristine(config).path)
-    export = export_fork(fork, _base(config, base, fork), ref, upstream, drop_outside=drop_outside)
+    export = export_fork(fork, find_base(config, base, fork), ref, upstream, drop_outside=drop_outside)
     for patch in export.patches:
         for path in patch.dropped:
             console.print(f"[yellow]dropped[/] {path} from {patch.name} (commit {patch.commit[:12]}): outside upstream's tree")
@@ -97,34 +76,16 @@ def import_command(
     """Make a git branch at the pinned base with one commit per patch, for editing the series as commits.
 
     For a PyPI or path pin, a --repo folder that does not exist yet becomes a new fork: the pristine
-    tree as the base commit on main (tagged v<version>), the branch checked out on top of it."""
-    from forklift.config.schema import GitPin, PypiPin
-    from forklift.errors import UsageError
-    from forklift.fork.create import base_tag, create_fork
-    from forklift.fork.git import Git
-    from forklift.fork.importer import import_series
-    from forklift.series.model import load_series
+    tree as the base commit on main (tagged v<version>; forklift-base for a path pin), the
+    branch checked out on top of it."""
+    from forklift.fork.importer import import_branch
 
-    config = load()
-    series = load_series(config.series_dir)
-    pin = config.data.upstream
-    created = not repo.exists() or (repo.is_dir() and not any(repo.iterdir()))
-    if created:
-        if isinstance(pin, GitPin):
-            raise UsageError(f"{repo}: no such repository: for a git pin, clone {pin.url} there first")
-        tree = _pristine(config)
-        tag = base_tag(pin.version) if isinstance(pin, PypiPin) else "forklift-base"
-        fork, base = create_fork(tree.path, repo, tag, tree.label)
-        console.print(f"created the fork {repo}: {tree.label} as {base[:12]} on main, tagged {tag}")
-    else:
-        fork = Git(repo)
-        base = _base(config, base, fork)
-    made = import_series(fork, base, branch, series.patches, force=force)
-    for item in made:
+    result = import_branch(load(), repo, branch, base, force=force, progress=console)
+    if result.started:
+        console.print(f"created the fork {repo}: {result.started} as {result.base[:12]} on main, tagged {result.tag}")
+    for item in result.commits:
         console.print(f"{item.commit[:12]} {item.patch}")
-    if created:
-        fork.run("checkout", "-q", "-f", branch)
-    console.print(f"branch {branch}: {len(made)} commits on {base[:12]}")
+    console.print(f"branch {branch}: {len(result.commits)} commits on {result.base[:12]}")
 
 
 @app.command()
@@ -134,6 +95,7 @@ def replay(
 ) -> None:
     """Apply the series to the pristine tree and compare with the fork's tree over upstream's paths."""
     from forklift.errors import UsageError
+    from forklift.fork.base import find_base
     from forklift.fork.binding import SOURCE_FILE, load_binding
     from forklift.fork.git import Git
     from forklift.fork.replay import replay as run_replay
@@ -144,7 +106,7 @@ def replay(
     fork = Git(repo)
     fork.ensure_repo()
     try:
-        base = _base(config, None, fork)
+        base = find_base(config, None, fork)
     except UsageError:
         base = None  # without a known base every upstream file is compared
     result = run_replay(fork, ref, _pristine(config).path, load_series(config.series_dir).patches, base)
@@ -159,14 +121,6 @@ def replay(
                   f"(series vs {ref} at {result.tip[:12]}): {verdict}")
     if not result.identical:
         raise typer.Exit(1)
-
-
-def _binding_base(config, fork) -> tuple[str, Optional[str]]:
-    """(pinned base commit, upstream tag that must still name it) for the binding checks."""
-    from forklift.config.schema import GitPin
-
-    pin = config.data.upstream
-    return (pin.commit, pin.tag) if isinstance(pin, GitPin) else (_base(config, None, fork), None)
 
 
 def _report_binding(failures) -> None:
@@ -184,6 +138,7 @@ def source_bind(
     repo: Path = REPO_OPTION,
 ) -> None:
     """Record COMMIT in SOURCE after checking it exists, is published, descends from the base and moves forward."""
+    from forklift.fork.base import binding_base
     from forklift.fork.binding import SOURCE_FILE, SourceBinding, load_binding, verify_binding
     from forklift.fork.git import Git
     from forklift.receipts.store import write_atomic
@@ -193,7 +148,7 @@ def source_bind(
     fork.ensure_repo()
     path = config.root / SOURCE_FILE
     previous = load_binding(path).commit if path.exists() else None
-    base, pinned_tag = _binding_base(config, fork)
+    base, pinned_tag = binding_base(config, fork)
     binding = SourceBinding(commit=fork.commit_of(commit, "fork commit"), branch=branch, tag=tag or pinned_tag)
     _report_binding(verify_binding(fork, binding, base, previous))
     write_atomic(path, binding.render())
@@ -203,6 +158,7 @@ def source_bind(
 @source_app.command("verify")
 def source_verify(repo: Path = REPO_OPTION) -> None:
     """Check SOURCE: the commit exists, is on the published branch, descends from the base, only moved forward."""
+    from forklift.fork.base import binding_base
     from forklift.fork.binding import SOURCE_FILE, load_binding, previous_commit, verify_binding
     from forklift.fork.git import Git
 
@@ -210,7 +166,7 @@ def source_verify(repo: Path = REPO_OPTION) -> None:
     path = config.root / SOURCE_FILE
     binding = load_binding(path)
     fork = Git(repo)
-    base, pinned_tag = _binding_base(config, fork)
+    base, pinned_tag = binding_base(config, fork)
     if pinned_tag and not binding.tag:
         binding = replace(binding, tag=pinned_tag)
     _report_binding(verify_binding(fork, binding, base, previous_commit(path, binding.commit)))
@@ -221,20 +177,18 @@ def source_verify(repo: Path = REPO_OPTION) -> None:
 def manifest(
     write: bool = typer.Option(False, "--write", help="(re)write patches/MANIFEST.toml from today's series"),
 ) -> None:
-    """Check the lost-work manifest against the series, or write one requiring every file it touches today."""
-    from forklift.receipts.store import write_atomic
-    from forklift.series.manifest import MANIFEST_FILE, check_manifest, load_manifest, render_manifest
+    """Check the lost-work manifest against the series, or write one requiring every file it changes today."""
+    from forklift.series.check import tree_reader
+    from forklift.series.manifest import changed_paths, check_manifest, write_manifest
     from forklift.series.model import load_series
 
     config = load()
     series = load_series(config.series_dir)
-    touched = {p for patch in series.patches for p in patch.paths}
+    changed = changed_paths(tree_reader(_pristine(config).path), series.patches)
     if write:
-        old = load_manifest(config.series_dir)
-        write_atomic(config.series_dir / MANIFEST_FILE, render_manifest(touched, old.lines if old else None))
-        console.print(f"wrote {config.series_dir / MANIFEST_FILE}: {len(touched)} files")
+        console.print(f"wrote {write_manifest(config.series_dir, changed)}: {len(changed)} files")
         return
-    lost = check_manifest(config.series_dir, series.patches, touched)
+    lost = check_manifest(config.series_dir, series.patches, changed)
     for item in lost:
         console.print(f"[red]lost work[/] {item.message}")
     if lost:

@@ -20,11 +20,6 @@ _IDENTITY = {"GIT_AUTHOR_NAME": "forklift", "GIT_AUTHOR_EMAIL": "forklift@localh
              "GIT_AUTHOR_DATE": "1970-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "1970-01-01T00:00:00+0000"}
 
 
-def base_tag(version: str) -> str:
-    """The tag a release's base commit carries, as vLLM (and most projects) tag releases."""
-    return f"v{version}"
-
-
 def create_fork(tree: Path, repo: Path, tag: str, label: str, bare: bool = False) -> tuple[Git, str]:
     """A new repository whose `main` is one commit holding `tree`, tagged `tag`; returns (git, base)."""
     repo = repo.resolve()  # GIT_DIR below must not be read relative to `git -C`

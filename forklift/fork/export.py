@@ -21,12 +21,13 @@ from pathlib import Path
 from forklift.errors import ForkliftError
 from forklift.fork.git import Git
 from forklift.fork.upstream import UpstreamPaths
+from forklift.receipts.store import write_atomic
+from forklift.series.headers import _split_trailers
 from forklift.series.render import file_diff
 from forklift.series.model import PATCH_SUFFIXES, SERIES_FILE, parse_series_file, retired_entries
 
 PATCH_NAME = "Patch-Name"  # commit trailer naming the patch file (import writes it; default: from the subject)
 BASE_COMMENT = re.compile(r"^# forklift-base: ([0-9a-f]{40})$", re.MULTILINE)
-_TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
 
 
 @dataclass(frozen=True)
@@ -77,33 +78,10 @@ def slug(subject: str) -> str:
     return text.lower() or "patch"
 
 
-def _split_message(message: str) -> tuple[str, list[str], list[tuple[str, str]]]:
-    """(subject, body lines, trailers): trailers are the last paragraph when every line is 'Key: value'."""
-    lines = message.rstrip("\n").split("\n")
-    subject = lines[0].strip()
-    body = lines[1:]
-    while body and not body[-1].strip():
-        body.pop()
-    start = len(body)
-    while start > 0 and body[start - 1].strip():
-        start -= 1
-    paragraph = body[start:]
-    matches = [_TRAILER.match(line) for line in paragraph]
-    trailers: list[tuple[str, str]] = []
-    if paragraph and start > 0 and all(matches):
-        trailers = [(m.group(1), m.group(2).strip()) for m in matches if m]
-        body = body[:start]
-    while body and not body[0].strip():
-        body.pop(0)
-    while body and not body[-1].strip():
-        body.pop()
-    return subject, body, trailers
-
-
-def render_header(subject: str, body: list[str], author: str, trailers: list[tuple[str, str]], commit: str) -> str:
+def render_header(subject: str, body: str, author: str, trailers: list[tuple[str, str]], commit: str) -> str:
     """A DEP-3 header: Description (subject, then the body as continuation lines), Author, trailers."""
     lines = [f"Description: {subject}"]
-    lines += [f" {line.rstrip()}" if line.strip() else " ." for line in body]
+    lines += [f" {line.rstrip()}" if line.strip() else " ." for line in (body.split("\n") if body else [])]
     names = {name.lower() for name, _ in trailers}
     if "author" not in names and "from" not in names:
         lines.append(f"Author: {author}")
@@ -139,7 +117,7 @@ def _patch_name(commit: str, subject: str, trailers: list[tuple[str, str]], take
     given = [value for key, value in trailers if key.lower() == PATCH_NAME.lower()]
     if given:
         name = given[-1]
-        if "/" in name or not name.endswith(PATCH_SUFFIXES) or name == SERIES_FILE:
+        if "/" in name or not name.endswith(PATCH_SUFFIXES):
             raise ForkliftError(f"commit {commit[:12]} ({subject}): {PATCH_NAME}: {name!r} must be a file name "
                                 f"ending in {' or '.join(PATCH_SUFFIXES)}")
         if name in taken:
@@ -189,7 +167,9 @@ def export_fork(git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_out
     for commit in commits:
         meta = git.text("log", "-1", "--format=%an <%ae>%x00%B", commit)
         author, message = meta.split("\0", 1)
-        subject, body, trailers = _split_message(message)
+        first, _, rest = message.partition("\n")
+        subject = first.strip()
+        body, trailers = _split_trailers(rest.split("\n"))
         diff, paths, outside = commit_diff(git, commit, upstream)
         if not diff and not outside:
             raise ForkliftError(f"commit {commit[:12]} ({subject}) is empty: it changes no file's content, so it "
@@ -213,9 +193,9 @@ def write_export(export: Export, series_dir: Path) -> list[str]:
     """Write the patches and rewrite patches/series; returns the patch files removed (no longer exported)."""
     series_dir.mkdir(parents=True, exist_ok=True)
     old, retired, _ = _committed(series_dir)
-    for patch in export.patches:
-        (series_dir / patch.name).write_text(patch.text, encoding="utf-8", errors="surrogateescape", newline="\n")
-    (series_dir / SERIES_FILE).write_text(export.series_text(retired), encoding="utf-8", newline="\n")
+    for patch in export.patches:  # each whole or not at all, and the series last: it never names half a patch
+        write_atomic(series_dir / patch.name, patch.text)
+    write_atomic(series_dir / SERIES_FILE, export.series_text(retired))
     keep = {p.name for p in export.patches}
     removed = [name for name in old if name not in keep and name.endswith(PATCH_SUFFIXES)]
     for name in removed:

@@ -74,10 +74,6 @@ class Git:
                 blobs[path.decode("utf-8", errors="surrogateescape")] = meta.split()[2].decode()
         return blobs
 
-    def blob(self, rev: str, path: str) -> bytes | None:
-        proc = self.run("cat-file", "blob", f"{rev}:{path}", check=False)
-        return proc.stdout if proc.returncode == 0 else None
-
     def blobs(self, specs: list[str]) -> list[bytes | None]:
         """Contents of many `rev:path` objects in one `git cat-file --batch` call (None: no such object)."""
         if not specs:

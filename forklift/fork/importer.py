@@ -3,7 +3,9 @@
 The commits are built with git plumbing on a private index (`git apply --cached`,
 `write-tree`, `commit-tree`), so the user's working tree and current branch are
 never touched; only the new branch ref is written, and only once every patch
-has applied.
+has applied. For a PyPI or path pin, importing into a folder that is new (or
+empty) starts the fork there instead: the pristine tree as the tagged base commit
+on main, the new branch checked out on top of it.
 """
 
 from __future__ import annotations
@@ -11,12 +13,17 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
-from forklift.errors import ForkliftError
+from forklift.config import Config
+from forklift.config.schema import GitPin
+from forklift.errors import ForkliftError, UsageError
+from forklift.fork.base import base_tag, find_base
+from forklift.fork.create import create_fork
 from forklift.fork.export import PATCH_NAME
 from forklift.fork.git import Git
 from forklift.series.headers import Header
-from forklift.series.model import Patch
+from forklift.series.model import Patch, load_series
 
 # Fixed dates make an import reproducible: the same series at the same base gives the same commit ids.
 _EPOCH = "1970-01-01T00:00:00+0000"
@@ -27,6 +34,14 @@ _FALLBACK_AUTHOR = ("forklift", "forklift@localhost")
 class ImportedCommit:
     patch: str
     commit: str
+
+
+@dataclass(frozen=True)
+class ImportedBranch:
+    base: str
+    commits: list[ImportedCommit]
+    started: str | None = None  # label of the pristine tree when this import started the fork
+    tag: str | None = None  # the tag it gave the new fork's base commit
 
 
 def commit_message(header: Header, patch_name: str) -> str:
@@ -86,3 +101,25 @@ def import_series(git: Git, base: str, branch: str, patches: tuple[Patch, ...] |
             made.append(ImportedCommit(patch=patch.name, commit=parent))
     git.run("update-ref", f"refs/heads/{branch}", parent)
     return made
+
+
+def import_branch(config: Config, repo: Path, branch: str, base: str | None = None, force: bool = False,
+                  progress=None) -> ImportedBranch:
+    """Import the configured series as `branch` of the fork at `repo`, starting the fork there when
+    the folder is new (or empty) and the pin has no git history of its own."""
+    from forklift.source import materialize
+
+    patches = load_series(config.series_dir).patches
+    pin = config.data.upstream
+    if repo.exists() and not (repo.is_dir() and not any(repo.iterdir())):
+        fork = Git(repo)
+        found = find_base(config, base, fork)
+        return ImportedBranch(found, import_series(fork, found, branch, patches, force=force))
+    if isinstance(pin, GitPin):
+        raise UsageError(f"{repo}: no such repository: for a git pin, clone {pin.url} there first")
+    tree = materialize(pin, config.root, progress=progress)
+    tag = base_tag(pin)
+    fork, start = create_fork(tree.path, repo, tag, tree.label)
+    made = import_series(fork, start, branch, patches, force=force)
+    fork.run("checkout", "-q", "-f", branch)
+    return ImportedBranch(start, made, started=tree.label, tag=tag)

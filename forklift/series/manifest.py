@@ -23,7 +23,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from forklift.errors import ConfigError
+from forklift.errors import ConfigError, ForkliftError
+from forklift.receipts.store import write_atomic
+from forklift.series.engine import Reader, apply_series
 from forklift.series.model import Patch
 
 if sys.version_info >= (3, 11):
@@ -106,6 +108,17 @@ def lost_work(manifest: Manifest, patches: Sequence[Patch], changed: Collection[
     return lost
 
 
+def changed_paths(read: Reader, patches: Sequence[Patch]) -> set[str]:
+    """The files the series changes over the pristine tree, the set `forklift check` holds the manifest
+    to: a file a patch names but the series leaves as upstream ships it (created, then deleted) is not."""
+    results, overlay = apply_series(read, patches)
+    for result in results:
+        if not result.applies:
+            raise ForkliftError(f"{result.name}: {result.status} on the pristine tree, so what the series changes "
+                                "is not known (run `forklift check`)")
+    return set(overlay.changed())
+
+
 def check_manifest(series_dir: Path, patches: Sequence[Patch], changed: Collection[str]) -> list[LostWork]:
     """The lost-work check `forklift check` runs: empty when there is no manifest or nothing was lost."""
     manifest = load_manifest(series_dir)
@@ -124,3 +137,11 @@ def render_manifest(changed: Collection[str], lines: dict[str, tuple[str, ...]] 
         out += [f"  {json.dumps(line)}," for line in wanted]
         out.append("]")
     return "\n".join(out) + "\n"
+
+
+def write_manifest(series_dir: Path, changed: Collection[str]) -> Path:
+    """(Re)write MANIFEST.toml requiring the `changed` files, keeping the per-patch lines of the one before."""
+    old = load_manifest(series_dir)
+    path = series_dir / MANIFEST_FILE
+    write_atomic(path, render_manifest(changed, old.lines if old else None))
+    return path

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import resource
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from forklift.fork.export import recorded_base
+from forklift.fork.git import Git
 from forklift.series.check import tree_reader
 from forklift.series.engine import apply_series
 from forklift.series.model import load_series
-from tests.fork.fixtures import AUDIO, FIX_LINE, LOGGER, SCHEDULER
+from forklift.source import default_cache
+from tests.fixtures.pypi import VLLM_032
+from tests.fork.fixtures import ASSETS_BASE, AUDIO, FIX_LINE, LOGGER, SCHEDULER, VLLM_032_TOML
 from tests.fork.gitfork import branch, commit, edit, forklift
 
 pytestmark = pytest.mark.network
@@ -201,3 +207,50 @@ def test_patch_name_trailer_names_the_file_and_must_be_unique(vllm_fork, distrib
     proc = export(distribution, vllm_fork, twice)
     assert proc.returncode == 1
     assert f"commits {named[:12]} and {twice[:12]} both name the patch '0005-logger-annotation.patch'" in proc.stderr
+
+
+def without_base_comment(dist: Path) -> None:
+    """The series as a hand-kept one would be: no `# forklift-base:` line to find the base by."""
+    series = dist / "patches" / "series"
+    series.write_text("".join(line for line in series.read_text().splitlines(keepends=True)
+                              if not line.startswith("# forklift-base")))
+
+
+def test_a_fork_started_from_a_path_pin_finds_its_base_by_tag(vllm_fork, distribution, tmp_path):
+    assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
+    without_base_comment(distribution)
+    tarball = default_cache().artifact_path(VLLM_032.sha256)  # the 0.32.0 sdist, pinned as a local file
+    pypi_pin = VLLM_032_TOML[VLLM_032_TOML.index("[upstream]"):VLLM_032_TOML.index("[series]")]
+    (distribution / "forklift.toml").write_text(VLLM_032_TOML.replace(
+        pypi_pin, f'[upstream]\nsource = "path"\npath = "{tarball}"\nsha256 = "{VLLM_032.sha256}"\n\n'))
+    fork = tmp_path / "path-fork"
+    proc = forklift("-c", str(distribution), "import", "--branch", "work", "--repo", str(fork))
+    assert proc.returncode == 0, proc.stderr
+    assert "tagged forklift-base" in proc.stdout
+    proc = forklift("-c", str(distribution), "export", "--from", "work", "--repo", str(fork))  # no --base
+    assert proc.returncode == 0, proc.stderr
+    assert recorded_base(distribution / "patches") == Git(fork).resolve("refs/tags/forklift-base")
+    assert [p.name for p in load_series(distribution / "patches").patches] == NAMES
+
+
+def test_an_export_cut_short_leaves_the_committed_series_whole(vllm_fork, distribution, vllm_032_tree):
+    """Fault injection, with a real limit rather than a fake: the export process may write no file
+    over 64 KiB (RLIMIT_FSIZE, as a full disk or quota would stop it), and the last patch is bigger."""
+    assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
+    before = patch_files(distribution)
+    filler = "".join(f"    Line {i} of a long note on the cache folder.\n" for i in range(2000))
+    grown = commit(vllm_fork.git, vllm_fork.commits[2], {ASSETS_BASE: edit(
+        vllm_032_tree.path, ASSETS_BASE, '    """Get the path to the cache for storing downloaded assets."""\n',
+        f'    """Get the path to the cache for storing downloaded assets.\n\n{filler}    """\n')},
+        "Document that the assets cache folder is created on first use\n\nKind: docs\n")
+    limit = 64 * 1024
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    proc = subprocess.run([sys.executable, "-c", "from forklift.cli import main; main()", "-c", str(distribution),
+                           "export", "--from", grown, "--repo", str(vllm_fork.git.repo), "--base", vllm_fork.base],
+                          capture_output=True, text=True, preexec_fn=capped, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode != 0 and "File too large" in proc.stderr, proc.stdout + proc.stderr
+    assert patch_files(distribution) == before  # every patch whole (the old one), no temp file left behind
+    assert [p.name for p in load_series(distribution / "patches").patches] == NAMES

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fork.fixtures import ASSETS_BASE, AUDIO, ENVS, FIX_LINE, SCHEDULER
+from tests.fork.fixtures import ASSETS_BASE, AUDIO, ENVS, FIX_LINE, LOGGER, SCHEDULER
 from tests.fork.gitfork import branch, commit, edit, forklift
 
 pytestmark = pytest.mark.network
@@ -46,7 +46,8 @@ def rebuilt(fork, name: str, changes: list[tuple[dict[str, bytes | None], str]])
 
 
 def blob(fork, commit_id: str, path: str) -> bytes:
-    return fork.git.blob(commit_id, path)
+    [content] = fork.git.blobs([f"{commit_id}:{path}"])
+    return content
 
 
 def test_manifest_holds_for_the_series_it_was_written_from(vllm_fork, distribution):
@@ -97,3 +98,34 @@ def test_malformed_manifest_names_the_key(vllm_fork, distribution):
     proc = forklift("-c", str(distribution), "manifest")
     assert proc.returncode == 2
     assert "MANIFEST.toml: file: unknown key (expected files, patches)" in proc.stderr
+
+
+def test_manifest_write_requires_only_what_the_series_changes(vllm_fork, distribution, vllm_032_tree):
+    """A file one patch creates and a later one deletes is named by patches but changed by none of the
+    series: the manifest --write records must be the set check holds it to, or check reports it lost."""
+    scratch = "vllm/scratch_notes.py"
+    created = commit(vllm_fork.git, vllm_fork.base,
+                     {scratch: b"NOTES = []\n", LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ",
+                                                             "_DATE_FORMAT: str = ")},
+                     "Keep scratch notes and annotate the date format\n")
+    deleted = commit(vllm_fork.git, created, {scratch: None}, "Drop the scratch notes again\n")
+    export(distribution, vllm_fork, deleted)
+    proc = forklift("-c", str(distribution), "manifest", "--write")
+    assert proc.returncode == 0, proc.stderr
+    text = (distribution / "patches" / "MANIFEST.toml").read_text()
+    assert f'"{LOGGER}"' in text and scratch not in text
+    assert forklift("-c", str(distribution), "manifest").returncode == 0
+    code, lost = manifest_findings(distribution)
+    assert (code, lost) == (0, [])
+
+
+def test_manifest_of_a_series_that_does_not_apply_names_the_patch(vllm_fork, distribution):
+    export(distribution, vllm_fork, "patched")
+    bad = distribution / "patches" / FIX_PATCH
+    removed = "-            if request.is_prefill_chunk:\n"
+    assert removed in bad.read_text()
+    bad.write_text(bad.read_text().replace(removed, "-            if request.is_prefill_chunk_now:\n"))
+    proc = forklift("-c", str(distribution), "manifest", "--write")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"error: {FIX_PATCH}: fails on the pristine tree")
+    assert not (distribution / "patches" / "MANIFEST.toml").exists()

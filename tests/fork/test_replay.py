@@ -53,7 +53,8 @@ def test_replay_sets_apart_files_a_git_fork_never_had(vllm_fork, vllm_032_tree):
     github_like = commit(git, vllm_fork.base, {"vllm/_version.py": None, "vllm.egg-info/PKG-INFO": None},
                          "upstream's repository at v0.32.0: no generated files\n")
     changed = git.text("diff", "--name-only", vllm_fork.base, vllm_fork.patched).split()
-    tip = commit(git, github_like, {p: git.blob(vllm_fork.patched, p) for p in changed}, "the fork's work\n")
+    contents = git.blobs([f"{vllm_fork.patched}:{p}" for p in changed])
+    tip = commit(git, github_like, dict(zip(changed, contents)), "the fork's work\n")
     series = load_series_from(git, vllm_fork)
     result = run_replay(git, tip, vllm_032_tree.path, series, base=github_like)
     assert result.identical
