@@ -74,8 +74,4 @@ def verify(
                           soft_wrap=True, markup=False)
         console.print(f"{state.checked} files checked against {package.dist_info.name}/RECORD", soft_wrap=True)
     if not state.ok:
-        problems = state.problems
-        first = f"{problems[0].path} {problems[0].state}" if problems else next(
-            f"{p.name} {p.state}" for p in state.patches if p.state != "applied")
-        raise ForkliftError(f"installed {package.package} does not match the pin plus the series: {first}"
-                            f"{f' (+{len(problems) - 1} more)' if len(problems) > 1 else ''}")
+        raise ForkliftError(f"installed {package.package} does not match the pin plus the series: {state.summary()}")

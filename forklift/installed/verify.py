@@ -16,8 +16,6 @@ ends up in one state:
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -26,6 +24,7 @@ from filelock import FileLock
 
 from forklift.errors import ForkliftError
 from forklift.installed.package import InstalledPackage, sha256_hex
+from forklift.receipts.store import write_atomic
 from forklift.series.engine import Overlay, apply_patch, apply_series
 from forklift.series.model import FilePatch, Hunk, Patch, Series
 
@@ -63,6 +62,14 @@ class Verification:
     @property
     def ok(self) -> bool:
         return not self.problems and all(p.state == "applied" for p in self.patches)
+
+    def summary(self) -> str:
+        """One line: the first problem (a file, else a patch) and how many more files have one."""
+        problems = self.problems
+        if problems:
+            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+            return f"{problems[0].path} {problems[0].state}{more}"
+        return next((f"{p.name} {p.state}" for p in self.patches if p.state != "applied"), "ok")
 
 
 def reverse(patch: Patch) -> Patch:
@@ -195,14 +202,4 @@ def _write(target: Path, content: bytes | None) -> None:
     if content is None:
         target.unlink(missing_ok=True)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(content)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(target, content, mode=target.stat().st_mode & 0o777 if target.exists() else 0o644)

@@ -17,15 +17,22 @@ def receipt_filename(receipt: Receipt) -> str:
     return f"{receipt.created:%Y%m%dT%H%M%S}-{receipt.kind}-{receipt.id}.json"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same folder and rename: a reader never sees half a file."""
+def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
+    """Write via a temp file in the same folder and rename: a reader never sees half a file.
+
+    Text is written as UTF-8; mode sets the file's permissions (the temp file is created 0600).
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")  # patches keep non-UTF-8 bytes
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:  # patches keep non-UTF-8 bytes
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -32,6 +32,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from forklift.errors import ForkliftError
+from forklift.receipts.store import write_atomic
 
 ABANDONED_AFTER_SECONDS = 24 * 3600
 
@@ -91,7 +92,7 @@ class Cache:
             with self.scratch() as scratch:
                 build(scratch / "tree")
                 os.rename(scratch / "tree", tree)
-            _write_atomic(_marker(tree), json.dumps({"key": key}).encode())
+            write_atomic(_marker(tree), json.dumps({"key": key}))
         return tree
 
     def ingest(self, sha256: str, chunks: Iterable[bytes], *, what: str, size: int | None = None) -> Path:
@@ -146,9 +147,3 @@ def _sweep_abandoned(folder: Path) -> None:
 
 def _marker(tree: Path) -> Path:
     return tree.with_name(tree.name + ".done")
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)

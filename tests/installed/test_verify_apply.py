@@ -87,6 +87,16 @@ def test_apply_then_verify_then_apply_again_changes_nothing(site, series):
     assert "forklift boot fact: kv_cache_blocks=" in (site / "vllm/v1/engine/core.py").read_text()
 
 
+def test_apply_replaces_files_keeping_their_mode(site, series):
+    unpatched(site, series)
+    envs = site / "vllm/envs.py"
+    replace_file(envs, envs.read_text())  # its own inode: the chmod must not reach the cache's engine
+    envs.chmod(0o640)
+    assert "vllm/envs.py" in apply_installed(locate(site, "vllm", "vllm"), series).written
+    assert envs.stat().st_mode & 0o777 == 0o640 and "VLLM_LOG_KV_CACHE_BLOCKS" in envs.read_text()
+    assert not list(envs.parent.glob(".envs.py.*.tmp"))
+
+
 def test_half_applied_series_is_named(site, series):
     package = locate(unpatched(site, series), "vllm", "vllm")
     apply_installed(package, load_series_subset(series, 2))
@@ -94,6 +104,7 @@ def test_half_applied_series_is_named(site, series):
     assert not state.ok
     assert [p.state for p in state.patches] == ["applied", "applied", "not-applied"]
     assert {f.path: f.state for f in state.files}["vllm/v1/engine/core.py"] == "unpatched"
+    assert state.summary() == "vllm/v1/engine/core.py unpatched"
     # apply finishes the job: only the missing patch is applied.
     again = apply_installed(package, series)
     assert again.applied == [series.patches[2].name] and len(again.already) == 2
