@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from forklift.flip.triage import BLOCKING, PatchTriage
+from forklift.series.render import _cell
 
 VERDICT_TEXT = {
     "applies": "applies exactly",
@@ -106,10 +107,6 @@ class FlipReport(BaseModel):
     def summary(self) -> str:
         counts = [f"{self.count(v)} {VERDICT_TEXT[v]}" for v in VERDICT_TEXT if self.count(v)]
         return f"{len(self.patches)} patches: " + ", ".join(counts)
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ").strip() or "-"
 
 
 def render_markdown(report: FlipReport) -> str:

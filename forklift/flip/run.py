@@ -26,14 +26,15 @@ from forklift.series.render import patches_md
 @dataclass(frozen=True)
 class FlipResult:
     report: FlipReport
-    verdicts: list[PatchTriage]
     receipt: Path
     written: list[Path]
 
 
 def new_pin(pin: PypiPin | GitPin, version: str, root: Path) -> PypiPin | GitPin:
-    """The pin moved to `version`: for PyPI the same artifact kind with the sha256 the index gives,
-    for git the tag `version` bound to the commit it names now."""
+    """The pin moved to `version`: for PyPI the same artifact kind (a wheel with the same tags) with the
+    sha256 the index gives, for git the tag `version` bound to the commit it names now."""
+    from packaging.utils import parse_wheel_filename
+
     from forklift.source import git
     from forklift.source.index import resolve_pypi_file
 
@@ -41,8 +42,10 @@ def new_pin(pin: PypiPin | GitPin, version: str, root: Path) -> PypiPin | GitPin
         commit = git.remote_tag_commit(git.resolve_url(pin.url, root), version)
         return pin.model_copy(update={"tag": version, "commit": commit})
 
-    wheel = bool(pin.filename and pin.filename.endswith(".whl"))
-    found = resolve_pypi_file(pin.package, version, wheel=wheel)
+    if pin.filename and pin.filename.endswith(".whl"):  # the wheel for the pinned platform, not this machine's
+        found = resolve_pypi_file(pin.package, version, wheel=True, tags=parse_wheel_filename(pin.filename)[3])
+    else:
+        found = resolve_pypi_file(pin.package, version)
     if not found.sha256:
         raise ForkliftError(f"the index gives no sha256 for {found.filename}: forklift will not pin an unverifiable file")
     return pin.model_copy(update={"version": version, "sha256": found.sha256,
@@ -79,7 +82,7 @@ def run_flip(config: Config, version: str, receipts_dir: Path | None = None, pro
     receipt = new_receipt("flip", status="failed" if report.blocked else "ok", pin=target.model_dump(),
                           body={**report.model_dump(), "written": [str(p) for p in written]})
     path = write_receipt(receipt, receipts_dir or config.root / "receipts")
-    return FlipResult(report=report, verdicts=verdicts, receipt=path, written=written)
+    return FlipResult(report=report, receipt=path, written=written)
 
 
 def rewrite_pin(text: str, pin: PypiPin | GitPin) -> str:
@@ -99,6 +102,22 @@ def rewrite_pin(text: str, pin: PypiPin | GitPin) -> str:
     return text[: section.start(1)] + body + text[section.end(1):]
 
 
+def drop_from_contract(text: str, names: set[str]) -> str:
+    """forklift.toml with `names` taken out of the [series] contract list in place (an entry alone on
+    its line goes with the line and its comment), so comments and layout survive."""
+    section = re.search(r"(?ms)^\[series\][^\n]*\n(.*?)(?=^\[|\Z)", text)
+    array = section and re.search(r"(?ms)^contract\s*=\s*\[(.*?)\]", section.group(1))
+    if not array:
+        return text
+    items = array.group(1)
+    for name in names:
+        quoted = rf"""(?:"{re.escape(name)}"|'{re.escape(name)}')"""
+        items = re.sub(rf"(?m)^[ \t]*{quoted}[ \t]*,?[ \t]*(?:#[^\n]*)?\n", "", items)
+        items = re.sub(rf"{quoted}[ \t]*,[ \t]*|,?[ \t]*{quoted}", "", items)
+    start = section.start(1)
+    return text[:start + array.start(1)] + items + text[start + array.end(1):]
+
+
 def write_flip(config: Config, series: Series, pin: PypiPin | GitPin, verdicts: list[PatchTriage],
                report: FlipReport) -> list[Path]:
     """Move the pin and the series; refused (nothing written) when any patch conflicts or lost its file."""
@@ -107,16 +126,24 @@ def write_flip(config: Config, series: Series, pin: PypiPin | GitPin, verdicts: 
         raise ForkliftError(f"not written: {len(report.blocked)} patch(es) do not apply on {report.new}: {names}")
     if all(t.verdict == "already-upstream" for t in verdicts):
         raise ForkliftError(f"not written: upstream {report.new} carries every patch; retire the series by hand")
-    toml_text = rewrite_pin(config.path.read_text(encoding="utf-8"), pin)
-    if parse_config(toml_text, config.path).data.upstream != pin:
-        raise ForkliftError(f"{config.path}: rewriting the pin did not give the new pin (edit it by hand)")
-    series_file = config.series_dir / SERIES_FILE
     retired = {t.name for t in verdicts if t.verdict == "already-upstream"}
+    recut = {t.name for t in verdicts if t.refreshed is not None}
+    toml_text = drop_from_contract(rewrite_pin(config.path.read_text(encoding="utf-8"), pin), retired)
+    moved = parse_config(toml_text, config.path).data
+    if moved.upstream != pin:
+        raise ForkliftError(f"{config.path}: rewriting the pin did not give the new pin (edit it by hand)")
+    if moved.series.contract != [name for name in config.data.series.contract if name not in retired]:
+        raise ForkliftError(f"{config.path}: could not take the retired patches out of [series] contract "
+                            "(edit it by hand)")
+    series_file = config.series_dir / SERIES_FILE
     series_lines = []
     for raw in series_file.read_text(encoding="utf-8").splitlines():
-        name = raw.split("#", 1)[0].split()
+        entry, sep, comment = raw.partition("#")
+        name = entry.split()
         if name and name[0] in retired:
             raw = f"# retired: {name[0]} (already upstream in {report.new})"
+        elif name and name[0] in recut:  # re-cut with a/ b/ prefixes: -p1, the series default
+            raw = re.sub(r"\s+-p\d+(?=\s|$)", "", entry) + sep + comment
         series_lines.append(raw)
     written = [config.path, series_file]
     write_atomic(config.path, toml_text)

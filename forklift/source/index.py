@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urldefrag, urljoin
 
-from packaging.tags import sys_tags
+from packaging.tags import Tag, sys_tags
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -75,15 +75,16 @@ def resolve_pypi_file(
     index_url: str | None = None,
     *,
     wheel: bool = False,
+    tags: frozenset[Tag] | None = None,
 ) -> IndexFile:
     """The file of `package` `version` on the index: `filename` when given, else the sdist,
-    else (``wheel=True``) the wheel that best fits this machine."""
+    else (``wheel=True``) the wheel with exactly `tags`, or without them the one that best fits this machine."""
     index = index_url or default_index_url()
     if not re.match(r"^https?://[^/\s]+", index):
         source = "" if index_url else " (from PIP_INDEX_URL)"
         raise UsageError(f"index URL {redact(index)}{source}: expected an http(s) PEP 691 simple index URL")
     page = f"{index.rstrip('/')}/{canonicalize_name(package)}/"
-    return pick_file(fetch_project_page(page, package), page, package, version, filename, wheel=wheel)
+    return pick_file(fetch_project_page(page, package), page, package, version, filename, wheel=wheel, tags=tags)
 
 
 def fetch_project_page(page: str, package: str) -> dict:
@@ -110,7 +111,8 @@ def fetch_project_page(page: str, package: str) -> dict:
 
 
 def pick_file(
-    data: dict, page: str, package: str, version: str, filename: str | None = None, *, wheel: bool = False
+    data: dict, page: str, package: str, version: str, filename: str | None = None, *, wheel: bool = False,
+    tags: frozenset[Tag] | None = None,
 ) -> IndexFile:
     """Choose the file from a parsed PEP 691 project page (pure)."""
     files = [f for f in data.get("files", []) if _same_version(_version_of(f.get("filename", ""), package), version)]
@@ -123,7 +125,7 @@ def pick_file(
             raise ForkliftError(f"{where} has no file {filename!r} (files: {_names(files)})")
         return _index_file(chosen[0], page)
     if wheel:
-        return _index_file(_best_wheel(files, where), page)
+        return _index_file(_best_wheel(files, where) if tags is None else _tagged_wheel(files, where, tags), page)
     sdists = sorted(
         (f for f in files if not f["filename"].endswith(".whl")), key=lambda f: not f["filename"].endswith(".tar.gz")
     )
@@ -145,6 +147,15 @@ def _best_wheel(files: list[dict], where: str) -> dict:
     if best is None:
         raise ForkliftError(f"{where} has no wheel for this machine (files: {_names(files)})")
     return best[1]
+
+
+def _tagged_wheel(files: list[dict], where: str, tags: frozenset[Tag]) -> dict:
+    """The wheel built for exactly `tags` (a pin's platform, whatever machine asks)."""
+    for f in files:
+        if f["filename"].endswith(".whl") and parse_wheel_filename(f["filename"])[3] == tags:
+            return f
+    shown = ".".join(sorted(str(tag) for tag in tags))
+    raise ForkliftError(f"{where} has no wheel tagged {shown} (files: {_names(files)})")
 
 
 def _index_file(entry: dict, page: str) -> IndexFile:

@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from forklift.config.load import load_config
+from forklift.config.schema import PypiPin
+from forklift.errors import ForkliftError
+from forklift.flip.run import new_pin
 from forklift.receipts import read_receipts
 from forklift.series.model import load_series
 from tests.fork.fixtures import ASSETS_BASE, AUDIO, ENVS, KV_EVENTS, LOGGER, MEDUSA, SCHEDULER
@@ -128,3 +132,63 @@ def test_flip_of_a_local_pin_is_a_usage_error(tmp_path):
     proc = forklift("-c", str(tmp_path), "flip", "0.33.0")
     assert proc.returncode == 2
     assert "upstream.source is 'path': a local pin has no versions to flip to" in proc.stderr
+
+
+def test_flip_write_moves_a_recut_p0_patch_to_p1(vllm_fork, distribution):
+    """A patch kept at -p0 (no a/ b/ prefixes) and re-cut by the flip comes back with prefixes: -p1."""
+    dist = exported(distribution, vllm_fork, "patched")
+    patches = dist / "patches"
+    name = next(p.name for p in load_series(patches).patches if p.paths == (SCHEDULER,))
+    text = (patches / name).read_text()
+    text = text.replace(f"diff --git a/{SCHEDULER} b/{SCHEDULER}\n", "")
+    (patches / name).write_text(text.replace(f"--- a/{SCHEDULER}", f"--- {SCHEDULER}").replace(
+        f"+++ b/{SCHEDULER}", f"+++ {SCHEDULER}"))
+    series = patches / "series"
+    series.write_text(series.read_text().replace(f"{name}\n", f"{name} -p0  # kept as quilt wrote it\n"))
+    assert forklift("-c", str(dist), "check").returncode == 0
+    code, report = flip_json(dist, "--write")
+    assert code == 0, report
+    check = forklift("-c", str(dist), "check", "--json")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert f"{name}  # kept as quilt wrote it\n" in series.read_text()  # the option goes, the comment stays
+    assert load_series(patches).by_name(name).strip == 1
+
+
+def test_flip_write_takes_retired_patches_out_of_the_contract(vllm_fork, distribution):
+    dist = exported(distribution, vllm_fork, "patched")
+    names = [p.name for p in load_series(dist / "patches").patches]
+    toml = dist / "forklift.toml"
+    toml.write_text(toml.read_text().replace('dir = "patches"\n', 'dir = "patches"\ncontract = [\n'
+                                             f'  "{names[2]}",  # upstream takes it in 0.33.0\n'
+                                             f'  "{names[3]}",  # must stand alone\n]\n'))
+    assert forklift("-c", str(dist), "check").returncode == 0
+    code, report = flip_json(dist, "--write")
+    assert code == 0, report
+    text = toml.read_text()
+    assert f'contract = [\n  "{names[3]}",  # must stand alone\n]\n' in text
+    assert text.startswith("# test distribution") and names[2] not in text
+    assert load_config(toml).data.series.contract == [names[3]]
+    check = forklift("-c", str(dist), "check", "--json")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+WHEEL_032_ARM = "vllm-0.32.0-cp38-abi3-manylinux_2_28_aarch64.whl"
+
+
+def wheel_pin(filename: str) -> PypiPin:
+    return PypiPin(source="pypi", package="vllm", version="0.32.0", filename=filename, sha256="0" * 64)
+
+
+def test_flipping_a_wheel_pin_keeps_its_tags(tmp_path):
+    """An aarch64 pin moves to the aarch64 wheel of the new release, whatever machine runs the flip."""
+    moved = new_pin(wheel_pin(WHEEL_032_ARM), "0.33.0", tmp_path)
+    assert moved.filename == "vllm-0.33.0-cp38-abi3-manylinux_2_28_aarch64.whl"
+    assert moved.version == "0.33.0" and moved.sha256 != "0" * 64
+
+
+def test_flipping_a_wheel_pin_without_a_like_wheel_names_the_tags(tmp_path):
+    with pytest.raises(ForkliftError) as caught:
+        new_pin(wheel_pin("vllm-0.32.0-cp38-abi3-win_amd64.whl"), "0.33.0", tmp_path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("vllm 0.33.0 on the index ") and " has no wheel tagged cp38-abi3-win_amd64 " in message
