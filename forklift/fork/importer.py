@@ -111,7 +111,8 @@ def import_branch(config: Config, repo: Path, branch: str, base: str | None = No
 
     patches = load_series(config.series_dir).patches
     pin = config.data.upstream
-    if repo.exists() and not (repo.is_dir() and not any(repo.iterdir())):
+    new_folder = not repo.exists() or (repo.is_dir() and not any(repo.iterdir()))
+    if not new_folder:
         fork = Git(repo)
         found = find_base(config, base, fork)
         return ImportedBranch(found, import_series(fork, found, branch, patches, force=force))
