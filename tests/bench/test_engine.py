@@ -81,9 +81,11 @@ def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
         assert cell["kept_runs"] == [1] and len(cell["requests"]) == 8  # warm-up kept in the receipt
         assert all(r["prompt_tokens"] == 48 for r in cell["requests"])  # fitted with the server's tokenizer
         assert cell["aggregate"]["requests"] == 4 and cell["aggregate"]["output_tokens"] == 4 * 24
-        assert cell["aggregate"]["aggregate_decode_tok_s"] == pytest.approx(
-            cell["concurrency"] * cell["aggregate"]["per_stream_decode_tok_s"]
-        )
+        agg = cell["aggregate"]
+        if agg["tpot_ms"]["median"] > 0:
+            assert agg["aggregate_decode_tok_s"] == pytest.approx(cell["concurrency"] * agg["per_stream_decode_tok_s"])
+        else:  # on a loaded box the server can write a whole answer at once: no decode rate, never a zero one
+            assert "aggregate_decode_tok_s" not in agg and "per_stream_decode_tok_s" not in agg
         check_spec_cell(cell)
 
 
