@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -20,7 +21,8 @@ def receipt_filename(receipt: Receipt) -> str:
 def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
     """Write via a temp file in the same folder and rename: a reader never sees half a file.
 
-    Text is written as UTF-8; mode sets the file's permissions (the temp file is created 0600).
+    Text is written as UTF-8. The file keeps the mode it had, or gets the one a plain open() would
+    give (0666 less the umask), unless `mode` says otherwise: mkstemp alone would leave it 0600.
     """
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogateescape")  # patches keep non-UTF-8 bytes
@@ -31,12 +33,20 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode if mode is not None else _mode_for(path))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def write_receipt(receipt: Receipt, folder: Path, path: Path | None = None) -> Path:
