@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from forklift.config.schema import ForkliftToml
+from forklift.config.toml import tomllib
 from forklift.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 
 @dataclass(frozen=True)

@@ -10,17 +10,12 @@ commit. Each violation is its own named failure, so CI says which one broke.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from forklift.config.toml import tomllib
 from forklift.errors import ForkliftError
 from forklift.fork.git import Git
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 SOURCE_FILE = "SOURCE"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")

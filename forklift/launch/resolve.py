@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 
 from forklift.engines import EngineAdapter
@@ -110,10 +109,7 @@ def parse_sets(sets: list[str]) -> tuple[dict[str, str], dict[str, object]]:
 
 def _toml_value(text: str) -> object:
     """`4096` -> 4096, `true` -> True, `{method = "ngram"}` -> dict; anything else stays text."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+    from forklift.config.toml import tomllib
 
     try:
         return tomllib.loads(f"v = {text}")["v"]

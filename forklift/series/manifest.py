@@ -18,20 +18,15 @@ not lost work but deleting it is.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from forklift.config.toml import tomllib
 from forklift.errors import ConfigError, ForkliftError
 from forklift.receipts.store import write_atomic
 from forklift.series.engine import Reader, apply_series
 from forklift.series.model import Patch
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 MANIFEST_FILE = "MANIFEST.toml"
 
