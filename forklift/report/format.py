@@ -51,18 +51,20 @@ def setting(comparison: GroupComparison) -> str:
     return comparison.setting_a if same else f"{comparison.setting_a} → {comparison.setting_b}"
 
 
-def pairing(paired: bool, pairs: int, requests_a: int, requests_b: int) -> str:
+def pairing(paired: bool, pairs: int, requests_a: int, requests_b: int, runs: int | None = None) -> str:
     if paired:
         alone = f" (left out, no partner: A {requests_a - pairs}, B {requests_b - pairs})" if (
             requests_a > pairs or requests_b > pairs) else ""
-        return f"paired by prompt: {pairs} pairs{alone}"
+        unit = f"; intervals over {runs} kept runs a side (a run, not a request, is the unit)" if runs else ""
+        return f"paired by prompt: {pairs} pairs{alone}{unit}"
     return f"unpaired bootstrap (prompts differ: {pairs} shared ids; A {requests_a}, B {requests_b} requests)"
 
 
 def cell_notes(cell: CellResult) -> list[str]:
     """What a reader needs beside a cell's table: pairing, throughput, divergence, determinism, caveats."""
     notes = [
-        pairing(cell.paired, cell.pairs, cell.requests_a, cell.requests_b)
+        pairing(cell.paired, cell.pairs, cell.requests_a, cell.requests_b,
+                next((m.estimate.runs for m in cell.metrics if m.estimate and m.estimate.runs), None))
         + f"; output tok/s (cell, no interval): A {number(cell.throughput_a)}, B {number(cell.throughput_b)}",
         cell.divergence.summary,
         f"A {cell.determinism_a.summary}; B {cell.determinism_b.summary}",

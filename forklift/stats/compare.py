@@ -121,17 +121,21 @@ def compare_metric(
         return None
     if paired:
         pairs = [
-            (metric.value(a[key]), metric.value(b[key]))
+            (metric.value(a[key]), metric.value(b[key]), key[1])  # key[1]: the kept run it came from
             for key in sorted(a.keys() & b.keys())
             if a[key].ok and b[key].ok
         ]
-        pairs = [(x, y) for x, y in pairs if x is not None and y is not None and x > 0 and y > 0]
+        pairs = [(x, y, run) for x, y, run in pairs if x is not None and y is not None and x > 0 and y > 0]
         values_a, values_b = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+        runs = np.array([p[2] for p in pairs])
     else:
         values_a, values_b = np.array(all_a), np.array(all_b)
     estimate = None
     if min(len(values_a), len(values_b)) >= 2:
-        estimate = (paired_change if paired else unpaired_change)(values_a, values_b, seed=seed)
+        estimate = (
+            paired_change(values_a, values_b, runs=runs, seed=seed) if paired
+            else unpaired_change(values_a, values_b, seed=seed)
+        )
     claim, text = verdict(metric, estimate, len(values_a), len(values_b), paired)
     return MetricResult(
         metric=metric.key, label=metric.label, unit=metric.unit,

@@ -17,7 +17,7 @@ Student's t quantile. For the 8-prompt cohorts maintainers actually run,
 this is the difference between a 95 % interval and an 88 % one.
 
 Paired (the same prompt on both sides): bootstrap over prompts of the mean
-log ratio. Unpaired (no shared prompt ids): each side is resampled on its
+log ratio; with several kept runs a side, over the runs' mean log ratios. Unpaired (no shared prompt ids): each side is resampled on its
 own and the statistic is mean(log b) - mean(log a).
 """
 
@@ -44,6 +44,7 @@ class Estimate(BaseModel):
     n_a: int
     n_b: int
     mde: float | None = None  # smallest |change| this sample detects with 80 % power
+    runs: int | None = None  # when several runs a side: the interval is over this many runs
 
     @property
     def excludes_zero(self) -> bool:
@@ -78,26 +79,40 @@ def _interval(low_log: float, high_log: float) -> tuple[float, float]:
     return math.expm1(low_log), math.expm1(high_log)
 
 
-def paired_change(a: np.ndarray, b: np.ndarray, *, seed: int = 0, resamples: int = RESAMPLES) -> Estimate:
-    """B vs A where a[i] and b[i] are the same prompt; values must be positive."""
+def paired_change(
+    a: np.ndarray, b: np.ndarray, *, runs: np.ndarray | None = None, seed: int = 0, resamples: int = RESAMPLES
+) -> Estimate:
+    """B vs A where a[i] and b[i] are the same prompt; values must be positive.
+
+    `runs` names the run each pair came from. With several runs a side, requests of
+    one run share that run's state of the box (load, caches, clocks): they are not
+    independent draws, and treating them as such turns a slow run into a "result".
+    The unit of replication is then the run: log ratios are averaged within each run
+    and the interval is taken over the runs (wide with few runs, as it should be).
+    """
     log_ratio = np.log(np.asarray(b, dtype=float)) - np.log(np.asarray(a, dtype=float))
-    n = len(log_ratio)
+    pairs = len(log_ratio)
+    units = log_ratio
+    if runs is not None and len(set(runs)) > 1:
+        runs = np.asarray(runs)
+        units = np.array([log_ratio[runs == run].mean() for run in sorted(set(runs))])
+    n = len(units)
     if n < 2:
         raise ValueError(f"a paired interval needs at least 2 pairs, got {n}")
-    mean = float(log_ratio.mean())
-    if np.all(log_ratio == log_ratio[0]):  # no spread: the bootstrap distribution is a point
+    mean = float(units.mean())
+    if np.all(units == units[0]):  # no spread: the bootstrap distribution is a point
         low_log = high_log = mean
     else:
         result = stats.bootstrap(
-            (log_ratio,), np.mean, method="percentile", n_resamples=resamples,
+            (units,), np.mean, method="percentile", n_resamples=resamples,
             confidence_level=expanded_level(n), rng=np.random.default_rng(seed),
         )
         low_log, high_log = float(result.confidence_interval.low), float(result.confidence_interval.high)
-    standard_error = float(log_ratio.std(ddof=1)) / math.sqrt(n)
+    standard_error = float(units.std(ddof=1)) / math.sqrt(n)
     low, high = _interval(low_log, high_log)
     return Estimate(
-        change=math.expm1(mean), low=low, high=high, paired=True, n_a=n, n_b=n,
-        mde=minimum_detectable_effect(standard_error, n - 1),
+        change=math.expm1(mean), low=low, high=high, paired=True, n_a=pairs, n_b=pairs,
+        mde=minimum_detectable_effect(standard_error, n - 1), runs=n if units is not log_ratio else None,
     )
 
 

@@ -89,3 +89,26 @@ def test_too_few_values_are_refused():
         paired_change(np.array([1.0]), np.array([2.0]))
     with pytest.raises(ValueError, match="at least 2"):
         unpaired_change(np.array([1.0, 2.0]), np.array([2.0]))
+
+
+def test_a_slow_run_is_not_a_result_when_runs_are_the_unit():
+    """Same profile on both sides, four runs each; one B run caught a busy box (every request 15%
+    slower). Over 32 pooled pairs that reads as an effect; over the four runs it is noise."""
+    rng = np.random.default_rng(3)
+    a = rng.lognormal(0, 0.05, size=32)
+    b = a * rng.lognormal(0, 0.05, size=32)
+    runs = np.repeat(np.arange(4), 8)
+    b[runs == 2] *= 1.15
+    pooled = paired_change(a, b, seed=0)
+    by_run = paired_change(a, b, runs=runs, seed=0)
+    assert pooled.excludes_zero  # what treating requests as independent draws would claim
+    assert not by_run.excludes_zero and by_run.runs == 4
+    assert by_run.n_a == 32 and by_run.change == pytest.approx(pooled.change)
+
+
+def test_an_effect_on_every_run_is_still_detected_with_runs_as_the_unit():
+    rng = np.random.default_rng(4)
+    a = rng.lognormal(0, 0.05, size=32)
+    b = a * 1.20 * rng.lognormal(0, 0.05, size=32)
+    estimate = paired_change(a, b, runs=np.repeat(np.arange(4), 8), seed=0)
+    assert estimate.excludes_zero and 0.15 < estimate.change < 0.25
