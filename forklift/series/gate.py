@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.config import Config
+from forklift.errors import ConfigError
 from forklift.receipts import new_receipt, write_receipt
 from forklift.receipts.store import write_atomic
 from forklift.series.check import CheckReport, check_series, tree_reader
@@ -64,8 +65,6 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
 def write_patches_md(config: Config) -> Path:
     """Render PATCHES.md from the patch headers (the file `check` compares against)."""
     if config.patches_md is None:
-        from forklift.errors import ConfigError
-
         raise ConfigError(f"{config.path}: series.patches_md is empty: no PATCHES.md to write")
     series = load_series(config.series_dir)
     write_atomic(config.patches_md, patches_md(list(series.patches), list(series.retired)))
