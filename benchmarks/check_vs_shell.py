@@ -73,14 +73,21 @@ def main() -> None:
         (work / "patches").mkdir()
         names = make_series(tree, work, args.patches)
         (work / "forklift.toml").write_text(
-            EXAMPLE.read_text().replace('contract = ["0001-scheduler-no-drafts-for-structured-output.patch"]', "contract = []")
+            EXAMPLE.read_text()
+            .replace('contract = ["0001-scheduler-no-drafts-for-structured-output.patch"]', "contract = []")
             .replace('patches_md = "PATCHES.md"', 'patches_md = ""')
         )
-        shell = (
-            f"set -e; cp -r {tree} {work}/shell-tree; cd {work}/shell-tree; "
-            + "; ".join(f"patch -s -p1 --fuzz 0 < {work}/patches/{n}" for n in names)
+        shell = f"set -e; cp -r {tree} {work}/shell-tree; cd {work}/shell-tree; " + "; ".join(
+            f"patch -s -p1 --fuzz 0 < {work}/patches/{n}" for n in names
         )
-        forklift = [str(REPO / ".venv" / "bin" / "forklift"), "-c", str(work), "check", "--receipts", str(work / "receipts")]
+        forklift = [
+            str(REPO / ".venv" / "bin" / "forklift"),
+            "-c",
+            str(work),
+            "check",
+            "--receipts",
+            str(work / "receipts"),
+        ]
         timed("warm-up (forklift check)", forklift, work)
         ours, theirs = [], []
         for _ in range(args.repeat):  # alternate, so both ways see the same box
@@ -91,8 +98,10 @@ def main() -> None:
     print(f"{len(names)} patches over {tree}")
     summary("forklift check", ours)
     summary("shell: cp -r + patch --fuzz 0", theirs)
-    print(f"ratio (median / median): {statistics.median(theirs) / statistics.median(ours):.1f}x;"
-          f" ratio (best / best): {min(theirs) / min(ours):.1f}x")
+    print(
+        f"ratio (median / median): {statistics.median(theirs) / statistics.median(ours):.1f}x;"
+        f" ratio (best / best): {min(theirs) / min(ours):.1f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -45,10 +45,13 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "forkli
 
 # --- the server -------------------------------------------------------------------------
 
+
 def start_server(delay: float) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.fixtures.sse", "--port", "0", "--delay", str(delay)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     os.sched_setaffinity(proc.pid, {SERVER_CPU})
     url = proc.stdout.readline().strip()
@@ -68,6 +71,7 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 # --- workers: each runs in its own process on CLIENT_CPU ------------------------------------
+
 
 def body(tokens: int) -> dict:
     return {"model": "fake-sse", "messages": [{"role": "user", "content": "x"}], "max_tokens": tokens}
@@ -91,6 +95,7 @@ async def worker_transport(lib: str, url: str, streams: int, requests: int, toke
         import httpx
 
         async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=streams)) as client:
+
             async def one(i):
                 n = 0
                 async with client.stream("POST", target, json=payload) as r:
@@ -104,6 +109,7 @@ async def worker_transport(lib: str, url: str, streams: int, requests: int, toke
         import aiohttp
 
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=streams)) as session:
+
             async def one(i):
                 n = 0
                 async with session.post(target, json=payload) as r:
@@ -126,7 +132,8 @@ async def worker_forklift(url: str, streams: int, requests: int, tokens: int) ->
     async with StreamClient(url, connections=streams) as client:
         zero = time.perf_counter()
         records = await _gather_limited(
-            streams, requests,
+            streams,
+            requests,
             lambda i: client.send(PreparedRequest(f"p{i}", "chat", {**body(tokens), "user": f"p{i}"}), zero=zero),
         )
         async with client.session.get(url + "/stamps") as response:
@@ -146,7 +153,9 @@ def worker_bench(url: str, streams: int, requests: int, tokens: int) -> dict:
     from forklift.receipts import new_receipt
     from forklift.workload.items import WorkItem, Workload
 
-    items = tuple(WorkItem(id=f"p{i}", messages=[{"role": "user", "content": "x"}], max_tokens=tokens) for i in range(requests))
+    items = tuple(
+        WorkItem(id=f"p{i}", messages=[{"role": "user", "content": "x"}], max_tokens=tokens) for i in range(requests)
+    )
     workload = Workload(name="throughput", endpoint="chat", items=items)
     plan = BenchPlan(url=url, model="fake-sse", workload=workload, cells=(CellSpec("c", streams),))
     body_ = BenchBody(url=url, model="fake-sse", mode="batch", workload=workload.identity())
@@ -187,16 +196,35 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def run_worker(kind: str, url: str, streams: int, requests: int, tokens: int) -> dict:
-    argv = [sys.executable, __file__, "--worker", kind, "--url", url, "--streams", str(streams),
-            "--requests", str(requests), "--tokens", str(tokens)]
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800,
-                          preexec_fn=lambda: os.sched_setaffinity(0, {CLIENT_CPU}))
+    argv = [
+        sys.executable,
+        __file__,
+        "--worker",
+        kind,
+        "--url",
+        url,
+        "--streams",
+        str(streams),
+        "--requests",
+        str(requests),
+        "--tokens",
+        str(tokens),
+    ]
+    proc = subprocess.run(
+        argv,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        preexec_fn=lambda: os.sched_setaffinity(0, {CLIENT_CPU}),
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{kind} worker failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # --- the peer: guidellm ---------------------------------------------------------------------
+
 
 def guidellm_bin(given: str | None) -> Path:
     if given:
@@ -239,16 +267,32 @@ def run_guidellm(url: str, streams: int, requests: int, tokens: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "g.json"
         argv = [
-            str(_GUIDELLM), "run", "--backend", f"kind=openai_http,target={url},model=fake-sse",
-            "--profile", f"kind=concurrent,streams={streams}",
-            "--data", f"kind=synthetic_text,prompt_tokens=8,output_tokens={tokens}",
-            "--tokenizer", f"kind=hf_auto,model={tokenizer_dir()}",
-            "--constraint", f"kind=max_requests,count={requests}",
-            "--output", f"kind=json,path={out}", "--disable-progress", "--disable-console",
+            str(_GUIDELLM),
+            "run",
+            "--backend",
+            f"kind=openai_http,target={url},model=fake-sse",
+            "--profile",
+            f"kind=concurrent,streams={streams}",
+            "--data",
+            f"kind=synthetic_text,prompt_tokens=8,output_tokens={tokens}",
+            "--tokenizer",
+            f"kind=hf_auto,model={tokenizer_dir()}",
+            "--constraint",
+            f"kind=max_requests,count={requests}",
+            "--output",
+            f"kind=json,path={out}",
+            "--disable-progress",
+            "--disable-console",
         ]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800, env=env,
-                              preexec_fn=lambda: os.sched_setaffinity(0, {CLIENT_CPU}))
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env=env,
+            preexec_fn=lambda: os.sched_setaffinity(0, {CLIENT_CPU}),
+        )
         if proc.returncode != 0 or not out.exists():
             raise SystemExit(f"guidellm failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
         bench = json.loads(out.read_text())["benchmarks"][0]
@@ -264,6 +308,7 @@ def run_guidellm(url: str, streams: int, requests: int, tokens: int) -> dict:
 
 
 # --- the run ----------------------------------------------------------------------------------
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -297,7 +342,7 @@ def main() -> None:
     server, url = start_server(0.0)
     try:
         for rep in range(args.repeat):
-            for name in (list(sustained) if rep % 2 == 0 else list(reversed(sustained))):
+            for name in list(sustained) if rep % 2 == 0 else list(reversed(sustained)):
                 row = sustained[name](url)
                 rates[name].append(row["tokens"] / row["seconds"])
     finally:
@@ -309,7 +354,9 @@ def main() -> None:
     print(f"  forklift client / guidellm = {ratio:.2f}x (target >= 2x): {'MET' if ratio >= 2 else 'NOT MET'}")
     print(f"  aiohttp / httpx raw reads = {median['aiohttp raw reads'] / median['httpx raw reads']:.2f}x")
 
-    print(f"\nadded TTFT (ms): the server writes each chunk after {FIRST_CHUNK_DELAY * 1000:.0f} ms; 32 tokens per request")
+    print(
+        f"\nadded TTFT (ms): the server writes each chunk after {FIRST_CHUNK_DELAY * 1000:.0f} ms; 32 tokens per request"
+    )
     server, url = start_server(FIRST_CHUNK_DELAY)
     try:
         for level in (1, 64, 512):
@@ -319,20 +366,27 @@ def main() -> None:
                 order = ("forklift", "guidellm") if rep % 2 == 0 else ("guidellm", "forklift")
                 for name in order:
                     rows[name].append(
-                        run_worker("forklift", url, level, count, 32) if name == "forklift"
+                        run_worker("forklift", url, level, count, 32)
+                        if name == "forklift"
                         else run_guidellm(url, level, count, 32)
                     )
             nominal = {
-                name: tuple(statistics.median(r[key] for r in got) - FIRST_CHUNK_DELAY * 1000
-                            for key in ("ttft_p50_ms", "ttft_p99_ms"))
+                name: tuple(
+                    statistics.median(r[key] for r in got) - FIRST_CHUNK_DELAY * 1000
+                    for key in ("ttft_p50_ms", "ttft_p99_ms")
+                )
                 for name, got in rows.items()
             }
-            client_only = tuple(statistics.median(r[key] for r in rows["forklift"])
-                                for key in ("client_only_p50_ms", "client_only_p99_ms"))
+            client_only = tuple(
+                statistics.median(r[key] for r in rows["forklift"])
+                for key in ("client_only_p50_ms", "client_only_p99_ms")
+            )
             verdict = f"  target p99 < 1 ms: {'MET' if client_only[1] < 1 else 'NOT MET'}" if level == 64 else ""
-            print(f"  {level:>3} streams  nominal p50/p99: forklift {nominal['forklift'][0]:7.2f} / {nominal['forklift'][1]:7.2f}"
-                  f"   guidellm {nominal['guidellm'][0]:7.2f} / {nominal['guidellm'][1]:7.2f}"
-                  f"   | forklift client only {client_only[0]:6.2f} / {client_only[1]:6.2f}{verdict}")
+            print(
+                f"  {level:>3} streams  nominal p50/p99: forklift {nominal['forklift'][0]:7.2f} / {nominal['forklift'][1]:7.2f}"
+                f"   guidellm {nominal['guidellm'][0]:7.2f} / {nominal['guidellm'][1]:7.2f}"
+                f"   | forklift client only {client_only[0]:6.2f} / {client_only[1]:6.2f}{verdict}"
+            )
     finally:
         stop(server)
     print(f"\nbox: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end")

@@ -30,10 +30,18 @@ sys.path.insert(0, str(REPO))
 from forklift.config.schema import PypiPin  # noqa: E402
 from tests.fork.gitfork import branch, commit, init_fork  # noqa: E402
 
-VLLM_032 = PypiPin(source="pypi", package="vllm", version="0.32.0",
-                   sha256="d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad")
-VLLM_033 = PypiPin(source="pypi", package="vllm", version="0.33.0",
-                   sha256="f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112")
+VLLM_032 = PypiPin(
+    source="pypi",
+    package="vllm",
+    version="0.32.0",
+    sha256="d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad",
+)
+VLLM_033 = PypiPin(
+    source="pypi",
+    package="vllm",
+    version="0.33.0",
+    sha256="f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112",
+)
 AUDIO = "vllm/assets/audio.py"
 TOML = f"""[upstream]
 source = "pypi"
@@ -58,7 +66,9 @@ def make_fork(old: Path, new: Path, repo: Path, count: int) -> tuple[str, list[s
     git, base = init_fork(old, repo, "v0.32.0")
     new_git, _ = init_fork(new, repo.with_name("new.git"), "v0.33.0")
     git.run("fetch", "-q", str(new_git.repo), "refs/tags/v0.33.0:refs/tags/v0.33.0")
-    files = sorted(p for p in (old / "vllm").rglob("*.py") if p.stat().st_size > 4000 and (new / p.relative_to(old)).exists())
+    files = sorted(
+        p for p in (old / "vllm").rglob("*.py") if p.stat().st_size > 4000 and (new / p.relative_to(old)).exists()
+    )
     chosen = files[:: max(len(files) // (count - 1), 1)][: count - 1]
     commits = []
     tip = base
@@ -76,14 +86,20 @@ def make_fork(old: Path, new: Path, repo: Path, count: int) -> tuple[str, list[s
 
 
 def forklift(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from forklift.cli import main; main()", *args],
-                          cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-c", "from forklift.cli import main; main()", *args], cwd=cwd, capture_output=True, text=True
+    )
 
 
 def cherry_pick_loop(work: Path, commits: list[str]) -> tuple[int, int]:
     """port-triage: switch to the new tag, cherry-pick each commit; returns (picked, stopped)."""
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@b",
+    }
     subprocess.run(["git", "-C", str(work), "checkout", "-q", "-f", "-B", "triage", "v0.33.0"], check=True, env=env)
     picked = stopped = 0
     for c in commits:
@@ -109,7 +125,9 @@ def main() -> None:
         dist = root / "dist"
         (dist / "patches").mkdir(parents=True)
         (dist / "forklift.toml").write_text(TOML)
-        proc = forklift("-c", str(dist), "export", "--from", "fork", "--repo", str(root / "fork.git"), "--base", base, cwd=root)
+        proc = forklift(
+            "-c", str(dist), "export", "--from", "fork", "--repo", str(root / "fork.git"), "--base", base, cwd=root
+        )
         if proc.returncode:
             sys.exit(f"export failed: {proc.stderr}")
         work = root / "work"
@@ -130,8 +148,10 @@ def main() -> None:
 
         verdicts = [p["verdict"] for p in json.loads(proc.stdout)["patches"]]
         summary = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
-    print(f"series: {len(commits)} patches over vllm 0.32.0 -> 0.33.0 (flip verdicts: {summary}; "
-          f"cherry-pick: {picked} picked, {stopped} stopped)")
+    print(
+        f"series: {len(commits)} patches over vllm 0.32.0 -> 0.33.0 (flip verdicts: {summary}; "
+        f"cherry-pick: {picked} picked, {stopped} stopped)"
+    )
     print(f"forklift flip 0.33.0 (whole CLI)    best {min(flips):6.3f} s   median {statistics.median(flips):6.3f} s")
     print(f"git checkout + cherry-pick loop     best {min(picks):6.3f} s   median {statistics.median(picks):6.3f} s")
     print(f"ratio (cherry-pick / flip, best)    {min(picks) / min(flips):6.2f}x")

@@ -69,14 +69,27 @@ def main() -> None:
         server = boot_tiny(profile, work, name)
         try:
             label(Path(shutil.copy(server.receipt_path, RECEIPTS / server.receipt_path.name)), name)
-            bench(server.url, name, "--cohort", str(COHORT), "--max-tokens", "64", "--ignore-eos", "--sampling", "greedy")
-            bench(server.url, name, "--synthetic", "64:64", "--prompts", "8", "--sampling", "greedy",
-                  "--concurrency", "1,2,4")
+            bench(
+                server.url, name, "--cohort", str(COHORT), "--max-tokens", "64", "--ignore-eos", "--sampling", "greedy"
+            )
+            bench(
+                server.url,
+                name,
+                "--synthetic",
+                "64:64",
+                "--prompts",
+                "8",
+                "--sampling",
+                "greedy",
+                "--concurrency",
+                "1,2,4",
+            )
         finally:
             shut_down(server)
     # a KV pool the box cannot hold: a real failed boot, recorded as a boot receipt
-    huge = tiny_profile(python, model, free_port(), env={**ENGINE_ENV, "VLLM_CPU_KVCACHE_SPACE": "4096"},
-                          health_timeout=240.0)
+    huge = tiny_profile(
+        python, model, free_port(), env={**ENGINE_ENV, "VLLM_CPU_KVCACHE_SPACE": "4096"}, health_timeout=240.0
+    )
     booted = boot(resolve({"huge-pool": huge}, "huge-pool", {}, {}, VLLM), VLLM, work / "huge.log", RECEIPTS)
     if booted.body.outcome == "ready":  # the box had the memory after all: stop it, the row will say "ready"
         stop(booted.server)

@@ -154,7 +154,11 @@ def cross_check(metrics: dict[str, Any], records: list[RequestRecord]) -> dict[s
     if server is None:
         return {}
     client_tokens = int(sum(r.completion_tokens or 0 for r in records))
-    out = {"server_generation_tokens": server, "client_completion_tokens": client_tokens, "match": server == client_tokens}
+    out = {
+        "server_generation_tokens": server,
+        "client_completion_tokens": client_tokens,
+        "match": server == client_tokens,
+    }
     if not out["match"]:
         out["note"] = (
             "mismatch: another client shared the server, a failed request's tokens never reached us, "
@@ -205,14 +209,26 @@ async def run_bench(plan: BenchPlan, recorder: BenchRecorder, progress: Progress
             try:
                 for run in range(plan.runs):
                     requests = await prepare(
-                        plan.workload, model=plan.model, cell=spec.name, run=run, count=spec.requests,
-                        session=client.session, base_url=plan.url,
+                        plan.workload,
+                        model=plan.model,
+                        cell=spec.name,
+                        run=run,
+                        count=spec.requests,
+                        session=client.session,
+                        base_url=plan.url,
                     )
                     progress.start(spec.name, run, len(requests))
                     before = await scrape(client.session, plan.url)
                     unreachable = await send_all(
-                        client, requests, spec, run=run, zero=zero, recorder=recorder, cell=cell,
-                        progress=progress, rng=rng,
+                        client,
+                        requests,
+                        spec,
+                        run=run,
+                        zero=zero,
+                        recorder=recorder,
+                        cell=cell,
+                        progress=progress,
+                        rng=rng,
                     )
                     after = None if unreachable else await scrape(client.session, plan.url)
                     if run in cell.kept_runs:

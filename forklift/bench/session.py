@@ -77,8 +77,13 @@ def bench(
 ) -> Outcome:
     """Run the plan. Ctrl-C ends it with status interrupted: the outcome, not an exception."""
     body = BenchBody(
-        url=plan.url, model=plan.model, mode=mode, workload=plan.workload.identity(),
-        setting=setting, boot=boot, client=client_facts(plan),
+        url=plan.url,
+        model=plan.model,
+        mode=mode,
+        workload=plan.workload.identity(),
+        setting=setting,
+        boot=boot,
+        client=client_facts(plan),
     )
     recorder = BenchRecorder(new_receipt("bench", **(receipt_fields or {})), body, folder)
     try:
@@ -121,8 +126,12 @@ def bench_launched(
     def on_ready(booted: Any) -> None:
         outcomes.append(
             bench(
-                make_plan(resolved.url, resolved.served_name), mode=mode, folder=folder, progress=progress,
-                setting=setting_name(resolved), boot=booted.body.model_dump(mode="json"),
+                make_plan(resolved.url, resolved.served_name),
+                mode=mode,
+                folder=folder,
+                progress=progress,
+                setting=setting_name(resolved),
+                boot=booted.body.model_dump(mode="json"),
                 receipt_fields={
                     "profile": profile_record(resolved),
                     "pin": config.data.upstream.model_dump(),

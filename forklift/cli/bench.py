@@ -75,10 +75,22 @@ ROWS = (
     ("failures", lambda c: ", ".join(f"{k} {v}" for k, v in c.aggregate.get("failures", {}).items()) or "-"),
     ("output tokens", lambda c: str(c.aggregate.get("output_tokens", "-"))),
     ("duration s", lambda c: _num(c.duration_s, "{:.2f}")),
-    ("TTFT ms median / p99", lambda c: f"{_ms(c.aggregate.get('ttft_ms'), 'median')} / {_ms(c.aggregate.get('ttft_ms'), 'p99')}"),
-    ("TPOT ms median / p99", lambda c: f"{_ms(c.aggregate.get('tpot_ms'), 'median')} / {_ms(c.aggregate.get('tpot_ms'), 'p99')}"),
-    ("ITL ms median / p99", lambda c: f"{_ms(c.aggregate.get('itl_ms'), 'median')} / {_ms(c.aggregate.get('itl_ms'), 'p99')}"),
-    ("E2E ms median / p99", lambda c: f"{_ms(c.aggregate.get('e2e_ms'), 'median')} / {_ms(c.aggregate.get('e2e_ms'), 'p99')}"),
+    (
+        "TTFT ms median / p99",
+        lambda c: f"{_ms(c.aggregate.get('ttft_ms'), 'median')} / {_ms(c.aggregate.get('ttft_ms'), 'p99')}",
+    ),
+    (
+        "TPOT ms median / p99",
+        lambda c: f"{_ms(c.aggregate.get('tpot_ms'), 'median')} / {_ms(c.aggregate.get('tpot_ms'), 'p99')}",
+    ),
+    (
+        "ITL ms median / p99",
+        lambda c: f"{_ms(c.aggregate.get('itl_ms'), 'median')} / {_ms(c.aggregate.get('itl_ms'), 'p99')}",
+    ),
+    (
+        "E2E ms median / p99",
+        lambda c: f"{_ms(c.aggregate.get('e2e_ms'), 'median')} / {_ms(c.aggregate.get('e2e_ms'), 'p99')}",
+    ),
     ("per-stream decode tok/s", lambda c: _num(c.aggregate.get("per_stream_decode_tok_s"))),
     ("aggregate decode tok/s", lambda c: _num(c.aggregate.get("aggregate_decode_tok_s"))),
     ("e2e tok/s", lambda c: _num(c.aggregate.get("e2e_tok_s"))),
@@ -109,21 +121,31 @@ def render(body) -> None:
 def bench(
     ctx: typer.Context,
     url: Optional[str] = typer.Option(None, "--url", help="base URL of any OpenAI-compatible server"),
-    profile: Optional[str] = typer.Option(None, "--profile", help="launch this forklift.toml profile, bench it, stop it"),
+    profile: Optional[str] = typer.Option(
+        None, "--profile", help="launch this forklift.toml profile, bench it, stop it"
+    ),
     sets: list[str] = typer.Option([], "--set", help="with --profile: axis=choice, args.FLAG=VALUE, env.NAME=VALUE"),
-    logs: Optional[Path] = typer.Option(None, "--logs", help="with --profile: engine log folder (default: logs/ beside forklift.toml)"),
-    model: Optional[str] = typer.Option(None, "--model", help="served model name (default: the first /v1/models lists)"),
+    logs: Optional[Path] = typer.Option(
+        None, "--logs", help="with --profile: engine log folder (default: logs/ beside forklift.toml)"
+    ),
+    model: Optional[str] = typer.Option(
+        None, "--model", help="served model name (default: the first /v1/models lists)"
+    ),
     cohort: Optional[Path] = typer.Option(None, "--cohort", help="prompt cohort, JSONL: id, messages or prompt, ..."),
     synthetic: Optional[str] = typer.Option(None, "--synthetic", help="IN:OUT synthetic prompts of exact lengths"),
     prompts: int = typer.Option(16, "--prompts", help="how many distinct synthetic prompts"),
     endpoint: str = typer.Option("completions", "--endpoint", help="synthetic prompts: chat or completions"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="cohort default for lines without one"),
-    ignore_eos: bool = typer.Option(False, "--ignore-eos", help="cohort: generate exactly max_tokens (synthetic always does)"),
+    ignore_eos: bool = typer.Option(
+        False, "--ignore-eos", help="cohort: generate exactly max_tokens (synthetic always does)"
+    ),
     sampling: str = typer.Option("default", "--sampling", help="default (model's), greedy or seeded"),
     seed: int = typer.Option(0, "--seed", help="base seed of the seeded preset, synthetic text and pacing"),
     no_salt: bool = typer.Option(False, "--no-salt", help="send prompts as they are: allow prefix-cache reuse"),
     salt_nonce: str = typer.Option("forklift", "--salt-nonce", help="change to re-bench a live server off its cache"),
-    mode: Optional[str] = typer.Option(None, "--mode", help="single, sweep or batch (default: sweep when --concurrency is given)"),
+    mode: Optional[str] = typer.Option(
+        None, "--mode", help="single, sweep or batch (default: sweep when --concurrency is given)"
+    ),
     concurrency: Optional[str] = typer.Option(None, "--concurrency", help="e.g. 1,2,4,8"),
     requests: Optional[int] = typer.Option(None, "--requests", help="requests per cell (default: the workload once)"),
     rate: Optional[float] = typer.Option(None, "--rate", help="pace arrivals at this many requests/s"),
@@ -160,18 +182,36 @@ def bench(
     if synthetic is not None:
         inp, out = parse_synthetic(synthetic)
         workload = synthetic_workload(
-            input_tokens=inp, output_tokens=out, count=prompts, endpoint=endpoint,  # type: ignore[arg-type]
-            preset=sampling, seed=seed, salted=not no_salt, salt_nonce=salt_nonce,
+            input_tokens=inp,
+            output_tokens=out,
+            count=prompts,
+            endpoint=endpoint,  # type: ignore[arg-type]
+            preset=sampling,
+            seed=seed,
+            salted=not no_salt,
+            salt_nonce=salt_nonce,
         )
     else:
         workload = load_cohort(
-            cohort, max_tokens=max_tokens, ignore_eos=ignore_eos, preset=sampling, seed=seed,  # type: ignore[arg-type]
-            salted=not no_salt, salt_nonce=salt_nonce,
+            cohort,
+            max_tokens=max_tokens,
+            ignore_eos=ignore_eos,
+            preset=sampling,
+            seed=seed,  # type: ignore[arg-type]
+            salted=not no_salt,
+            salt_nonce=salt_nonce,
         )
     # Built now so bad options are refused before anything is launched; url and model come later.
     options = BenchPlan(
-        url="", model="", workload=workload, cells=cell_specs(mode, levels, requests, rate, burstiness),
-        runs=runs, keep=keep, timeout=timeout, engine=engine, seed=seed,  # type: ignore[arg-type]
+        url="",
+        model="",
+        workload=workload,
+        cells=cell_specs(mode, levels, requests, rate, burstiness),
+        runs=runs,
+        keep=keep,
+        timeout=timeout,
+        engine=engine,
+        seed=seed,  # type: ignore[arg-type]
     )
 
     def make_plan(base_url: str, served: str | None = None) -> BenchPlan:
@@ -183,8 +223,14 @@ def bench(
         config = load()
         with Progress(*columns, console=console, transient=True) as progress:
             outcome = bench_launched(
-                config, profile, sets, make_plan, mode=mode, folder=folder,
-                logs=logs or config.root / "logs", progress=RichProgress(progress),
+                config,
+                profile,
+                sets,
+                make_plan,
+                mode=mode,
+                folder=folder,
+                logs=logs or config.root / "logs",
+                progress=RichProgress(progress),
             )
     else:
         with Progress(*columns, console=console, transient=True) as progress:
@@ -194,7 +240,9 @@ def bench(
     if outcome.status == "interrupted":
         raise typer.Exit(130)
     if outcome.status != "ok":
-        raise ForkliftError(f"bench {outcome.status}: some requests failed or the server went away; receipt {outcome.path}")
+        raise ForkliftError(
+            f"bench {outcome.status}: some requests failed or the server went away; receipt {outcome.path}"
+        )
 
 
 @bench_app.command("import")

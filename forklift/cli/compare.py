@@ -34,8 +34,11 @@ def _render(comparison) -> None:
         table.add_column(column, justify="right" if column in ("A", "B", "Δ", "95% CI", "MDE") else "left")
     for cell in comparison.cells:
         for i, result in enumerate(cell.metrics):
-            table.add_row(cell.cell if i == 0 else "", *fmt.metric_cells(result),
-                          f"[{CLAIM_STYLE[result.claim]}]{result.verdict}[/]")
+            table.add_row(
+                cell.cell if i == 0 else "",
+                *fmt.metric_cells(result),
+                f"[{CLAIM_STYLE[result.claim]}]{result.verdict}[/]",
+            )
         table.add_section()
     console.print(table)
     for cell in comparison.cells:
@@ -47,8 +50,10 @@ def _render(comparison) -> None:
         console.print(f"[yellow]not a whole receipt: {partial}[/]")
     if comparison.across_machines:
         console.print("[yellow]across machines: A and B ran on different boxes; this row is not a same-box A/B[/]")
-    console.print("MDE: the smallest change this cohort detects 80% of the time (two-sided 5% test); "
-                  "Δ and CI are geometric means of per-prompt B/A ratios.\n")
+    console.print(
+        "MDE: the smallest change this cohort detects 80% of the time (two-sided 5% test); "
+        "Δ and CI are geometric means of per-prompt B/A ratios.\n"
+    )
 
 
 @app.command("compare")
@@ -74,9 +79,9 @@ def compare_command(
         results += [compare_groups(a, b, across_machines=across_machines, seed=seed) for a, b in matching.pairs]
         unmatched += [f"A only: {name}" for name in matching.only_a] + [f"{other} only: {n}" for n in matching.only_b]
     if as_json:
-        typer.echo(json.dumps(
-            {"comparisons": [r.model_dump(mode="json") for r in results], "unmatched": unmatched}, indent=2
-        ))
+        typer.echo(
+            json.dumps({"comparisons": [r.model_dump(mode="json") for r in results], "unmatched": unmatched}, indent=2)
+        )
         return
     for result in results:
         _render(result)

@@ -10,8 +10,14 @@ import typer
 
 from forklift.cli.app import app, console, load
 
-STYLE = {"applies": "green", "offset": "yellow", "already-upstream": "cyan", "partly-upstream": "magenta",
-         "conflicts": "red", "file-gone": "red"}
+STYLE = {
+    "applies": "green",
+    "offset": "yellow",
+    "already-upstream": "cyan",
+    "partly-upstream": "magenta",
+    "conflicts": "red",
+    "file-gone": "red",
+}
 
 
 def render(report) -> None:
@@ -44,7 +50,9 @@ def flip(
     write: bool = typer.Option(False, "--write", help="move the pin and the series (only when nothing conflicts)"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON instead of a table"),
     report_file: Optional[Path] = typer.Option(None, "--report", help="also write the markdown flip report here"),
-    receipts: Optional[Path] = typer.Option(None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"),
+    receipts: Optional[Path] = typer.Option(
+        None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
+    ),
 ) -> None:
     """Dry run by default: which patches apply, moved, are upstream (retire), conflict; knobs before/after."""
     from forklift.flip.report import render_markdown
@@ -56,8 +64,16 @@ def flip(
     if report_file:
         write_atomic(report_file, render_markdown(report))
     if as_json:
-        console.print_json(json.dumps({"ok": not report.blocked, "receipt": str(result.receipt),
-                                       "written": [str(p) for p in result.written], **report.model_dump()}))
+        console.print_json(
+            json.dumps(
+                {
+                    "ok": not report.blocked,
+                    "receipt": str(result.receipt),
+                    "written": [str(p) for p in result.written],
+                    **report.model_dump(),
+                }
+            )
+        )
     else:
         render(report)
         for path in result.written:

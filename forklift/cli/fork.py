@@ -10,8 +10,9 @@ import typer
 
 from forklift.cli.app import app, console, load
 
-source_app = typer.Typer(help="Bind the release to the fork commit its series came from (the SOURCE file).",
-                         no_args_is_help=True)
+source_app = typer.Typer(
+    help="Bind the release to the fork commit its series came from (the SOURCE file).", no_args_is_help=True
+)
 app.add_typer(source_app, name="source")
 
 REPO_OPTION = typer.Option(Path("."), "--repo", help="the fork's git repository")
@@ -30,7 +31,9 @@ def export_command(
     repo: Path = REPO_OPTION,
     base: Optional[str] = BASE_OPTION,
     check: bool = typer.Option(False, "--check", help="only compare with the committed series; exit 1 on drift"),
-    drop_outside: bool = typer.Option(False, "--drop-outside", help="export without files outside upstream's tree (each is listed)"),
+    drop_outside: bool = typer.Option(
+        False, "--drop-outside", help="export without files outside upstream's tree (each is listed)"
+    ),
 ) -> None:
     """Write one normalized patch per fork commit and rewrite patches/series (byte-identical on re-export)."""
     from forklift.fork.base import find_base
@@ -44,7 +47,9 @@ def export_command(
     export = export_fork(fork, find_base(config, base, fork), ref, upstream, drop_outside=drop_outside)
     for patch in export.patches:
         for path in patch.dropped:
-            console.print(f"[yellow]dropped[/] {path} from {patch.name} (commit {patch.commit[:12]}): outside upstream's tree")
+            console.print(
+                f"[yellow]dropped[/] {path} from {patch.name} (commit {patch.commit[:12]}): outside upstream's tree"
+            )
     if check:
         drift = export_drift(export, config.series_dir)
         for line in drift:
@@ -90,7 +95,9 @@ def import_command(
 
 @app.command()
 def replay(
-    against: Optional[str] = typer.Option(None, "--against", help="fork ref to compare with (default: SOURCE's commit)"),
+    against: Optional[str] = typer.Option(
+        None, "--against", help="fork ref to compare with (default: SOURCE's commit)"
+    ),
     repo: Path = REPO_OPTION,
 ) -> None:
     """Apply the series to the pristine tree and compare with the fork's tree over upstream's paths."""
@@ -112,13 +119,17 @@ def replay(
     result = run_replay(fork, ref, _pristine(config).path, load_series(config.series_dir).patches, base)
     if result.not_in_base:
         shown = ", ".join(result.not_in_base[:3]) + (" ..." if len(result.not_in_base) > 3 else "")
-        console.print(f"not compared: {len(result.not_in_base)} upstream files the fork's base {base[:12]} never "
-                      f"had (generated into the release: {shown})")
+        console.print(
+            f"not compared: {len(result.not_in_base)} upstream files the fork's base {base[:12]} never "
+            f"had (generated into the release: {shown})"
+        )
     for difference in result.differences:
         console.print(f"[red]differs[/] {difference}")
     verdict = "[green]identical[/]" if result.identical else "[red]NOT identical[/]"
-    console.print(f"{len(result.differences)} differing files of {result.compared} compared "
-                  f"(series vs {ref} at {result.tip[:12]}): {verdict}")
+    console.print(
+        f"{len(result.differences)} differing files of {result.compared} compared "
+        f"(series vs {ref} at {result.tip[:12]}): {verdict}"
+    )
     if not result.identical:
         raise typer.Exit(1)
 

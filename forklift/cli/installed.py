@@ -10,7 +10,9 @@ import typer
 
 from forklift.cli.app import app, console, load
 
-PATH_ARG = typer.Argument(None, help="site-packages, the package folder, a venv or its python (default: the engine on PATH)")
+PATH_ARG = typer.Argument(
+    None, help="site-packages, the package folder, a venv or its python (default: the engine on PATH)"
+)
 INSTALLED = typer.Option(False, "--installed", help="work on the installed engine package (the only mode)")
 
 
@@ -60,18 +62,27 @@ def verify(
     package, series = _package(path)
     state = verify_installed(package, series)
     if as_json:
-        console.print_json(json.dumps({
-            "ok": state.ok, "site": str(package.site), "distribution": package.dist_info.name,
-            "checked": state.checked,
-            "patches": [{"name": p.name, "state": p.state, "status": p.status} for p in state.patches],
-            "files": [{"path": f.path, "state": f.state, "why": f.why} for f in state.files],
-        }))
+        console.print_json(
+            json.dumps(
+                {
+                    "ok": state.ok,
+                    "site": str(package.site),
+                    "distribution": package.dist_info.name,
+                    "checked": state.checked,
+                    "patches": [{"name": p.name, "state": p.state, "status": p.status} for p in state.patches],
+                    "files": [{"path": f.path, "state": f.state, "why": f.why} for f in state.files],
+                }
+            )
+        )
     else:
         for patch in state.patches:
             console.print(f"{patch.state:12} {patch.name}", soft_wrap=True, markup=False)
         for check in state.files:
-            console.print(f"{check.state:12} {check.path}{'  (' + check.why + ')' if check.why else ''}",
-                          soft_wrap=True, markup=False)
+            console.print(
+                f"{check.state:12} {check.path}{'  (' + check.why + ')' if check.why else ''}",
+                soft_wrap=True,
+                markup=False,
+            )
         console.print(f"{state.checked} files checked against {package.dist_info.name}/RECORD", soft_wrap=True)
     if not state.ok:
         raise ForkliftError(f"installed {package.package} does not match the pin plus the series: {state.summary()}")

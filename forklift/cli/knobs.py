@@ -25,23 +25,39 @@ def knobs(
     diff = report.diff
     bad = diff.introduced_unregistered
     if as_json:
-        console.print_json(json.dumps({
-            "tree": str(report.tree),
-            "pristine": {"registered": len(report.pristine.names), "bare_reads": len(report.pristine.bypass),
-                         "unregistered_reads": len(report.pristine.unregistered)},
-            "patched": {"registered": len(report.patched.names), "bare_reads": len(report.patched.bypass),
-                        "unregistered_reads": len(report.patched.unregistered)},
-            "added": list(diff.added), "removed": list(diff.removed),
-            "introduced_reads": [str(r) for r in diff.introduced],
-            "not_applied": report.not_applied, "lint_ok": not bad,
-        }))
+        console.print_json(
+            json.dumps(
+                {
+                    "tree": str(report.tree),
+                    "pristine": {
+                        "registered": len(report.pristine.names),
+                        "bare_reads": len(report.pristine.bypass),
+                        "unregistered_reads": len(report.pristine.unregistered),
+                    },
+                    "patched": {
+                        "registered": len(report.patched.names),
+                        "bare_reads": len(report.patched.bypass),
+                        "unregistered_reads": len(report.patched.unregistered),
+                    },
+                    "added": list(diff.added),
+                    "removed": list(diff.removed),
+                    "introduced_reads": [str(r) for r in diff.introduced],
+                    "not_applied": report.not_applied,
+                    "lint_ok": not bad,
+                }
+            )
+        )
     else:
         p, q = report.pristine, report.patched
         console.print(f"registered knobs: {len(p.names)} pristine -> {len(q.names)} patched", soft_wrap=True)
-        console.print(f"added: {', '.join(diff.added) or 'none'}; removed: {', '.join(diff.removed) or 'none'}",
-                      soft_wrap=True)
-        console.print(f"bare reads outside the registry: {len(p.bypass)} pristine ({len(p.unregistered)} unregistered)"
-                      f" -> {len(q.bypass)} patched ({len(q.unregistered)} unregistered)", soft_wrap=True)
+        console.print(
+            f"added: {', '.join(diff.added) or 'none'}; removed: {', '.join(diff.removed) or 'none'}", soft_wrap=True
+        )
+        console.print(
+            f"bare reads outside the registry: {len(p.bypass)} pristine ({len(p.unregistered)} unregistered)"
+            f" -> {len(q.bypass)} patched ({len(q.unregistered)} unregistered)",
+            soft_wrap=True,
+        )
         for read in q.bypass if reads else diff.introduced:
             marker = "added by the series: " if read in diff.introduced else ""
             console.print(f"  {marker}{read}", soft_wrap=True, markup=False)

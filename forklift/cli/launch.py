@@ -16,13 +16,19 @@ def launch(
     sets: list[str] = typer.Option(
         [], "--set", help="axis=choice, args.FLAG=VALUE (a TOML value) or env.NAME=VALUE; repeatable"
     ),
-    print_only: bool = typer.Option(False, "--print", help="print the exact argv and environment, one per line; start nothing"),
+    print_only: bool = typer.Option(
+        False, "--print", help="print the exact argv and environment, one per line; start nothing"
+    ),
     port: Optional[int] = typer.Option(None, "--port", help="listen on this port instead of the profile's"),
     control: bool = typer.Option(
-        False, "--control", help="export a made-up engine variable; fail unless the engine warns about exactly it, then stop"
+        False,
+        "--control",
+        help="export a made-up engine variable; fail unless the engine warns about exactly it, then stop",
     ),
     check: bool = typer.Option(True, "--check/--no-check", help="check flags and knobs against the installed engine"),
-    receipts: Optional[Path] = typer.Option(None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"),
+    receipts: Optional[Path] = typer.Option(
+        None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
+    ),
     logs: Optional[Path] = typer.Option(None, "--logs", help="engine log folder (default: logs/ beside forklift.toml)"),
 ) -> None:
     """Boot a profile as a supervised server (Ctrl-C or `forklift stop` ends it), or --print its command."""
@@ -43,7 +49,7 @@ def launch(
         for line in lines[: len(resolved.argv)]:
             typer.echo(line)
         typer.echo("# env")
-        for line in lines[len(resolved.argv):]:
+        for line in lines[len(resolved.argv) :]:
             typer.echo(line)
         if plan.checked_against is None and check:
             knobs = f"knobs checked against {plan.knobs_from}" if plan.knobs_from else "knobs not checked"
@@ -52,11 +58,16 @@ def launch(
 
     def ready(booted) -> None:
         facts = booted.body.facts
-        console.print(f"ready in {booted.body.boot_seconds:.1f} s at {booted.server.url} (log {booted.server.log_path})",
-                      soft_wrap=True)
-        console.print(f"KV pool: {_count(facts.kv_pool_tokens)} tokens ({facts.kv_pool_device or '?'}), "
-                      f"KV memory: {facts.kv_memory_gib} GiB, max concurrency: {facts.max_concurrency}x "
-                      f"at {_count(facts.max_concurrency_tokens)} tokens per request", soft_wrap=True)
+        console.print(
+            f"ready in {booted.body.boot_seconds:.1f} s at {booted.server.url} (log {booted.server.log_path})",
+            soft_wrap=True,
+        )
+        console.print(
+            f"KV pool: {_count(facts.kv_pool_tokens)} tokens ({facts.kv_pool_device or '?'}), "
+            f"KV memory: {facts.kv_memory_gib} GiB, max concurrency: {facts.max_concurrency}x "
+            f"at {_count(facts.max_concurrency_tokens)} tokens per request",
+            soft_wrap=True,
+        )
         for key, value in facts.extra.items():
             console.print(f"boot fact: {key}={value}", soft_wrap=True)
         if control:
@@ -94,7 +105,9 @@ def stop(
 
     chosen = [r for r in listed() if (profile is None or r.profile == profile) and (port is None or r.port == port)]
     if not chosen:
-        raise ForkliftError(f"no running launch{' of ' + profile if profile else ''}{f' on port {port}' if port else ''}")
+        raise ForkliftError(
+            f"no running launch{' of ' + profile if profile else ''}{f' on port {port}' if port else ''}"
+        )
     for entry in chosen:
         stop_running(entry)
         console.print(f"stopped {entry.profile} at {entry.url} (engine pid {entry.server})", soft_wrap=True)

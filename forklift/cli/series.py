@@ -11,8 +11,13 @@ import typer
 from forklift.cli.app import app, console, load
 
 STYLE = {
-    "exact": "green", "offset": "yellow", "fuzz": "red", "fails": "red", "already-applied": "red",
-    "partly-applied": "red", "file-missing": "red",
+    "exact": "green",
+    "offset": "yellow",
+    "fuzz": "red",
+    "fails": "red",
+    "already-applied": "red",
+    "partly-applied": "red",
+    "file-missing": "red",
 }
 
 
@@ -47,8 +52,12 @@ def render_report(report) -> None:
         removed = sum(f.removed for f in row.files)
         alone = standalone.get(row.name)
         table.add_row(
-            str(number), row.name, _status(row.status), _status(alone.status) if alone else "-",
-            _hunks(row), f"+{added} -{removed}",
+            str(number),
+            row.name,
+            _status(row.status),
+            _status(alone.status) if alone else "-",
+            _hunks(row),
+            f"+{added} -{removed}",
         )
     console.print(table)
     for finding in report.findings:
@@ -66,7 +75,9 @@ def _status(status: str) -> str:
 def check(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON instead of a table"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="also write a JUnit XML file for CI"),
-    receipts: Optional[Path] = typer.Option(None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"),
+    receipts: Optional[Path] = typer.Option(
+        None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
+    ),
 ) -> None:
     """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails."""
     from forklift.series.gate import run_check

@@ -33,8 +33,6 @@ def init(
     """Write forklift.toml (the resolved pin) and an empty patches/series; never overwrites forklift.toml."""
     from forklift.source.scaffold import init_distribution
 
-    done = init_distribution(
-        folder, pypi=pypi, wheel=wheel, git_url=git, tag=tag, path=str(path) if path else None
-    )
+    done = init_distribution(folder, pypi=pypi, wheel=wheel, git_url=git, tag=tag, path=str(path) if path else None)
     pin = "".join(f"\n  upstream.{key} = {value}" for key, value in done.upstream.items())
     console.print(f"wrote {done.config} and {done.series}{pin}", soft_wrap=True)

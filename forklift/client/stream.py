@@ -153,7 +153,9 @@ class _StreamState:
     def _fold(self, obj: dict[str, Any], now: float) -> bool:
         if "error" in obj:
             error = obj["error"]
-            raise ValueError(f"server error in stream: {error.get('message', error) if isinstance(error, dict) else error}")
+            raise ValueError(
+                f"server error in stream: {error.get('message', error) if isinstance(error, dict) else error}"
+            )
         usage = obj.get("usage")
         if usage:
             if not isinstance(usage, dict):  # finish() reads it after the stream

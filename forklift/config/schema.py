@@ -26,9 +26,7 @@ class PypiPin(Strict):
     source: Literal["pypi"]
     package: str
     version: str
-    filename: str | None = Field(
-        default=None, description="which file of the release; default: the sdist"
-    )
+    filename: str | None = Field(default=None, description="which file of the release; default: the sdist")
     sha256: Sha256
 
 

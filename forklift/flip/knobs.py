@@ -13,16 +13,28 @@ def _delta(tree: str, before: Registry, after: Registry, pristine_after: Registr
     """Old vs new registry; for the patched trees also what the series itself adds on the new release."""
     diff = compare(before, after)
     own = compare(pristine_after, after) if pristine_after else None
-    return KnobDelta(tree=tree, before=len(before.names), after=len(after.names), added=list(diff.added),
-                     removed=list(diff.removed), unregistered_before=len(before.unregistered),
-                     unregistered_after=len(after.unregistered),
-                     new_unregistered_reads=[str(r) for r in diff.introduced_unregistered],
-                     series_registers=list(own.added) if own else [],
-                     series_unregistered_reads=[str(r) for r in own.introduced_unregistered] if own else [])
+    return KnobDelta(
+        tree=tree,
+        before=len(before.names),
+        after=len(after.names),
+        added=list(diff.added),
+        removed=list(diff.removed),
+        unregistered_before=len(before.unregistered),
+        unregistered_after=len(after.unregistered),
+        new_unregistered_reads=[str(r) for r in diff.introduced_unregistered],
+        series_registers=list(own.added) if own else [],
+        series_unregistered_reads=[str(r) for r in own.introduced_unregistered] if own else [],
+    )
 
 
-def knob_deltas(old: Tree, new: Tree, old_files: dict[str, bytes | None], new_files: dict[str, bytes | None],
-                adapter: EngineAdapter, cache: Cache) -> tuple[list[KnobDelta], str | None]:
+def knob_deltas(
+    old: Tree,
+    new: Tree,
+    old_files: dict[str, bytes | None],
+    new_files: dict[str, bytes | None],
+    adapter: EngineAdapter,
+    cache: Cache,
+) -> tuple[list[KnobDelta], str | None]:
     """(pristine delta, patched delta), or a reason when the trees have no knob registry."""
     if not (old.path / adapter.registry_file).is_file() or not (new.path / adapter.registry_file).is_file():
         return [], f"not compared: no {adapter.registry_file} in the trees (not a {adapter.name} source tree)"

@@ -36,9 +36,16 @@ class PatchRow(BaseModel):
 
     @classmethod
     def of(cls, t: PatchTriage, description: str) -> "PatchRow":
-        return cls(name=t.name, verdict=t.verdict, description=description, files=list(t.files),
-                   hunks=[HunkNote(file=h.file, index=h.index, status=h.status, offset=h.offset) for h in t.hunks],
-                   problems=list(t.problems), upstream_changed=list(t.upstream_changed), needs_look=t.needs_look)
+        return cls(
+            name=t.name,
+            verdict=t.verdict,
+            description=description,
+            files=list(t.files),
+            hunks=[HunkNote(file=h.file, index=h.index, status=h.status, offset=h.offset) for h in t.hunks],
+            problems=list(t.problems),
+            upstream_changed=list(t.upstream_changed),
+            needs_look=t.needs_look,
+        )
 
     def detail(self) -> str:
         """What a reviewer needs on one line: why it conflicts, or where it moved."""
@@ -73,9 +80,13 @@ class KnobDelta(BaseModel):
         if pristine is not None and (self.added, self.removed) == (pristine.added, pristine.removed):
             changes = "added/removed as pristine"
         else:
-            changes = f"added {len(self.added)} {_plain(self.added)}; removed {len(self.removed)} {_plain(self.removed)}"
-        line = f"{self.tree}: {self.before} → {self.after} registered; {changes}; " \
-               f"unregistered reads {self.unregistered_before} → {self.unregistered_after}"
+            changes = (
+                f"added {len(self.added)} {_plain(self.added)}; removed {len(self.removed)} {_plain(self.removed)}"
+            )
+        line = (
+            f"{self.tree}: {self.before} → {self.after} registered; {changes}; "
+            f"unregistered reads {self.unregistered_before} → {self.unregistered_after}"
+        )
         if self.series_registers:
             line += f"; the series registers {_plain(self.series_registers)}"
         return line
@@ -113,8 +124,10 @@ def render_markdown(report: FlipReport) -> str:
     """The flip report for the pull request that moves the pin."""
     lines = [f"# Flip {report.old} → {report.new}", "", report.summary() + ".", ""]
     if report.blocked:
-        lines += [f"**Blocked:** {len(report.blocked)} patch(es) do not apply; the pin cannot move until they "
-                  "are re-cut.", ""]
+        lines += [
+            f"**Blocked:** {len(report.blocked)} patch(es) do not apply; the pin cannot move until they are re-cut.",
+            "",
+        ]
     lines += ["| # | patch | verdict | needs a look | detail |", "|---|---|---|---|---|"]
     for number, p in enumerate(report.patches, 1):
         look = "yes: upstream changed " + ", ".join(f"`{f}`" for f in p.upstream_changed) if p.needs_look else ""
@@ -123,8 +136,13 @@ def render_markdown(report: FlipReport) -> str:
         lines += ["", "## Retire (upstream carries them)", ""]
         lines += [f"- `{p.name}`: {p.description or 'no description'}" for p in report.retired]
     if report.needs_look:
-        lines += ["", "## Needs a human look", "",
-                  "These apply cleanly, but upstream changed the files they touch between the two releases:", ""]
+        lines += [
+            "",
+            "## Needs a human look",
+            "",
+            "These apply cleanly, but upstream changed the files they touch between the two releases:",
+            "",
+        ]
         lines += [f"- `{p.name}`: " + ", ".join(f"`{f}`" for f in p.upstream_changed) for p in report.needs_look]
     lines += ["", "## Environment knobs", ""]
     if report.knobs_skipped:
@@ -135,13 +153,17 @@ def render_markdown(report: FlipReport) -> str:
         for k in report.knobs:
             same = k is not pristine and (k.added, k.removed) == (pristine.added, pristine.removed)
             added, removed = ("as pristine", "as pristine") if same else (_names(k.added), _names(k.removed))
-            lines.append(f"| {k.tree} | {k.before} | {k.after} | {added} | {removed} | "
-                         f"{k.unregistered_before} → {k.unregistered_after} |")
+            lines.append(
+                f"| {k.tree} | {k.before} | {k.after} | {added} | {removed} | "
+                f"{k.unregistered_before} → {k.unregistered_after} |"
+            )
         patched = report.knobs[-1]
         if patched.series_registers:
             lines += ["", f"The series registers {_names(patched.series_registers)} on {report.new}."]
-        reads = [(f"new in {report.new}", pristine.new_unregistered_reads),
-                 ("added by the series", patched.series_unregistered_reads)]
+        reads = [
+            (f"new in {report.new}", pristine.new_unregistered_reads),
+            ("added by the series", patched.series_unregistered_reads),
+        ]
         for label, found in reads:
             if found:
                 lines += ["", f"Bare reads of unregistered knobs {label} (outside vLLM's compile-cache key):", ""]

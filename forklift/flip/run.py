@@ -47,13 +47,17 @@ def new_pin(pin: PypiPin | GitPin, version: str, root: Path) -> PypiPin | GitPin
     else:
         found = resolve_pypi_file(pin.package, version)
     if not found.sha256:
-        raise ForkliftError(f"the index gives no sha256 for {found.filename}: forklift will not pin an unverifiable file")
-    return pin.model_copy(update={"version": version, "sha256": found.sha256,
-                                  "filename": found.filename if pin.filename else None})
+        raise ForkliftError(
+            f"the index gives no sha256 for {found.filename}: forklift will not pin an unverifiable file"
+        )
+    return pin.model_copy(
+        update={"version": version, "sha256": found.sha256, "filename": found.filename if pin.filename else None}
+    )
 
 
-def run_flip(config: Config, version: str, receipts_dir: Path | None = None, progress=None,
-             write: bool = False) -> FlipResult:
+def run_flip(
+    config: Config, version: str, receipts_dir: Path | None = None, progress=None, write: bool = False
+) -> FlipResult:
     from forklift.source import default_cache, materialize
 
     pin = config.data.upstream
@@ -71,16 +75,24 @@ def run_flip(config: Config, version: str, receipts_dir: Path | None = None, pro
     if config.data.engine.kind == "generic":
         knobs, skipped = [], "not compared: engine.kind is generic (no knob registry)"
     else:
-        knobs, skipped = knob_deltas(old_tree, new_tree, old_overlay.files, new_overlay.files,
-                                     adapter(config.data.engine.kind), default_cache())
+        knobs, skipped = knob_deltas(
+            old_tree, new_tree, old_overlay.files, new_overlay.files, adapter(config.data.engine.kind), default_cache()
+        )
     report = FlipReport(
-        old=old_tree.label, new=new_tree.label, new_pin=target.model_dump(exclude_none=True),
+        old=old_tree.label,
+        new=new_tree.label,
+        new_pin=target.model_dump(exclude_none=True),
         patches=[PatchRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)],
-        knobs=knobs, knobs_skipped=skipped,
+        knobs=knobs,
+        knobs_skipped=skipped,
     )
     written = write_flip(config, series, target, verdicts, report) if write and not report.blocked else []
-    receipt = new_receipt("flip", status="failed" if report.blocked else "ok", pin=target.model_dump(),
-                          body={**report.model_dump(), "written": [str(p) for p in written]})
+    receipt = new_receipt(
+        "flip",
+        status="failed" if report.blocked else "ok",
+        pin=target.model_dump(),
+        body={**report.model_dump(), "written": [str(p) for p in written]},
+    )
     path = write_receipt(receipt, receipts_dir or config.root / "receipts")
     return FlipResult(report=report, receipt=path, written=written)
 
@@ -99,7 +111,7 @@ def rewrite_pin(text: str, pin: PypiPin | GitPin) -> str:
             body = line.sub(lambda m: f'{m.group(1)}"{value}"', body, count=1)
         elif value is not None:
             raise ForkliftError(f"forklift.toml: [upstream] has no {key} line to rewrite")
-    return text[: section.start(1)] + body + text[section.end(1):]
+    return text[: section.start(1)] + body + text[section.end(1) :]
 
 
 def drop_from_contract(text: str, names: set[str]) -> str:
@@ -115,11 +127,12 @@ def drop_from_contract(text: str, names: set[str]) -> str:
         items = re.sub(rf"(?m)^[ \t]*{quoted}[ \t]*,?[ \t]*(?:#[^\n]*)?\n", "", items)
         items = re.sub(rf"{quoted}[ \t]*,[ \t]*|,?[ \t]*{quoted}", "", items)
     start = section.start(1)
-    return text[:start + array.start(1)] + items + text[start + array.end(1):]
+    return text[: start + array.start(1)] + items + text[start + array.end(1) :]
 
 
-def write_flip(config: Config, series: Series, pin: PypiPin | GitPin, verdicts: list[PatchTriage],
-               report: FlipReport) -> list[Path]:
+def write_flip(
+    config: Config, series: Series, pin: PypiPin | GitPin, verdicts: list[PatchTriage], report: FlipReport
+) -> list[Path]:
     """Move the pin and the series; refused (nothing written) when any patch conflicts or lost its file."""
     if report.blocked:
         names = ", ".join(p.name for p in report.blocked)
@@ -133,8 +146,9 @@ def write_flip(config: Config, series: Series, pin: PypiPin | GitPin, verdicts: 
     if moved.upstream != pin:
         raise ForkliftError(f"{config.path}: rewriting the pin did not give the new pin (edit it by hand)")
     if moved.series.contract != [name for name in config.data.series.contract if name not in retired]:
-        raise ForkliftError(f"{config.path}: could not take the retired patches out of [series] contract "
-                            "(edit it by hand)")
+        raise ForkliftError(
+            f"{config.path}: could not take the retired patches out of [series] contract (edit it by hand)"
+        )
     series_file = config.series_dir / SERIES_FILE
     series_lines = []
     for raw in series_file.read_text(encoding="utf-8").splitlines():

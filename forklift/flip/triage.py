@@ -20,8 +20,13 @@ from forklift.series.render import file_diff
 
 Verdict = Literal["applies", "offset", "already-upstream", "partly-upstream", "conflicts", "file-gone"]
 VERDICT_OF = {
-    "exact": "applies", "offset": "offset", "already-applied": "already-upstream",
-    "partly-applied": "partly-upstream", "fuzz": "conflicts", "fails": "conflicts", "file-missing": "file-gone",
+    "exact": "applies",
+    "offset": "offset",
+    "already-applied": "already-upstream",
+    "partly-applied": "partly-upstream",
+    "fuzz": "conflicts",
+    "fails": "conflicts",
+    "file-missing": "file-gone",
 }
 BLOCKING = ("conflicts", "file-gone")
 
@@ -70,8 +75,9 @@ def _land(read: Reader, patch: Patch) -> dict[str, bytes | None]:
 def _recut(patch: Patch, before: Reader, changes: dict[str, bytes | None]) -> str:
     """The patch's header with its diff rendered afresh against the new tree (exact line numbers)."""
     header = split_header(patch.text)[0]
-    body = "".join(file_diff(path, before(path), changes[path]) for path in sorted(changes)
-                   if before(path) != changes[path])
+    body = "".join(
+        file_diff(path, before(path), changes[path]) for path in sorted(changes) if before(path) != changes[path]
+    )
     return header + body
 
 
@@ -90,9 +96,15 @@ def triage(old: Reader, new: Reader, patches: list[Patch] | tuple[Patch, ...]) -
         refreshed = _recut(patch, overlay.read, changes) if verdict in ("offset", "partly-upstream") else None
         overlay.files.update(changes)
         changed_upstream = tuple(p for p in patch.paths if old(p) != new(p))
-        verdicts.append(PatchTriage(
-            name=patch.name, verdict=verdict, hunks=result.hunks,
-            problems=_problems(result.hunks, result.problems),
-            files=patch.paths, upstream_changed=changed_upstream, refreshed=refreshed,
-        ))
+        verdicts.append(
+            PatchTriage(
+                name=patch.name,
+                verdict=verdict,
+                hunks=result.hunks,
+                problems=_problems(result.hunks, result.problems),
+                files=patch.paths,
+                upstream_changed=changed_upstream,
+                refreshed=refreshed,
+            )
+        )
     return verdicts, overlay

@@ -33,8 +33,10 @@ def find_base(config: Config, given: str | None = None, fork: Git | None = None)
     if not found and fork is not None:
         found = fork.resolve(f"refs/tags/{base_tag(pin)}")
     if not found:
-        raise UsageError(f"{config.path}: a {pin.source} pin names no commit of the fork: pass --base REV (the fork "
-                         "commit holding the pristine tree); export records it in patches/series")
+        raise UsageError(
+            f"{config.path}: a {pin.source} pin names no commit of the fork: pass --base REV (the fork "
+            "commit holding the pristine tree); export records it in patches/series"
+        )
     return found
 
 

@@ -28,9 +28,12 @@ class SourceBinding:
     tag: str | None = None  # upstream tag in the fork that must still name the pinned base
 
     def render(self) -> str:
-        lines = ["# forklift source binding: the fork commit this series was exported from.",
-                 "# Written by `forklift source bind`; checked by `forklift source verify`.",
-                 f'commit = "{self.commit}"', f'branch = "{self.branch}"']
+        lines = [
+            "# forklift source binding: the fork commit this series was exported from.",
+            "# Written by `forklift source bind`; checked by `forklift source verify`.",
+            f'commit = "{self.commit}"',
+            f'branch = "{self.branch}"',
+        ]
         if self.tag:
             lines.append(f'tag = "{self.tag}"')
         return "\n".join(lines) + "\n"
@@ -92,26 +95,44 @@ def verify_binding(fork: Git, binding: SourceBinding, base: str, previous: str |
     failures = []
     commit = fork.resolve(binding.commit)
     if commit is None:
-        failures.append(BindingFailure("missing-commit", f"fork commit {binding.commit[:12]} does not exist in {fork.repo}"))
+        failures.append(
+            BindingFailure("missing-commit", f"fork commit {binding.commit[:12]} does not exist in {fork.repo}")
+        )
     published = fork.resolve(binding.branch)
     if published is None:
-        failures.append(BindingFailure("missing-branch", f"published branch {binding.branch!r} does not exist in "
-                                                         f"{fork.repo} (fetch it first)"))
+        failures.append(
+            BindingFailure(
+                "missing-branch", f"published branch {binding.branch!r} does not exist in {fork.repo} (fetch it first)"
+            )
+        )
     elif commit and not fork.is_ancestor(commit, published):
-        failures.append(BindingFailure("unpublished", f"fork commit {commit[:12]} is not reachable from the published "
-                                                      f"branch {binding.branch} ({published[:12]})"))
+        failures.append(
+            BindingFailure(
+                "unpublished",
+                f"fork commit {commit[:12]} is not reachable from the published "
+                f"branch {binding.branch} ({published[:12]})",
+            )
+        )
     if binding.tag:
         tagged = fork.resolve(f"refs/tags/{binding.tag}")
         if tagged != base:
             now = tagged[:12] if tagged else "nothing"
-            failures.append(BindingFailure("moved-tag", f"tag {binding.tag} now names {now}, but the pinned base is "
-                                                        f"{base[:12]}"))
+            failures.append(
+                BindingFailure("moved-tag", f"tag {binding.tag} now names {now}, but the pinned base is {base[:12]}")
+            )
     base_commit = fork.resolve(base)
     if commit and (base_commit is None or not fork.is_ancestor(base_commit, commit)):
-        failures.append(BindingFailure("not-from-base", f"fork commit {commit[:12]} does not descend from the pinned "
-                                                        f"base {base[:12]}"))
+        failures.append(
+            BindingFailure(
+                "not-from-base", f"fork commit {commit[:12]} does not descend from the pinned base {base[:12]}"
+            )
+        )
     if commit and previous and previous != commit:
         if fork.resolve(previous) is None or not fork.is_ancestor(previous, commit):
-            failures.append(BindingFailure("went-backwards", f"fork commit {commit[:12]} does not descend from the "
-                                                             f"previously recorded {previous[:12]}"))
+            failures.append(
+                BindingFailure(
+                    "went-backwards",
+                    f"fork commit {commit[:12]} does not descend from the previously recorded {previous[:12]}",
+                )
+            )
     return failures

@@ -15,9 +15,14 @@ from pathlib import Path
 from forklift.errors import ForkliftError
 from forklift.fork.git import Git
 
-_IDENTITY = {"GIT_AUTHOR_NAME": "forklift", "GIT_AUTHOR_EMAIL": "forklift@localhost",
-             "GIT_COMMITTER_NAME": "forklift", "GIT_COMMITTER_EMAIL": "forklift@localhost",
-             "GIT_AUTHOR_DATE": "1970-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "1970-01-01T00:00:00+0000"}
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "forklift",
+    "GIT_AUTHOR_EMAIL": "forklift@localhost",
+    "GIT_COMMITTER_NAME": "forklift",
+    "GIT_COMMITTER_EMAIL": "forklift@localhost",
+    "GIT_AUTHOR_DATE": "1970-01-01T00:00:00+0000",
+    "GIT_COMMITTER_DATE": "1970-01-01T00:00:00+0000",
+}
 
 
 def create_fork(tree: Path, repo: Path, tag: str, label: str, bare: bool = False) -> tuple[Git, str]:
@@ -30,8 +35,12 @@ def create_fork(tree: Path, repo: Path, tag: str, label: str, bare: bool = False
     git.run("init", "-q", *(["--bare"] if bare else []), "-b", "main")
     git_dir = str(repo if bare else repo / ".git")
     with tempfile.TemporaryDirectory(prefix="forklift-fork-") as scratch:
-        env = {"GIT_INDEX_FILE": os.path.join(scratch, "index"), "GIT_DIR": git_dir, "GIT_WORK_TREE": str(tree),
-               **_IDENTITY}
+        env = {
+            "GIT_INDEX_FILE": os.path.join(scratch, "index"),
+            "GIT_DIR": git_dir,
+            "GIT_WORK_TREE": str(tree),
+            **_IDENTITY,
+        }
         git.run("add", "-A", "-f", ".", env=env)  # -f: an sdist ships files upstream's .gitignore names
         tree_id = git.text("write-tree", env=env).strip()
         base = git.text("commit-tree", tree_id, "-m", f"{label} (pristine)", env=env).strip()

@@ -15,8 +15,20 @@ from pathlib import Path
 from forklift.errors import ForkliftError
 
 # Settings that would make the same commits diff differently on two machines.
-_NEUTRAL = ("-c", "core.quotepath=false", "-c", "diff.noprefix=false", "-c", "diff.mnemonicprefix=false",
-            "-c", "core.autocrlf=false", "-c", "color.ui=false", "-c", "core.attributesFile=/dev/null")
+_NEUTRAL = (
+    "-c",
+    "core.quotepath=false",
+    "-c",
+    "diff.noprefix=false",
+    "-c",
+    "diff.mnemonicprefix=false",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "color.ui=false",
+    "-c",
+    "core.attributesFile=/dev/null",
+)
 
 
 @dataclass(frozen=True)
@@ -25,13 +37,21 @@ class Git:
 
     repo: Path
 
-    def run(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None,
-            check: bool = True) -> subprocess.CompletedProcess[bytes]:
-        full_env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_LITERAL_PATHSPECS": "1",
-                    **(env or {})}
+    def run(
+        self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[bytes]:
+        full_env = {
+            **os.environ,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "LC_ALL": "C",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_LITERAL_PATHSPECS": "1",
+            **(env or {}),
+        }
         try:
-            proc = subprocess.run(["git", *_NEUTRAL, "-C", str(self.repo), *args], input=input,
-                                  capture_output=True, env=full_env)
+            proc = subprocess.run(
+                ["git", *_NEUTRAL, "-C", str(self.repo), *args], input=input, capture_output=True, env=full_env
+            )
         except FileNotFoundError:
             raise ForkliftError("git is not installed (forklift needs it for the fork commands)") from None
         if check and proc.returncode != 0:
@@ -78,7 +98,9 @@ class Git:
         """Contents of many `rev:path` objects in one `git cat-file --batch` call (None: no such object)."""
         if not specs:
             return []
-        out = self.run("cat-file", "--batch", input="".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")).stdout
+        out = self.run(
+            "cat-file", "--batch", input="".join(f"{s}\n" for s in specs).encode("utf-8", "surrogateescape")
+        ).stdout
         contents: list[bytes | None] = []
         pos = 0
         for _ in specs:
@@ -89,6 +111,6 @@ class Git:
                 contents.append(None)
                 continue
             size = int(header[2])
-            contents.append(out[pos:pos + size])
+            contents.append(out[pos : pos + size])
             pos += size + 1
         return contents

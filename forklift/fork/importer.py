@@ -48,8 +48,11 @@ def commit_message(header: Header, patch_name: str) -> str:
     """Subject and body from Description, then the other header fields back as trailers."""
     description = header.fields.get("description") or header.body or patch_name
     subject, _, body = description.strip().partition("\n")
-    trailers = [f"{_field_name(k)}: {v}" for k, v in header.fields.items()
-                if k not in ("description", "author", "export-commit", "date", "patch-name") and "\n" not in v]
+    trailers = [
+        f"{_field_name(k)}: {v}"
+        for k, v in header.fields.items()
+        if k not in ("description", "author", "export-commit", "date", "patch-name") and "\n" not in v
+    ]
     trailers.append(f"{PATCH_NAME}: {patch_name}")  # export writes the patch back under the same name
     parts = [subject.strip()]
     if body.strip():
@@ -71,8 +74,9 @@ def _author(header: Header) -> tuple[str, str]:
     return (value.strip(), _FALLBACK_AUTHOR[1]) if value.strip() else _FALLBACK_AUTHOR
 
 
-def import_series(git: Git, base: str, branch: str, patches: tuple[Patch, ...] | list[Patch],
-                  force: bool = False) -> list[ImportedCommit]:
+def import_series(
+    git: Git, base: str, branch: str, patches: tuple[Patch, ...] | list[Patch], force: bool = False
+) -> list[ImportedCommit]:
     """Create `branch` at `base` with one commit per patch; fails naming the patch that does not apply."""
     git.ensure_repo()
     base_commit = git.commit_of(base, "base")
@@ -86,25 +90,51 @@ def import_series(git: Git, base: str, branch: str, patches: tuple[Patch, ...] |
         git.run("read-tree", base_commit, env=env)
         parent = base_commit
         for patch in patches:
-            proc = git.run("apply", "--cached", "--whitespace=nowarn", f"-p{patch.strip}", "-",
-                           input=patch.text.encode("utf-8", "surrogateescape"), env=env, check=False)
+            proc = git.run(
+                "apply",
+                "--cached",
+                "--whitespace=nowarn",
+                f"-p{patch.strip}",
+                "-",
+                input=patch.text.encode("utf-8", "surrogateescape"),
+                env=env,
+                check=False,
+            )
             if proc.returncode != 0:
                 detail = proc.stderr.decode(errors="replace").strip().splitlines()
-                raise ForkliftError(f"{patch.name}: does not apply on top of the previous patches at base "
-                                    f"{base_commit[:12]}: {detail[0] if detail else 'git apply failed'}")
+                raise ForkliftError(
+                    f"{patch.name}: does not apply on top of the previous patches at base "
+                    f"{base_commit[:12]}: {detail[0] if detail else 'git apply failed'}"
+                )
             tree = git.text("write-tree", env=env).strip()
             name, email = _author(patch.header)
-            commit_env = {**env, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": _EPOCH,
-                          "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": _EPOCH}
-            parent = git.text("commit-tree", tree, "-p", parent, "-F", "-",
-                              input=commit_message(patch.header, patch.name).encode(), env=commit_env).strip()
+            commit_env = {
+                **env,
+                "GIT_AUTHOR_NAME": name,
+                "GIT_AUTHOR_EMAIL": email,
+                "GIT_AUTHOR_DATE": _EPOCH,
+                "GIT_COMMITTER_NAME": name,
+                "GIT_COMMITTER_EMAIL": email,
+                "GIT_COMMITTER_DATE": _EPOCH,
+            }
+            parent = git.text(
+                "commit-tree",
+                tree,
+                "-p",
+                parent,
+                "-F",
+                "-",
+                input=commit_message(patch.header, patch.name).encode(),
+                env=commit_env,
+            ).strip()
             made.append(ImportedCommit(patch=patch.name, commit=parent))
     git.run("update-ref", f"refs/heads/{branch}", parent)
     return made
 
 
-def import_branch(config: Config, repo: Path, branch: str, base: str | None = None, force: bool = False,
-                  progress=None) -> ImportedBranch:
+def import_branch(
+    config: Config, repo: Path, branch: str, base: str | None = None, force: bool = False, progress=None
+) -> ImportedBranch:
     """Import the configured series as `branch` of the fork at `repo`, starting the fork there when
     the folder is new (or empty) and the pin has no git history of its own."""
     from forklift.source import materialize

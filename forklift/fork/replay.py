@@ -58,8 +58,9 @@ def pristine_reader(root: Path, upstream: UpstreamPaths):
     return read
 
 
-def replay(git: Git, ref: str, pristine_root: Path, patches: list[Patch] | tuple[Patch, ...],
-           base: str | None = None) -> Replay:
+def replay(
+    git: Git, ref: str, pristine_root: Path, patches: list[Patch] | tuple[Patch, ...], base: str | None = None
+) -> Replay:
     """Apply the series to the pristine tree and compare with `ref`'s tree over upstream's paths.
 
     With the fork's `base` commit, upstream files that the base never had and nothing touched
@@ -73,8 +74,10 @@ def replay(git: Git, ref: str, pristine_root: Path, patches: list[Patch] | tuple
     results, overlay = apply_series(read, patches)
     for result in results:
         if result.status not in APPLIED:
-            raise ForkliftError(f"{result.name}: {result.status} on the pristine tree, so the series cannot be "
-                                "replayed (run `forklift check`)")
+            raise ForkliftError(
+                f"{result.name}: {result.status} on the pristine tree, so the series cannot be "
+                "replayed (run `forklift check`)"
+            )
     fork = {path: blob for path, blob in git.tree_blobs(tip).items() if upstream.contains(path)}
     paths = sorted(upstream.files | set(overlay.files) | set(fork))
     untracked: set[str] = set()
@@ -95,5 +98,9 @@ def replay(git: Git, ref: str, pristine_root: Path, patches: list[Patch] | tuple
             differences.append(Difference(path, "missing from the fork"))
         elif blob_id(expected) != actual:
             differences.append(Difference(path, "content differs"))
-    return Replay(tip=tip, compared=len(paths) - len(untracked), differences=tuple(differences),
-                  not_in_base=tuple(sorted(untracked)))
+    return Replay(
+        tip=tip,
+        compared=len(paths) - len(untracked),
+        differences=tuple(differences),
+        not_in_base=tuple(sorted(untracked)),
+    )

@@ -82,7 +82,9 @@ def _site_of(path: Path, package: str) -> Path:
     python = path / "bin" / "python" if path.is_dir() else path
     if python.is_file() and os.access(python, os.X_OK):
         return site_from_python(python, package)
-    raise UsageError(f"{path}: no installed {package!r} here (give site-packages, the package folder, a venv or its python)")
+    raise UsageError(
+        f"{path}: no installed {package!r} here (give site-packages, the package folder, a venv or its python)"
+    )
 
 
 def site_from_python(python: Path, package: str) -> Path:

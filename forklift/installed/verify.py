@@ -101,7 +101,11 @@ def verify(package: InstalledPackage, series: Series) -> Verification:
     read = package.read
     forward, _ = apply_series(read, series.patches)
     patches = [
-        PatchCheck(p.name, "applied" if r.status == "already-applied" else "not-applied" if r.applies else "conflicts", r.status)
+        PatchCheck(
+            p.name,
+            "applied" if r.status == "already-applied" else "not-applied" if r.applies else "conflicts",
+            r.status,
+        )
         for p, r in zip(series.patches, forward)
     ]
     # Undo the applied patches, last first: what is left should be the wheel's bytes.
@@ -182,7 +186,9 @@ def apply_installed(package: InstalledPackage, series: Series) -> Applied:
                 overlay.files.update(result.files)
                 applied.append(patch.name)
             else:
-                raise ForkliftError(f"{patch.name}: {result.status} on the installed {package.package}; nothing written")
+                raise ForkliftError(
+                    f"{patch.name}: {result.status} on the installed {package.package}; nothing written"
+                )
         written = []
         for path, content in sorted(overlay.files.items()):
             if content == package.read(path):

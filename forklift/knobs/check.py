@@ -33,13 +33,17 @@ def check_flags(resolved: Resolved, flags: EngineFlags) -> None:
         base = flag.name.split(".", 1)[0]  # --compilation-config.mode sets one field of a JSON flag
         spec = flags.flags.get(base)
         if spec is None:
-            raise UsageError(f"{where}: {flag.name} is not a flag of the engine {flags.version}{flags.closest(flag.name)}")
+            raise UsageError(
+                f"{where}: {flag.name} is not a flag of the engine {flags.version}{flags.closest(flag.name)}"
+            )
         if base != flag.name:
             if not spec.takes_value or spec.choices is not None:
                 raise UsageError(f"{where}: {base} takes no sub-fields ({flag.name})")
             continue
         if not spec.takes_value and flag.values:
-            raise UsageError(f"{where}: {flag.name} is a switch, got the value {flag.values[0]!r} (write true or false)")
+            raise UsageError(
+                f"{where}: {flag.name} is a switch, got the value {flag.values[0]!r} (write true or false)"
+            )
         if spec.takes_value and not flag.values and not spec.optional_value:
             raise UsageError(f"{where}: {flag.name} needs a value, got a bare switch (true/false)")
         if spec.choices is not None:

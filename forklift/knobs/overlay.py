@@ -31,12 +31,20 @@ def patched_registry(pristine: Registry, files: dict[str, bytes | None], adapter
     names = set(pristine.names)
     if adapter.registry_file in files:
         content = files[adapter.registry_file]
-        names = registered_names(parse_module(content, adapter.registry_file, AFTER), adapter.registry_dict) \
-            if content is not None else set()
+        names = (
+            registered_names(parse_module(content, adapter.registry_file, AFTER), adapter.registry_dict)
+            if content is not None
+            else set()
+        )
     reads = [r for r in pristine.bypass if r.path not in files]
     for path, content in files.items():
-        if content is None or path == adapter.registry_file or not path.endswith(".py") \
-                or not path.startswith(adapter.package + "/") or not may_read(content, adapter):
+        if (
+            content is None
+            or path == adapter.registry_file
+            or not path.endswith(".py")
+            or not path.startswith(adapter.package + "/")
+            or not may_read(content, adapter)
+        ):
             continue
         for name, line, how in bare_reads(parse_module(content, path, AFTER), adapter.env_prefix):
             reads.append(Read(name, path, line, how, False))

@@ -74,7 +74,9 @@ def registry(tree: Path, adapter: EngineAdapter, reads: bool = True) -> Registry
     try:
         source = registry_path.read_bytes()
     except FileNotFoundError:
-        raise ForkliftError(f"{registry_path}: no knob registry file (is {tree} a {adapter.name} source tree?)") from None
+        raise ForkliftError(
+            f"{registry_path}: no knob registry file (is {tree} a {adapter.name} source tree?)"
+        ) from None
     names = registered_names(parse_module(source, registry_path), adapter.registry_dict)
     if not names:
         raise ForkliftError(f"{registry_path}: no `{adapter.registry_dict}` dict found")
@@ -153,8 +155,12 @@ def bare_reads(module: ast.Module, prefix: str) -> list[tuple[str, int, str]]:
                 continue
             if isinstance(func, ast.Attribute) and func.attr == "get" and _is_environ(func.value):
                 found.append((name, node.lineno, "os.environ.get"))
-            elif (isinstance(func, ast.Attribute) and func.attr == "getenv" and isinstance(func.value, ast.Name)
-                  and func.value.id == "os") or (isinstance(func, ast.Name) and func.id == "getenv"):
+            elif (
+                isinstance(func, ast.Attribute)
+                and func.attr == "getenv"
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "os"
+            ) or (isinstance(func, ast.Name) and func.id == "getenv"):
                 found.append((name, node.lineno, "os.getenv"))
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
             name = _literal(node.slice, prefix)

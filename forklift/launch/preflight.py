@@ -77,7 +77,9 @@ def preflight(resolved: Resolved, adapter: EngineAdapter) -> str | None:
     port_free(resolved.host, resolved.port)
     python = engine_python(resolved, adapter)
     if python is None and resolved.command[0] == adapter.serve_script:
-        raise ForkliftError(f"no {adapter.serve_script!r} on PATH: install the engine or set python = ... in the profile")
+        raise ForkliftError(
+            f"no {adapter.serve_script!r} on PATH: install the engine or set python = ... in the profile"
+        )
     if python is not None:
         engine_importable(python, adapter)
         cuda_check(python)

@@ -1,20 +1,20 @@
 """Launch profiles in forklift.toml: `[profiles.NAME]` tables (schema only; resolution is in resolve.py).
 
-    [profiles.base]
-    model = "Qwen/Qwen3-8B"
-    served_name = "qwen3"
-    args = { max-model-len = 8192, enforce-eager = true }
-    env = { VLLM_LOGGING_LEVEL = "INFO" }
-    defaults = { spec = "off" }
+[profiles.base]
+model = "Qwen/Qwen3-8B"
+served_name = "qwen3"
+args = { max-model-len = 8192, enforce-eager = true }
+env = { VLLM_LOGGING_LEVEL = "INFO" }
+defaults = { spec = "off" }
 
-    [profiles.base.axes.spec.ngram.args]
-    speculative-config = { method = "ngram", num_speculative_tokens = 3 }
+[profiles.base.axes.spec.ngram.args]
+speculative-config = { method = "ngram", num_speculative_tokens = 3 }
 
-    [profiles.base.axes.spec.off]
+[profiles.base.axes.spec.off]
 
-    [profiles.long]
-    extends = "base"
-    args = { max-model-len = 32768 }
+[profiles.long]
+extends = "base"
+args = { max-model-len = 32768 }
 """
 
 from __future__ import annotations

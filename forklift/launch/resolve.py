@@ -159,7 +159,7 @@ def resolve(
     picked = _pick_choices(profile, name, choices)
     where = f"profiles.{name}"
     if not profile.model:
-        raise ConfigError(f"{where}: no model (set model = \"...\" in the profile or one it extends)")
+        raise ConfigError(f'{where}: no model (set model = "..." in the profile or one it extends)')
     # Flags in layers: the profile, then each picked choice, then --set; a later layer replaces
     # the same flag in place, so the argv order is stable.
     layers: list[tuple[str, dict[str, object], dict[str, object]]] = [(f"profile {name}", profile.args, profile.env)]
@@ -220,7 +220,9 @@ def _pick_choices(profile: Profile, name: str, choices: dict[str, str]) -> dict[
         if axis not in axes:
             raise ConfigError(f"profiles.{name}.defaults: unknown axis {axis!r}")
         if value not in axes[axis]:
-            raise ConfigError(f"profiles.{name}.defaults.{axis}: unknown value {value!r} (one of {', '.join(axes[axis])})")
+            raise ConfigError(
+                f"profiles.{name}.defaults.{axis}: unknown value {value!r} (one of {', '.join(axes[axis])})"
+            )
     picked: dict[str, str] = {}
     for axis, values in axes.items():
         value = choices.get(axis, profile.defaults.get(axis))

@@ -99,10 +99,18 @@ def launch(
     entries: list[Running] = []
 
     def started(server: Server) -> None:  # findable by `forklift stop` from the first second of the boot
-        entries.append(Running(
-            resolved.profile, resolved.url, resolved.port, os.getpid(), server.pid, str(log_path),
-            supervisor_started=start_time(os.getpid()), server_started=start_time(server.pid),
-        ))
+        entries.append(
+            Running(
+                resolved.profile,
+                resolved.url,
+                resolved.port,
+                os.getpid(),
+                server.pid,
+                str(log_path),
+                supervisor_started=start_time(os.getpid()),
+                server_started=start_time(server.pid),
+            )
+        )
         register(entries[0])
 
     try:

@@ -8,14 +8,18 @@ from forklift.receipts.store import write_atomic
 from forklift.report.campaign import Campaign, load_campaign
 
 
-def render_report(folder: Path, out: Path, *, baseline: str | None = None, seed: int = 0) -> tuple[Campaign, list[Path]]:
+def render_report(
+    folder: Path, out: Path, *, baseline: str | None = None, seed: int = 0
+) -> tuple[Campaign, list[Path]]:
     """Write `out` (markdown) and its PNGs beside it, named after it; returns the campaign and every file written."""
     from forklift.report import markdown, plots
 
     campaign = load_campaign(folder, baseline=baseline, seed=seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     drawn = {
-        "Throughput vs concurrency": plots.throughput_vs_concurrency(campaign, out.with_name(f"{out.stem}-throughput.png")),
+        "Throughput vs concurrency": plots.throughput_vs_concurrency(
+            campaign, out.with_name(f"{out.stem}-throughput.png")
+        ),
         "TTFT distribution": plots.ttft_distribution(campaign, out.with_name(f"{out.stem}-ttft.png")),
         "Paired change per setting": plots.forest(campaign, out.with_name(f"{out.stem}-forest.png")),
     }

@@ -149,9 +149,19 @@ def _host(machine_id: str, runs: list[BenchRun], boots: list[Boot]) -> str:
 
 
 def _side(build: str, setting: str, machine: str, workload: str, runs: list[BenchRun], boots: list[Boot]) -> Side:
-    mine = [r for r in runs if (r.build, r.setting, r.machine_id, r.body.workload.name) == (build, setting, machine, workload)]
-    boot = next((b for b in reversed(boots) if (b.build, b.setting, b.receipt.fingerprint.machine_id)
-                 == (build, setting, machine)), None)
+    mine = [
+        r
+        for r in runs
+        if (r.build, r.setting, r.machine_id, r.body.workload.name) == (build, setting, machine, workload)
+    ]
+    boot = next(
+        (
+            b
+            for b in reversed(boots)
+            if (b.build, b.setting, b.receipt.fingerprint.machine_id) == (build, setting, machine)
+        ),
+        None,
+    )
     return Side(build, setting, mine, boot)
 
 
@@ -182,7 +192,9 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
     settings = list(dict.fromkeys([r.setting for r in runs] + [b.setting for b in boots]))
     by_setting = baseline is not None and baseline not in builds
     if by_setting and baseline not in settings:
-        raise UsageError(f"--baseline {baseline!r}: not a build ({', '.join(builds)}) or setting ({', '.join(settings)})")
+        raise UsageError(
+            f"--baseline {baseline!r}: not a build ({', '.join(builds)}) or setting ({', '.join(settings)})"
+        )
     if baseline is None and len(builds) > 1:
         baseline = builds[0]
     machines = list(dict.fromkeys([r.machine_id for r in runs] + [b.receipt.fingerprint.machine_id for b in boots]))

@@ -53,8 +53,11 @@ def setting(comparison: GroupComparison) -> str:
 
 def pairing(paired: bool, pairs: int, requests_a: int, requests_b: int, runs: int | None = None) -> str:
     if paired:
-        alone = f" (left out, no partner: A {requests_a - pairs}, B {requests_b - pairs})" if (
-            requests_a > pairs or requests_b > pairs) else ""
+        alone = (
+            f" (left out, no partner: A {requests_a - pairs}, B {requests_b - pairs})"
+            if (requests_a > pairs or requests_b > pairs)
+            else ""
+        )
         unit = f"; intervals over {runs} kept runs a side (a run, not a request, is the unit)" if runs else ""
         return f"paired by prompt: {pairs} pairs{alone}{unit}"
     return f"unpaired bootstrap (prompts differ: {pairs} shared ids; A {requests_a}, B {requests_b} requests)"
@@ -63,18 +66,27 @@ def pairing(paired: bool, pairs: int, requests_a: int, requests_b: int, runs: in
 def cell_notes(cell: CellResult) -> list[str]:
     """What a reader needs beside a cell's table: pairing, throughput, divergence, determinism, caveats."""
     notes = [
-        pairing(cell.paired, cell.pairs, cell.requests_a, cell.requests_b,
-                next((m.estimate.runs for m in cell.metrics if m.estimate and m.estimate.runs), None))
+        pairing(
+            cell.paired,
+            cell.pairs,
+            cell.requests_a,
+            cell.requests_b,
+            next((m.estimate.runs for m in cell.metrics if m.estimate and m.estimate.runs), None),
+        )
         + f"; output tok/s (cell, no interval): A {number(cell.throughput_a)}, B {number(cell.throughput_b)}",
         cell.divergence.summary,
         f"A {cell.determinism_a.summary}; B {cell.determinism_b.summary}",
     ]
     if cell.server_tok_step_a or cell.server_tok_step_b:
-        notes.append(f"server tok/step (counter delta, no interval): A {number(cell.server_tok_step_a)}, "
-                     f"B {number(cell.server_tok_step_b)}")
+        notes.append(
+            f"server tok/step (counter delta, no interval): A {number(cell.server_tok_step_a)}, "
+            f"B {number(cell.server_tok_step_b)}"
+        )
     if cell.bursts_a or cell.bursts_b:
-        notes.append(f"delivered in one burst: A {cell.bursts_a}/{cell.requests_a}, B {cell.bursts_b}/{cell.requests_b} "
-                     "requests (left out of TPOT and decode tok/s: their chunk spacing measures delivery, not decoding)")
+        notes.append(
+            f"delivered in one burst: A {cell.bursts_a}/{cell.requests_a}, B {cell.bursts_b}/{cell.requests_b} "
+            "requests (left out of TPOT and decode tok/s: their chunk spacing measures delivery, not decoding)"
+        )
     if cell.failed_a or cell.failed_b:
         notes.append(f"failed requests: A {cell.failed_a}, B {cell.failed_b} (left out of pairs)")
     return notes

@@ -71,13 +71,21 @@ def _summary(campaign: Campaign) -> str:
     if campaign.baseline is None:
         header = lead + ["tok/s", "KV pool", "tok/step"]
         body = [
-            ([r.host] if many_hosts else []) + [r.old.setting] + ([r.workload] if many_workloads else [])
+            ([r.host] if many_hosts else [])
+            + [r.old.setting]
+            + ([r.workload] if many_workloads else [])
             + [r.cell, _tok_s(r.old, r.cell), _pool(r.old), r.old.tok_step(r.cell) if r.old.runs else "–"]
             for r in rows
         ]
         return f"One build ({campaign.builds[0]}): numbers only, nothing to compare.\n\n" + _table(header, body)
-    header = lead + [f"{words[0]} tok/s", f"{words[1]} tok/s", f"{words[0]} pool", f"{words[1]} pool", "tok/step",
-                     "verdict"]
+    header = lead + [
+        f"{words[0]} tok/s",
+        f"{words[1]} tok/s",
+        f"{words[0]} pool",
+        f"{words[1]} pool",
+        "tok/step",
+        "verdict",
+    ]
     candidates = list(dict.fromkeys((r.new.build, r.new.setting if campaign.by_setting else "") for r in rows))
     for build, setting in candidates:
         mine = [r for r in rows if r.new.build == build and (not campaign.by_setting or r.new.setting == setting)]
@@ -89,24 +97,37 @@ def _summary(campaign: Campaign) -> str:
         for r in mine:
             tok_step = "–" if (r.old.state or r.new.state) else f"{r.old.tok_step(r.cell)} → {r.new.tok_step(r.cell)}"
             body.append(
-                ([r.host] if many_hosts else []) + [r.setting] + ([r.workload] if many_workloads else [])
-                + [r.cell, _tok_s(r.old, r.cell), _tok_s(r.new, r.cell), _pool(r.old), _pool(r.new),
-                   tok_step, _verdict(r)]
+                ([r.host] if many_hosts else [])
+                + [r.setting]
+                + ([r.workload] if many_workloads else [])
+                + [
+                    r.cell,
+                    _tok_s(r.old, r.cell),
+                    _tok_s(r.new, r.cell),
+                    _pool(r.old),
+                    _pool(r.new),
+                    tok_step,
+                    _verdict(r),
+                ]
             )
         out.append(_table(header, body))
     caption = (
         "tok/s: output tokens per second of the cell (completion tokens over wall time, kept runs). verdict: the "
         "paired per-prompt change of decode tok/s (1/TPOT), or of E2E latency where the server delivered answers "
         "in bursts (no decode timing). pool: KV cache tokens the server stated. tok/step: 1 + accepted/drafts from the "
-        "server's speculative-decoding counters (\"no spec\": counters read, no drafts)."
+        'server\'s speculative-decoding counters ("no spec": counters read, no drafts).'
     )
     return "\n\n".join(out + [caption])
 
 
 def _detail(comparison: GroupComparison) -> str:
-    title = (f"### {fmt.setting(comparison)} · {comparison.workload}: A = {comparison.build_a} on {comparison.host_a}, "
-             f"B = {comparison.build_b} on {comparison.host_b}")
-    body = [[cell.cell, *fmt.metric_cells(result), result.verdict] for cell in comparison.cells for result in cell.metrics]
+    title = (
+        f"### {fmt.setting(comparison)} · {comparison.workload}: A = {comparison.build_a} on {comparison.host_a}, "
+        f"B = {comparison.build_b} on {comparison.host_b}"
+    )
+    body = [
+        [cell.cell, *fmt.metric_cells(result), result.verdict] for cell in comparison.cells for result in cell.metrics
+    ]
     table = _table(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body)
     notes = []
     for cell in comparison.cells:
@@ -127,9 +148,17 @@ def _boots(campaign: Campaign) -> str:
         pool = boot.body.facts.kv_pool_tokens
         seconds = boot.body.boot_seconds
         detail = "ready" if boot.body.outcome == "ready" else boot_state(boot)
-        body.append([boot.receipt.fingerprint.hostname, boot.build, boot.setting, boot.body.outcome,
-                     f"{pool:,}" if pool is not None else "not reported",
-                     f"{seconds:.1f}" if seconds is not None else "–", detail])
+        body.append(
+            [
+                boot.receipt.fingerprint.hostname,
+                boot.build,
+                boot.setting,
+                boot.body.outcome,
+                f"{pool:,}" if pool is not None else "not reported",
+                f"{seconds:.1f}" if seconds is not None else "–",
+                detail,
+            ]
+        )
     return _table(["box", "build", "setting", "outcome", "KV pool (tokens)", "boot s", "detail"], body)
 
 
@@ -137,9 +166,18 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
     body = []
     for path, receipt in campaign.receipts:
         setting = (receipt.profile or {}).get("name") or receipt.body.get("setting") or "–"
-        body.append([f"`{os.path.relpath(path, out_dir)}`", receipt.kind, receipt.status, receipt.engine_version or "–",
-                     receipt.overlay_hash[:12] if receipt.overlay_hash else "–", str(setting),
-                     receipt.fingerprint.hostname, f"{receipt.created:%Y-%m-%d %H:%M:%S}"])
+        body.append(
+            [
+                f"`{os.path.relpath(path, out_dir)}`",
+                receipt.kind,
+                receipt.status,
+                receipt.engine_version or "–",
+                receipt.overlay_hash[:12] if receipt.overlay_hash else "–",
+                str(setting),
+                receipt.fingerprint.hostname,
+                f"{receipt.created:%Y-%m-%d %H:%M:%S}",
+            ]
+        )
     return _table(["receipt", "kind", "status", "engine", "overlay", "setting", "box", "created (UTC)"], body)
 
 

@@ -19,8 +19,13 @@ from forklift.stats.sample import kept_requests, output_throughput
 # `vert` is deprecated from matplotlib 3.10 on, `orientation` does not exist before it.
 HORIZONTAL = {"orientation": "horizontal"} if Version(matplotlib.__version__) >= Version("3.10") else {"vert": False}
 LINE_STYLES = ("-", "--", ":", "-.")
-CLAIM_COLOUR = {"better": "#2e7d32", "worse": "#c62828", "different": "#f9a825", "noise": "#757575",
-                "insufficient": "#bdbdbd"}
+CLAIM_COLOUR = {
+    "better": "#2e7d32",
+    "worse": "#c62828",
+    "different": "#f9a825",
+    "noise": "#757575",
+    "insufficient": "#bdbdbd",
+}
 
 
 def _hosts(campaign: Campaign) -> list[str]:
@@ -45,8 +50,14 @@ def throughput_vs_concurrency(campaign: Campaign, path: Path) -> Path | None:
                     series.setdefault((run.build, run.setting, run.body.workload.name), {})[cell.concurrency] = rate
         for i, ((build, setting, workload), points) in enumerate(series.items()):  # line style = build
             xs = sorted(points)
-            ax.plot(xs, [points[x] for x in xs], marker="o", label=f"{build} · {setting} · {workload}",
-                    color=f"C{i % 10}", linestyle=LINE_STYLES[campaign.builds.index(build) % len(LINE_STYLES)])
+            ax.plot(
+                xs,
+                [points[x] for x in xs],
+                marker="o",
+                label=f"{build} · {setting} · {workload}",
+                color=f"C{i % 10}",
+                linestyle=LINE_STYLES[campaign.builds.index(build) % len(LINE_STYLES)],
+            )
         concurrencies = sorted({x for points in series.values() for x in points})
         if len(concurrencies) > 1:
             ax.set_xscale("log", base=2)
@@ -79,8 +90,9 @@ def ttft_distribution(campaign: Campaign, path: Path) -> Path | None:
         return None
     fig = Figure(figsize=(8, 1.2 + 0.45 * len(boxes)), layout="constrained")
     ax = fig.add_subplot()
-    parts = ax.boxplot([values for _, values in boxes], patch_artist=True, widths=0.6, **HORIZONTAL,
-                       medianprops={"color": "black"})
+    parts = ax.boxplot(
+        [values for _, values in boxes], patch_artist=True, widths=0.6, **HORIZONTAL, medianprops={"color": "black"}
+    )
     for patch, colour in zip(parts["boxes"], colours):
         patch.set_facecolor(colour)
         patch.set_alpha(0.45)
@@ -109,8 +121,9 @@ def forest(campaign: Campaign, path: Path, most: int = 3) -> Path | None:
     One panel per metric that has an estimate somewhere, in FOREST_METRICS order, at most `most`.
     """
     rows = [row for row in campaign.rows if row.result is not None]
-    metrics = [key for key in FOREST_METRICS
-               if any((m := row.result.metric(key)) and m.estimate for row in rows)][:most]
+    metrics = [key for key in FOREST_METRICS if any((m := row.result.metric(key)) and m.estimate for row in rows)][
+        :most
+    ]
     if not metrics:
         return None
     many_hosts = len({row.host for row in rows}) > 1
@@ -120,17 +133,31 @@ def forest(campaign: Campaign, path: Path, most: int = 3) -> Path | None:
         for y, row in enumerate(rows):
             result = row.result.metric(key)
             if result is None or result.estimate is None:
-                ax.annotate("no estimate", (0, y), xytext=(4, 0), textcoords="offset points", va="center",
-                            fontsize=8, color=CLAIM_COLOUR["insufficient"])
+                ax.annotate(
+                    "no estimate",
+                    (0, y),
+                    xytext=(4, 0),
+                    textcoords="offset points",
+                    va="center",
+                    fontsize=8,
+                    color=CLAIM_COLOUR["insufficient"],
+                )
                 continue
             est = result.estimate
             ax.errorbar(
-                est.change * 100, y, xerr=[[(est.change - est.low) * 100], [(est.high - est.change) * 100]],
-                fmt="o", color=CLAIM_COLOUR[result.claim], capsize=4,
+                est.change * 100,
+                y,
+                xerr=[[(est.change - est.low) * 100], [(est.high - est.change) * 100]],
+                fmt="o",
+                color=CLAIM_COLOUR[result.claim],
+                capsize=4,
             )
         ax.axvline(0, color="black", linewidth=0.8)
-        ax.set_yticks(range(len(rows)), [_forest_label(row, many_hosts) for row in rows] if i == 0 else [""] * len(rows),
-                      fontsize=8)
+        ax.set_yticks(
+            range(len(rows)),
+            [_forest_label(row, many_hosts) for row in rows] if i == 0 else [""] * len(rows),
+            fontsize=8,
+        )
         ax.set_ylim(len(rows) - 0.5, -0.5)
         label = next((r.result.metric(key).label for r in rows if r.result.metric(key)), key)
         ax.set_xlabel(f"{label}: B vs A, % (95% CI)")

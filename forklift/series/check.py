@@ -119,8 +119,13 @@ def whitespace_findings(patches: list[Patch]) -> list[Finding]:
                     else:
                         continue
                     shown = text.decode("utf-8", "replace").strip()[:60]
-                    findings.append(Finding(check="whitespace", subject=patch.name,
-                                            message=f"{fp.path} hunk #{index}: {problem} in added line {shown!r}"))
+                    findings.append(
+                        Finding(
+                            check="whitespace",
+                            subject=patch.name,
+                            message=f"{fp.path} hunk #{index}: {problem} in added line {shown!r}",
+                        )
+                    )
     return findings
 
 
@@ -151,8 +156,11 @@ def compile_findings(overlay: Overlay, memo: CompiledMemo | None = None) -> list
             compile(content, path, "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as exc:
             where = f"{path}:{getattr(exc, 'lineno', '?')}"
-            findings.append(Finding(check="compile", subject=path,
-                                    message=f"{where}: {type(exc).__name__}: {getattr(exc, 'msg', exc)}"))
+            findings.append(
+                Finding(
+                    check="compile", subject=path, message=f"{where}: {type(exc).__name__}: {getattr(exc, 'msg', exc)}"
+                )
+            )
             continue
         memo.add(key)
     return findings
@@ -193,19 +201,33 @@ def check_series(
         result = apply_patch(read, patch)
         pass2.append(_row(patch, result))
         if not result.applies:
-            findings.append(Finding(check="pass2", subject=name, message="standalone on the pristine tree: " + _explain(result)))
+            findings.append(
+                Finding(check="pass2", subject=name, message="standalone on the pristine tree: " + _explain(result))
+            )
 
     findings += whitespace_findings(patches)
     findings += compile_findings(overlay, compiled)
     changed = overlay.changed()
     if not changed:
-        findings.append(Finding(check="nothing-changed", subject=str(series.folder),
-                                message="the series changed no file of the tree (do its paths resolve?)"))
-    findings += [Finding(check="manifest", subject=lost.subject, message=lost.message)
-                 for lost in check_manifest(series.folder, patches, changed)]
+        findings.append(
+            Finding(
+                check="nothing-changed",
+                subject=str(series.folder),
+                message="the series changed no file of the tree (do its paths resolve?)",
+            )
+        )
+    findings += [
+        Finding(check="manifest", subject=lost.subject, message=lost.message)
+        for lost in check_manifest(series.folder, patches, changed)
+    ]
     if committed_patches_md is not None and committed_patches_md != patches_md(patches, list(series.retired)):
-        findings.append(Finding(check="patches-md", subject="PATCHES.md",
-                                message="differs from a fresh render of the patch headers: run `forklift patches-md`"))
+        findings.append(
+            Finding(
+                check="patches-md",
+                subject="PATCHES.md",
+                message="differs from a fresh render of the patch headers: run `forklift patches-md`",
+            )
+        )
     return CheckReport(
         tree=tree,
         digest=digest,

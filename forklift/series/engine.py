@@ -83,13 +83,13 @@ def _find(
     if at_start or at_end:
         pos = 0 if at_start else len(lines) - n
         fits = pos >= floor and (not at_end or pos + n == len(lines))
-        return pos if fits and lines[pos:pos + n] == list(block) else None
+        return pos if fits and lines[pos : pos + n] == list(block) else None
     if n == 0:
         return guess if floor <= guess <= len(lines) else None
     first, want = block[0], list(block)
     best = None
     for pos in range(floor, len(lines) - n + 1):
-        if lines[pos] != first or lines[pos:pos + n] != want:
+        if lines[pos] != first or lines[pos : pos + n] != want:
             continue
         # Nearest wins; on a tie the later one, as GNU patch tries forward before backward.
         if best is None or abs(pos - guess) <= abs(best - guess):
@@ -127,8 +127,8 @@ def _place(lines: list[bytes], hunk: Hunk, guess: int, floor: int, file: str, in
             return result, back, None, hunk.new
     for fuzz in range(1, MAX_FUZZ + 1):
         lead, trail, at_start, at_end = _window(hunk, fuzz)
-        old = hunk.old[lead:len(hunk.old) - trail]
-        new = hunk.new[lead:len(hunk.new) - trail]
+        old = hunk.old[lead : len(hunk.old) - trail]
+        new = hunk.new[lead : len(hunk.new) - trail]
         if not old:
             break  # nothing left to anchor on: fuzz cannot place this hunk
         pos = _find(lines, old, guess + lead, floor, at_start, at_end)
@@ -186,8 +186,16 @@ def apply_file(read: Reader, fp: FilePatch) -> tuple[dict[str, bytes | None], li
     if current is None:
         renamed = fp.new_path and fp.new_path != fp.old_path and read(fp.new_path) is not None
         if fp.new_path is None or renamed:
-            return {}, [HunkResult(path, i, "already-applied", stated=h.old_start) for i, h in enumerate(fp.hunks, 1)], []
-        return {}, [HunkResult(path, i, "fails", stated=h.old_start) for i, h in enumerate(fp.hunks, 1)], [FileProblem(fp.old_path, "missing")]
+            return (
+                {},
+                [HunkResult(path, i, "already-applied", stated=h.old_start) for i, h in enumerate(fp.hunks, 1)],
+                [],
+            )
+        return (
+            {},
+            [HunkResult(path, i, "fails", stated=h.old_start) for i, h in enumerate(fp.hunks, 1)],
+            [FileProblem(fp.old_path, "missing")],
+        )
     if fp.new_path is None:  # deletion: the whole old content must match
         want = _whole(fp.hunks[0].old) if fp.hunks else b""
         if current == want:

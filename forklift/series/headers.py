@@ -18,8 +18,17 @@ SYNONYMS = {
     "bug-vllm": "bug",
 }
 KNOWN = (
-    "description", "author", "origin", "forwarded", "applied-upstream",
-    "last-update", "bug", "kind", "retires-when", "reviewed-by", "date",
+    "description",
+    "author",
+    "origin",
+    "forwarded",
+    "applied-upstream",
+    "last-update",
+    "bug",
+    "kind",
+    "retires-when",
+    "reviewed-by",
+    "date",
 )
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
 _PATCH_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
@@ -67,7 +76,7 @@ def _parse_mail(text: str) -> Header:
             _add(fields, name, value)
         i += 1
     body_lines = []
-    for line in lines[i + 1:]:
+    for line in lines[i + 1 :]:
         if line.rstrip() == "---":  # the diffstat follows: not part of the message
             break
         body_lines.append(line)

@@ -58,7 +58,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     lines: dict[str, tuple[str, ...]] = {}
     patches = raw.get("patches", {})
     if not isinstance(patches, dict):
-        raise ConfigError(f"{path}: patches: expected tables [patches.\"NAME\"]")
+        raise ConfigError(f'{path}: patches: expected tables [patches."NAME"]')
     for name, table in patches.items():
         if not isinstance(table, dict) or set(table) - {"lines"}:
             raise ConfigError(f"{path}: patches.{name}: expected only `lines = [...]`")
@@ -109,8 +109,10 @@ def changed_paths(read: Reader, patches: Sequence[Patch]) -> set[str]:
     results, overlay = apply_series(read, patches)
     for result in results:
         if not result.applies:
-            raise ForkliftError(f"{result.name}: {result.status} on the pristine tree, so what the series changes "
-                                "is not known (run `forklift check`)")
+            raise ForkliftError(
+                f"{result.name}: {result.status} on the pristine tree, so what the series changes "
+                "is not known (run `forklift check`)"
+            )
     return set(overlay.changed())
 
 
@@ -122,9 +124,11 @@ def check_manifest(series_dir: Path, patches: Sequence[Patch], changed: Collecti
 
 def render_manifest(changed: Collection[str], lines: dict[str, tuple[str, ...]] | None = None) -> str:
     """A manifest requiring today's touched files (and any per-patch lines kept from before)."""
-    out = ["# Lost-work guard: `forklift check` fails when the series stops changing a file below",
-           "# or a patch stops adding a listed line. Add the line that is the fix under its patch.",
-           "files = ["]
+    out = [
+        "# Lost-work guard: `forklift check` fails when the series stops changing a file below",
+        "# or a patch stops adding a listed line. Add the line that is the fix under its patch.",
+        "files = [",
+    ]
     out += [f"  {json.dumps(path)}," for path in sorted(changed)]
     out.append("]")
     for name, wanted in sorted((lines or {}).items()):

@@ -22,7 +22,9 @@ PATCH_SUFFIXES = (".patch", ".diff")
 _DIFF_START = re.compile(r"^(diff --git |--- |Index: )", re.MULTILINE)
 # CRLF noise: the patch file itself was converted. Content lines may end in CRLF legitimately
 # (upstream ships CRLF files, e.g. vllm/config/fault_tolerance.py in 0.32.0); diff lines may not.
-_CRLF_CONTROL = re.compile(r"^(?:diff --git |--- |\+\+\+ |@@ |index |new file mode |deleted file mode ).*\r$", re.MULTILINE)
+_CRLF_CONTROL = re.compile(
+    r"^(?:diff --git |--- |\+\+\+ |@@ |index |new file mode |deleted file mode ).*\r$", re.MULTILINE
+)
 
 
 class PatchError(ForkliftError):
@@ -158,7 +160,7 @@ def split_header(text: str) -> tuple[str, str]:
     m = _DIFF_START.search(text)
     if not m:
         return text, ""
-    return text[: m.start()], text[m.start():]
+    return text[: m.start()], text[m.start() :]
 
 
 def parse_patch(name: str, text: str, strip: int = 1) -> Patch:
@@ -194,9 +196,9 @@ def _rename_paths(name: str, info: str, old: str | None, new: str | None) -> tup
     """git's 'rename from/to' lines name tree paths without a prefix; check them like the others."""
     for line in info.splitlines():
         if line.startswith("rename from "):
-            old = _tree_path(name, line[len("rename from "):], 0)
+            old = _tree_path(name, line[len("rename from ") :], 0)
         elif line.startswith("rename to "):
-            new = _tree_path(name, line[len("rename to "):], 0)
+            new = _tree_path(name, line[len("rename to ") :], 0)
     return old, new
 
 

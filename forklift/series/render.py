@@ -34,7 +34,7 @@ def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, i
     tail = 0
     while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
         tail += 1
-    inner = difflib.SequenceMatcher(None, old[head:len(old) - tail], new[head:len(new) - tail], autojunk=False)
+    inner = difflib.SequenceMatcher(None, old[head : len(old) - tail], new[head : len(new) - tail], autojunk=False)
     codes = [("equal", 0, head, 0, head)] if head else []
     codes += [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in inner.get_opcodes()]
     if tail:

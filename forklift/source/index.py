@@ -105,13 +105,17 @@ def fetch_project_page(page: str, package: str) -> dict:
             raise ValueError(kind or "no content-type")
         return response.json()
     except ValueError as exc:
-        raise ForkliftError(
-            f"the index {redact(page)} did not answer with PEP 691 JSON ({reason(exc)})"
-        ) from None
+        raise ForkliftError(f"the index {redact(page)} did not answer with PEP 691 JSON ({reason(exc)})") from None
 
 
 def pick_file(
-    data: dict, page: str, package: str, version: str, filename: str | None = None, *, wheel: bool = False,
+    data: dict,
+    page: str,
+    package: str,
+    version: str,
+    filename: str | None = None,
+    *,
+    wheel: bool = False,
     tags: frozenset[Tag] | None = None,
 ) -> IndexFile:
     """Choose the file from a parsed PEP 691 project page (pure)."""

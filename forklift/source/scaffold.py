@@ -116,6 +116,6 @@ def _relative_if_inside(source: Path, folder: Path) -> str:
 
 
 def _project_name(source: Path) -> str:
-    """"vllm" from vllm-0.32.0.tar.gz or a folder vllm-0.32.0 / vllm."""
+    """ "vllm" from vllm-0.32.0.tar.gz or a folder vllm-0.32.0 / vllm."""
     stem = re.sub(r"\.(tar(\.\w+)?|tgz|zip)$", "", source.name)
     return re.split(r"-\d", stem, maxsplit=1)[0]

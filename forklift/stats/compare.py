@@ -133,14 +133,20 @@ def compare_metric(
     estimate = None
     if min(len(values_a), len(values_b)) >= 2:
         estimate = (
-            paired_change(values_a, values_b, runs=runs, seed=seed) if paired
+            paired_change(values_a, values_b, runs=runs, seed=seed)
+            if paired
             else unpaired_change(values_a, values_b, seed=seed)
         )
     claim, text = verdict(metric, estimate, len(values_a), len(values_b), paired)
     return MetricResult(
-        metric=metric.key, label=metric.label, unit=metric.unit,
-        a=_geomean(values_a, metric.scale), b=_geomean(values_b, metric.scale),
-        estimate=estimate, claim=claim, verdict=text,
+        metric=metric.key,
+        label=metric.label,
+        unit=metric.unit,
+        a=_geomean(values_a, metric.scale),
+        b=_geomean(values_b, metric.scale),
+        estimate=estimate,
+        claim=claim,
+        verdict=text,
     )
 
 
@@ -163,13 +169,22 @@ def compare_cell(a_runs: list[BenchRun], b_runs: list[BenchRun], cell_name: str,
         metrics.append(result)
     cell = next(run.cell(cell_name) for run in a_runs + b_runs if run.cell(cell_name))
     return CellResult(
-        cell=cell_name, concurrency=cell.concurrency, paired=paired, pairs=pairs,
-        requests_a=len(a), requests_b=len(b),
-        failed_a=sum(not r.ok for r in a.values()), failed_b=sum(not r.ok for r in b.values()),
-        bursts_a=sum(map(delivered_in_bursts, a.values())), bursts_b=sum(map(delivered_in_bursts, b.values())),
-        throughput_a=output_throughput(a_runs, cell_name), throughput_b=output_throughput(b_runs, cell_name),
-        server_tok_step_a=server_tok_step(a_runs, cell_name), server_tok_step_b=server_tok_step(b_runs, cell_name),
-        metrics=metrics, divergence=drift,
+        cell=cell_name,
+        concurrency=cell.concurrency,
+        paired=paired,
+        pairs=pairs,
+        requests_a=len(a),
+        requests_b=len(b),
+        failed_a=sum(not r.ok for r in a.values()),
+        failed_b=sum(not r.ok for r in b.values()),
+        bursts_a=sum(map(delivered_in_bursts, a.values())),
+        bursts_b=sum(map(delivered_in_bursts, b.values())),
+        throughput_a=output_throughput(a_runs, cell_name),
+        throughput_b=output_throughput(b_runs, cell_name),
+        server_tok_step_a=server_tok_step(a_runs, cell_name),
+        server_tok_step_b=server_tok_step(b_runs, cell_name),
+        metrics=metrics,
+        divergence=drift,
         determinism_a=determinism(texts_a),
         determinism_b=determinism(texts_b),
     )
@@ -189,10 +204,16 @@ def compare_groups(
     names_a, names_b = _cell_names(a_runs), _cell_names(b_runs)
     first_a, first_b = a_runs[0], b_runs[0]
     return GroupComparison(
-        setting_a=first_a.setting, setting_b=first_b.setting, workload=first_a.body.workload.name,
-        build_a=first_a.build, build_b=first_b.build, host_a=first_a.hostname, host_b=first_b.hostname,
+        setting_a=first_a.setting,
+        setting_b=first_b.setting,
+        workload=first_a.body.workload.name,
+        build_a=first_a.build,
+        build_b=first_b.build,
+        host_a=first_a.hostname,
+        host_b=first_b.hostname,
         across_machines=first_a.machine_id != first_b.machine_id,
-        paths_a=[str(r.path) for r in a_runs], paths_b=[str(r.path) for r in b_runs],
+        paths_a=[str(r.path) for r in a_runs],
+        paths_b=[str(r.path) for r in b_runs],
         partial=[f"{r.path} ({r.receipt.status})" for r in a_runs + b_runs if r.receipt.status != "ok"],
         cells=[compare_cell(a_runs, b_runs, name, seed=seed) for name in names_a if name in names_b],
         only_a=[name for name in names_a if name not in names_b],

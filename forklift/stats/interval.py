@@ -104,15 +104,25 @@ def paired_change(
         low_log = high_log = mean
     else:
         result = stats.bootstrap(
-            (units,), np.mean, method="percentile", n_resamples=resamples,
-            confidence_level=expanded_level(n), rng=np.random.default_rng(seed),
+            (units,),
+            np.mean,
+            method="percentile",
+            n_resamples=resamples,
+            confidence_level=expanded_level(n),
+            rng=np.random.default_rng(seed),
         )
         low_log, high_log = float(result.confidence_interval.low), float(result.confidence_interval.high)
     standard_error = float(units.std(ddof=1)) / math.sqrt(n)
     low, high = _interval(low_log, high_log)
     return Estimate(
-        change=math.expm1(mean), low=low, high=high, paired=True, n_a=pairs, n_b=pairs,
-        mde=minimum_detectable_effect(standard_error, n - 1), runs=n if units is not log_ratio else None,
+        change=math.expm1(mean),
+        low=low,
+        high=high,
+        paired=True,
+        n_a=pairs,
+        n_b=pairs,
+        mde=minimum_detectable_effect(standard_error, n - 1),
+        runs=n if units is not log_ratio else None,
     )
 
 
@@ -132,8 +142,11 @@ def unpaired_change(a: np.ndarray, b: np.ndarray, *, seed: int = 0, resamples: i
         df = float(min(n_a, n_b) - 1)
     else:
         result = stats.bootstrap(
-            (log_a, log_b), lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
-            method="percentile", n_resamples=resamples, confidence_level=expanded_level(min(n_a, n_b)),
+            (log_a, log_b),
+            lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
+            method="percentile",
+            n_resamples=resamples,
+            confidence_level=expanded_level(min(n_a, n_b)),
             rng=np.random.default_rng(seed),
         )
         low_log, high_log = float(result.confidence_interval.low), float(result.confidence_interval.high)
@@ -141,6 +154,11 @@ def unpaired_change(a: np.ndarray, b: np.ndarray, *, seed: int = 0, resamples: i
         df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
     low, high = _interval(low_log, high_log)
     return Estimate(
-        change=math.expm1(mean), low=low, high=high, paired=False, n_a=n_a, n_b=n_b,
+        change=math.expm1(mean),
+        low=low,
+        high=high,
+        paired=False,
+        n_a=n_a,
+        n_b=n_b,
         mde=minimum_detectable_effect(math.sqrt(var_a + var_b), df),
     )

@@ -61,7 +61,9 @@ def match(a_runs: list[BenchRun], b_runs: list[BenchRun], *, across_machines: bo
     matching.only_a = [_describe(key, runs) for key, runs in groups_a.items() if key not in matched_a]
     if not matching.pairs:
         raise ForkliftError(
-            "nothing to compare: A has " + ", ".join(_describe(k, r) for k, r in groups_a.items())
-            + "; B has " + ", ".join(_describe(k, r) for k, r in groups_b.items())
+            "nothing to compare: A has "
+            + ", ".join(_describe(k, r) for k, r in groups_a.items())
+            + "; B has "
+            + ", ".join(_describe(k, r) for k, r in groups_b.items())
         )
     return matching

@@ -87,16 +87,26 @@ class Metric:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("decode_tps", "decode tok/s", "tok/s", "higher", "faster", "slower",
-           value=decode_timing(lambda r: r.decode_tps)),
+    Metric(
+        "decode_tps", "decode tok/s", "tok/s", "higher", "faster", "slower", value=decode_timing(lambda r: r.decode_tps)
+    ),
     Metric("ttft", "TTFT", "ms", "lower", "slower", "faster", value=lambda r: r.ttft, scale=1000.0),
     Metric("tpot", "TPOT", "ms", "lower", "slower", "faster", value=decode_timing(lambda r: r.tpot), scale=1000.0),
     Metric("e2e", "E2E", "ms", "lower", "slower", "faster", value=lambda r: r.e2e, scale=1000.0),
     Metric("tok_step", "tok/step", "", "higher", "higher", "lower", trajectory_sensitive=True, value=spec_tok_step),
-    Metric("tok_chunk", "tok/chunk", "", "higher", "higher", "lower", trajectory_sensitive=True,
-           value=tokens_per_chunk),
-    Metric("output_tokens", "output tokens", "tok", None, "longer", "shorter", trajectory_sensitive=True,
-           value=output_tokens),
+    Metric(
+        "tok_chunk", "tok/chunk", "", "higher", "higher", "lower", trajectory_sensitive=True, value=tokens_per_chunk
+    ),
+    Metric(
+        "output_tokens",
+        "output tokens",
+        "tok",
+        None,
+        "longer",
+        "shorter",
+        trajectory_sensitive=True,
+        value=output_tokens,
+    ),
 )
 
 METRIC_BY_KEY = {metric.key: metric for metric in METRICS}

@@ -67,7 +67,9 @@ async def prepare(
                 raise ValueError("synthetic workloads are prepared against a server (session and base_url)")
             if index not in pools:
                 pools[index] = await filler_pool(tokenizer, item)
-            body = as_request(workload.endpoint, await fit_prompt(tokenizer, workload.endpoint, item, salt, pools[index]))
+            body = as_request(
+                workload.endpoint, await fit_prompt(tokenizer, workload.endpoint, item, salt, pools[index])
+            )
         elif item.messages is not None:
             body = {"messages": salted_messages(item.messages, salt) if salt else item.messages}
         else:

@@ -105,7 +105,9 @@ class ServerTokenizer:
         return (await self._post("/tokenize", as_request(endpoint, text)))["count"]
 
 
-async def fit_prompt(tokenizer: ServerTokenizer, endpoint: Endpoint, item: WorkItem, prefix: str, pool: list[int]) -> str:
+async def fit_prompt(
+    tokenizer: ServerTokenizer, endpoint: Endpoint, item: WorkItem, prefix: str, pool: list[int]
+) -> str:
     """The text `prefix + filler` whose request counts exactly `item.synthetic_tokens` tokens."""
     target = item.synthetic_tokens or 0
     k = target - await tokenizer.count(endpoint, prefix)

@@ -8,8 +8,15 @@ from forklift.client.records import RequestRecord
 
 def rec(send, first, chunks, **kw):
     return RequestRecord(
-        prompt_id="p", send=send, first_token=first, end=chunks[-1][0], chunks=chunks,
-        completion_tokens=sum(n for _, n in chunks), prompt_tokens=10, tokens_from="usage", **kw,
+        prompt_id="p",
+        send=send,
+        first_token=first,
+        end=chunks[-1][0],
+        chunks=chunks,
+        completion_tokens=sum(n for _, n in chunks),
+        prompt_tokens=10,
+        tokens_from="usage",
+        **kw,
     )
 
 

@@ -35,7 +35,10 @@ def cohort(tmp_path):
         (["--url", "U", "--cohort", "{c}", "--keep", "first"], "--keep 'first'"),
         (["--url", "U", "--cohort", "{c}", "--runs", "0"], "--runs 0"),
         (["--url", "U", "--cohort", "{c}", "--mode", "storm"], "--mode 'storm'"),
-        (["--url", "U", "--cohort", "{c}", "--mode", "batch", "--concurrency", "4"], "batch needs one --concurrency C and --requests N"),
+        (
+            ["--url", "U", "--cohort", "{c}", "--mode", "batch", "--concurrency", "4"],
+            "batch needs one --concurrency C and --requests N",
+        ),
         (["--url", "U", "--cohort", "{c}", "--rate", "0"], "--rate 0"),
         (["--url", "U", "--cohort", "{c}", "--burstiness", "-1"], "--burstiness -1"),
         (["--url", "U", "--cohort", "{c}", "--requests", "0"], "--requests 0"),
@@ -54,10 +57,14 @@ def test_usage_errors(cohort, args, message):
 def test_one_line_error_and_exit_code_from_the_real_entry_point(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-c", "from forklift.cli import main; main()", "bench", "--url", "http://127.0.0.1:9"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == ["error: give exactly one workload: --cohort FILE.jsonl or --synthetic IN:OUT"]
+    assert proc.stderr.strip().splitlines() == [
+        "error: give exactly one workload: --cohort FILE.jsonl or --synthetic IN:OUT"
+    ]
 
 
 def test_unreachable_server_without_model_is_named(cohort):

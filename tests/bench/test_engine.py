@@ -52,8 +52,16 @@ def check_spec_cell(cell: dict) -> None:
 
 def test_single_stream_cohort_with_ngram(vllm_server_ngram, tmp_path):
     out, receipt = bench(
-        tmp_path, "--url", vllm_server_ngram.url, "--cohort", str(cohort(tmp_path)),
-        "--max-tokens", "32", "--ignore-eos", "--sampling", "greedy",
+        tmp_path,
+        "--url",
+        vllm_server_ngram.url,
+        "--cohort",
+        str(cohort(tmp_path)),
+        "--max-tokens",
+        "32",
+        "--ignore-eos",
+        "--sampling",
+        "greedy",
     )
     assert receipt.status == "ok" and receipt.body["mode"] == "single"
     assert "tok/step (spec decode)" in out and "gen tokens server=client" in out
@@ -71,8 +79,21 @@ def test_single_stream_cohort_with_ngram(vllm_server_ngram, tmp_path):
 
 def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
     _, receipt = bench(
-        tmp_path, "--url", vllm_server_ngram.url, "--synthetic", "48:24", "--prompts", "4",
-        "--endpoint", "chat", "--sampling", "greedy", "--concurrency", "1,2,4", "--runs", "2",
+        tmp_path,
+        "--url",
+        vllm_server_ngram.url,
+        "--synthetic",
+        "48:24",
+        "--prompts",
+        "4",
+        "--endpoint",
+        "chat",
+        "--sampling",
+        "greedy",
+        "--concurrency",
+        "1,2,4",
+        "--runs",
+        "2",
     )
     assert receipt.status == "ok" and receipt.body["mode"] == "sweep"
     cells = receipt.body["cells"]
@@ -102,16 +123,45 @@ def test_salted_misses_and_unsalted_repeat_hits_the_prefix_cache(vllm_server, tm
 
 def test_vllm_bench_serve_results_import(vllm_server, engine_python, tiny_model, tmp_path):
     """Interop: vLLM's own benchmark client against the same server, its result file imported."""
-    script = "import argparse, sys\nfrom vllm.benchmarks.serve import add_cli_args, main\n" \
-             "p = argparse.ArgumentParser(); add_cli_args(p); main(p.parse_args())"
+    script = (
+        "import argparse, sys\nfrom vllm.benchmarks.serve import add_cli_args, main\n"
+        "p = argparse.ArgumentParser(); add_cli_args(p); main(p.parse_args())"
+    )
     argv = [
-        str(engine_python), "-c", script, "--backend", "openai-chat", "--base-url", vllm_server.url,
-        "--endpoint", "/v1/chat/completions", "--model", vllm_server.model, "--tokenizer", str(tiny_model),
-        "--dataset-name", "random", "--random-input-len", "16", "--random-output-len", "8", "--num-prompts", "4",
-        "--max-concurrency", "2", "--ignore-eos", "--save-result", "--save-detailed",
-        "--result-dir", str(tmp_path), "--result-filename", "vllm.json",
+        str(engine_python),
+        "-c",
+        script,
+        "--backend",
+        "openai-chat",
+        "--base-url",
+        vllm_server.url,
+        "--endpoint",
+        "/v1/chat/completions",
+        "--model",
+        vllm_server.model,
+        "--tokenizer",
+        str(tiny_model),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        "8",
+        "--num-prompts",
+        "4",
+        "--max-concurrency",
+        "2",
+        "--ignore-eos",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        str(tmp_path),
+        "--result-filename",
+        "vllm.json",
     ]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=300, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     _, receipt = bench(tmp_path, "import", str(tmp_path / "vllm.json"))
     [cell] = receipt.body["cells"]
@@ -169,8 +219,17 @@ def test_bench_against_transformers_serve(transformers_server, tmp_path):
     """A second, different real server: usage only in the final chunk, no /metrics, no role-only
     quirks of vLLM's. The records must still be whole and the missing counters absent, not zero."""
     out, receipt = bench(
-        tmp_path, "--url", transformers_server.url, "--model", transformers_server.model,
-        "--cohort", str(cohort(tmp_path)), "--max-tokens", "8", "--sampling", "greedy",
+        tmp_path,
+        "--url",
+        transformers_server.url,
+        "--model",
+        transformers_server.model,
+        "--cohort",
+        str(cohort(tmp_path)),
+        "--max-tokens",
+        "8",
+        "--sampling",
+        "greedy",
     )
     assert receipt.status == "ok", out
     [cell] = receipt.body["cells"]

@@ -33,8 +33,12 @@ def cohort(tmp_path: Path, n: int = 6) -> Path:
 
 def run(tmp_path, url, *, n=6, concurrency=2, timeout=10.0, runs=1):
     plan = BenchPlan(
-        url=url, model="fake-sse", workload=load_cohort(cohort(tmp_path, n)),
-        cells=cell_specs("batch", [concurrency], n, None, 1.0), runs=runs, timeout=timeout,
+        url=url,
+        model="fake-sse",
+        workload=load_cohort(cohort(tmp_path, n)),
+        cells=cell_specs("batch", [concurrency], n, None, 1.0),
+        runs=runs,
+        timeout=timeout,
     )
     outcome = bench(plan, mode="batch", folder=tmp_path / "receipts")
     [(_, receipt)] = read_receipts([outcome.path])
@@ -105,8 +109,20 @@ def test_ctrl_c_mid_run_keeps_every_completed_record(tmp_path, sse_server):
     sse_server.plan = lambda i, body: Plan(delay=0.03)  # 8 chunks: ~0.25 s per request
     folder = tmp_path / "receipts"
     argv = [
-        sys.executable, "-c", "from forklift.cli import main; main()", "bench", "--url", sse_server.url, "--cohort", str(cohort(tmp_path, 40)),
-        "--concurrency", "2", "--mode", "sweep", "--receipts", str(folder),
+        sys.executable,
+        "-c",
+        "from forklift.cli import main; main()",
+        "bench",
+        "--url",
+        sse_server.url,
+        "--cohort",
+        str(cohort(tmp_path, 40)),
+        "--concurrency",
+        "2",
+        "--mode",
+        "sweep",
+        "--receipts",
+        str(folder),
     ]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
@@ -145,7 +161,9 @@ def test_bench_ok_receipt_keeps_warmup_records(tmp_path, sse_server):
     assert cell["metrics_delta"] == {} and cell["cross_check"] == {}  # no /metrics: absent, never zero
 
 
-@pytest.mark.parametrize("event", [b"[1,2]", b'{"choices": [null]}', b'{"choices": [{"delta": "x"}]}', b'{"usage": [1]}'])
+@pytest.mark.parametrize(
+    "event", [b"[1,2]", b'{"choices": [null]}', b'{"choices": [{"delta": "x"}]}', b'{"usage": [1]}']
+)
 def test_a_malformed_stream_event_fails_that_request_only(tmp_path, sse_server, event):
     sse_server.plan = lambda i, body: Plan(events=(event, b"[DONE]")) if i == 1 else Plan()
     receipt, cell = run(tmp_path, sse_server.url, concurrency=1)

@@ -48,8 +48,13 @@ def test_summary_only_result_keeps_vllm_numbers(tmp_path):
 
 def test_appended_results_become_cells_and_spec_decode_is_derived(tmp_path):
     raw = json.loads(DETAILED.read_text())
-    second = {**raw, "max_concurrency": 4, "spec_decode_num_drafts": 10, "spec_decode_draft_tokens": 30,
-              "spec_decode_accepted_tokens": 20}
+    second = {
+        **raw,
+        "max_concurrency": 4,
+        "spec_decode_num_drafts": 10,
+        "spec_decode_draft_tokens": 30,
+        "spec_decode_accepted_tokens": 20,
+    }
     path = tmp_path / "append.json"
     path.write_text(json.dumps(raw) + "\n" + json.dumps(second) + "\n")
     cells = import_vllm_result(path).cells
@@ -63,8 +68,11 @@ def test_appended_results_become_cells_and_spec_decode_is_derived(tmp_path):
         ("{nope", "append.json:1: not JSON"),
         ('{"duration": 1.0}', "not a `vllm bench serve --save-result` file \\(missing completed, model_id\\)"),
         ("", "empty result file"),
-        ('{"duration": 1, "completed": 1, "model_id": "m", "start_times": [0], "ttfts": [], "itls": [], '
-         '"latencies": [], "input_lens": [], "output_lens": [], "errors": []}', "unequal length"),
+        (
+            '{"duration": 1, "completed": 1, "model_id": "m", "start_times": [0], "ttfts": [], "itls": [], '
+            '"latencies": [], "input_lens": [], "output_lens": [], "errors": []}',
+            "unequal length",
+        ),
     ],
 )
 def test_bad_result_files(tmp_path, text, message):

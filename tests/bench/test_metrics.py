@@ -28,15 +28,23 @@ vllm:cache_config_info{block_size="128",engine="0",kv_cache_size_tokens="1048576
 """
 
 AFTER = (
-    BEFORE.replace("drafts_total{engine=\"0\",model_name=\"tiny\"} 10.0", "drafts_total{engine=\"0\",model_name=\"tiny\"} 30.0")
-    .replace("draft_tokens_total{engine=\"0\",model_name=\"tiny\"} 30.0", "draft_tokens_total{engine=\"0\",model_name=\"tiny\"} 90.0")
-    .replace("accepted_tokens_total{engine=\"0\",model_name=\"tiny\"} 15.0", "accepted_tokens_total{engine=\"0\",model_name=\"tiny\"} 55.0")
+    BEFORE.replace('drafts_total{engine="0",model_name="tiny"} 10.0', 'drafts_total{engine="0",model_name="tiny"} 30.0')
+    .replace(
+        'draft_tokens_total{engine="0",model_name="tiny"} 30.0', 'draft_tokens_total{engine="0",model_name="tiny"} 90.0'
+    )
+    .replace(
+        'accepted_tokens_total{engine="0",model_name="tiny"} 15.0',
+        'accepted_tokens_total{engine="0",model_name="tiny"} 55.0',
+    )
     .replace('position="0"} 8.0', 'position="0"} 26.0')
     .replace('position="1"} 5.0', 'position="1"} 17.0')
     .replace('position="2"} 2.0', 'position="2"} 12.0')
-    .replace("generation_tokens_total{engine=\"0\",model_name=\"tiny\"} 100.0", "generation_tokens_total{engine=\"0\",model_name=\"tiny\"} 180.0")
-    .replace("queries_total{engine=\"0\",model_name=\"tiny\"} 0.0", "queries_total{engine=\"0\",model_name=\"tiny\"} 410.0")
-    .replace("hits_total{engine=\"0\",model_name=\"tiny\"} 0.0", "hits_total{engine=\"0\",model_name=\"tiny\"} 128.0")
+    .replace(
+        'generation_tokens_total{engine="0",model_name="tiny"} 100.0',
+        'generation_tokens_total{engine="0",model_name="tiny"} 180.0',
+    )
+    .replace('queries_total{engine="0",model_name="tiny"} 0.0', 'queries_total{engine="0",model_name="tiny"} 410.0')
+    .replace('hits_total{engine="0",model_name="tiny"} 0.0', 'hits_total{engine="0",model_name="tiny"} 128.0')
 )
 
 

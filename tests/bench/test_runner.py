@@ -32,7 +32,13 @@ def test_cell_specs_per_mode():
     assert [c.name for c in cell_specs("sweep", [1, 2, 4], None, None, 1.0)] == ["c1", "c2", "c4"]
     assert cell_specs("single", [8], None, None, 1.0)[0].concurrency == 1
     [batch] = cell_specs("batch", [64], 256, 2.0, 0.5)
-    assert (batch.name, batch.concurrency, batch.requests, batch.rate, batch.burstiness) == ("batch-n256-c64", 64, 256, 2.0, 0.5)
+    assert (batch.name, batch.concurrency, batch.requests, batch.rate, batch.burstiness) == (
+        "batch-n256-c64",
+        64,
+        256,
+        2.0,
+        0.5,
+    )
 
 
 def test_concurrency_is_respected(tmp_path, sse_server):

@@ -7,7 +7,11 @@ from forklift.client.records import RequestRecord
 
 def record(chunks):
     return RequestRecord(
-        prompt_id="p", send=0.0, first_token=chunks[0][0], end=chunks[-1][0], chunks=chunks,
+        prompt_id="p",
+        send=0.0,
+        first_token=chunks[0][0],
+        end=chunks[-1][0],
+        chunks=chunks,
         completion_tokens=sum(n for _, n in chunks),
     )
 

@@ -5,12 +5,12 @@ from forklift.client.sse import SSEDecoder
 
 def test_keepalive_comments_are_dropped():
     decoder = SSEDecoder()
-    assert decoder.feed(b": keep-alive\n\ndata: {\"a\":1}\n\n: ping\n\n") == [b'{"a":1}']
+    assert decoder.feed(b': keep-alive\n\ndata: {"a":1}\n\n: ping\n\n') == [b'{"a":1}']
 
 
 def test_event_split_across_reads_and_crlf():
     decoder = SSEDecoder()
-    assert decoder.feed(b"data: {\"a\"") == []
+    assert decoder.feed(b'data: {"a"') == []
     assert decoder.feed(b":2}\r\n\r\ndata: [DONE]\r\n\r\n") == [b'{"a":2}', b"[DONE]"]
 
 

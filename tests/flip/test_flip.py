@@ -128,7 +128,8 @@ def test_flip_to_the_pinned_version_is_a_usage_error(distribution, vllm_fork):
 
 def test_flip_of_a_local_pin_is_a_usage_error(tmp_path):
     (tmp_path / "forklift.toml").write_text(
-        '[upstream]\nsource = "path"\npath = "vllm.tar.gz"\nsha256 = "' + "0" * 64 + '"\n')
+        '[upstream]\nsource = "path"\npath = "vllm.tar.gz"\nsha256 = "' + "0" * 64 + '"\n'
+    )
     proc = forklift("-c", str(tmp_path), "flip", "0.33.0")
     assert proc.returncode == 2
     assert "upstream.source is 'path': a local pin has no versions to flip to" in proc.stderr
@@ -141,8 +142,9 @@ def test_flip_write_moves_a_recut_p0_patch_to_p1(vllm_fork, distribution):
     name = next(p.name for p in load_series(patches).patches if p.paths == (SCHEDULER,))
     text = (patches / name).read_text()
     text = text.replace(f"diff --git a/{SCHEDULER} b/{SCHEDULER}\n", "")
-    (patches / name).write_text(text.replace(f"--- a/{SCHEDULER}", f"--- {SCHEDULER}").replace(
-        f"+++ b/{SCHEDULER}", f"+++ {SCHEDULER}"))
+    (patches / name).write_text(
+        text.replace(f"--- a/{SCHEDULER}", f"--- {SCHEDULER}").replace(f"+++ b/{SCHEDULER}", f"+++ {SCHEDULER}")
+    )
     series = patches / "series"
     series.write_text(series.read_text().replace(f"{name}\n", f"{name} -p0  # kept as quilt wrote it\n"))
     assert forklift("-c", str(dist), "check").returncode == 0
@@ -158,9 +160,14 @@ def test_flip_write_takes_retired_patches_out_of_the_contract(vllm_fork, distrib
     dist = exported(distribution, vllm_fork, "patched")
     names = [p.name for p in load_series(dist / "patches").patches]
     toml = dist / "forklift.toml"
-    toml.write_text(toml.read_text().replace('dir = "patches"\n', 'dir = "patches"\ncontract = [\n'
-                                             f'  "{names[2]}",  # upstream takes it in 0.33.0\n'
-                                             f'  "{names[3]}",  # must stand alone\n]\n'))
+    toml.write_text(
+        toml.read_text().replace(
+            'dir = "patches"\n',
+            'dir = "patches"\ncontract = [\n'
+            f'  "{names[2]}",  # upstream takes it in 0.33.0\n'
+            f'  "{names[3]}",  # must stand alone\n]\n',
+        )
+    )
     assert forklift("-c", str(dist), "check").returncode == 0
     code, report = flip_json(dist, "--write")
     assert code == 0, report

@@ -38,14 +38,21 @@ class VllmFork(Fork):
 
 
 def _envs_knob(tree: Path) -> bytes:
-    text = edit(tree, ENVS, "    VLLM_LOG_STATS_INTERVAL: float = 10.0\n",
-                "    VLLM_LOG_STATS_INTERVAL: float = 10.0\n    VLLM_LOG_KV_CACHE_BLOCKS: bool = True\n").decode()
-    anchor = '    # Trace function calls\n'
+    text = edit(
+        tree,
+        ENVS,
+        "    VLLM_LOG_STATS_INTERVAL: float = 10.0\n",
+        "    VLLM_LOG_STATS_INTERVAL: float = 10.0\n    VLLM_LOG_KV_CACHE_BLOCKS: bool = True\n",
+    ).decode()
+    anchor = "    # Trace function calls\n"
     assert text.count(anchor) == 1
-    return text.replace(anchor, '    # If set to 0, the engine does not log the KV cache block count.\n'
-                                '    "VLLM_LOG_KV_CACHE_BLOCKS": lambda: bool(\n'
-                                '        int(os.getenv("VLLM_LOG_KV_CACHE_BLOCKS", "1"))\n'
-                                '    ),\n' + anchor).encode()
+    return text.replace(
+        anchor,
+        "    # If set to 0, the engine does not log the KV cache block count.\n"
+        '    "VLLM_LOG_KV_CACHE_BLOCKS": lambda: bool(\n'
+        '        int(os.getenv("VLLM_LOG_KV_CACHE_BLOCKS", "1"))\n'
+        "    ),\n" + anchor,
+    ).encode()
 
 
 @pytest.fixture(scope="session")
@@ -53,38 +60,86 @@ def vllm_fork(vllm_032_tree, vllm_033_tree, tmp_path_factory) -> VllmFork:
     tree = vllm_032_tree.path
     new = vllm_033_tree.path
     git, base = init_fork(tree, tmp_path_factory.mktemp("fork") / "vllm.git", "v0.32.0")
-    c1 = commit(git, base, {SCHEDULER: edit(tree, SCHEDULER, "            if request.is_prefill_chunk:\n"
-                                            "                # Ignore draft tokens for prefill chunks.\n",
-                                            f"            {FIX_LINE}\n"
-                                            "                # Ignore draft tokens for prefill chunks and for\n"
-                                            "                # grammar-constrained requests.\n")},
-                "Clear speculative drafts for requests with structured outputs\n\n"
-                "Grammar-constrained requests take the plain target-token path.\n\n"
-                "Origin: vendor\nForwarded: not-yet\nKind: fix\n"
-                "Retires-When: upstream stops drafting for structured-output requests\n")
+    c1 = commit(
+        git,
+        base,
+        {
+            SCHEDULER: edit(
+                tree,
+                SCHEDULER,
+                "            if request.is_prefill_chunk:\n                # Ignore draft tokens for prefill chunks.\n",
+                f"            {FIX_LINE}\n"
+                "                # Ignore draft tokens for prefill chunks and for\n"
+                "                # grammar-constrained requests.\n",
+            )
+        },
+        "Clear speculative drafts for requests with structured outputs\n\n"
+        "Grammar-constrained requests take the plain target-token path.\n\n"
+        "Origin: vendor\nForwarded: not-yet\nKind: fix\n"
+        "Retires-When: upstream stops drafting for structured-output requests\n",
+    )
     envs = _envs_knob(tree)
-    c2 = commit(git, c1, {ENVS: envs},
-                "Register the VLLM_LOG_KV_CACHE_BLOCKS knob\n\nOrigin: vendor\nKind: feature\n")
-    c3 = commit(git, c2, {AUDIO: (new / AUDIO).read_bytes()},
-                "Add the azacinto_foscolo audio asset\n\nOrigin: upstream\nKind: backport\n")
-    c4 = commit(git, c3, {ASSETS_BASE: edit(tree, ASSETS_BASE,
-                                            '    """Get the path to the cache for storing downloaded assets."""\n',
-                                            '    """Get the path to the cache for storing downloaded assets.\n\n'
-                                            '    Created on first use.\n    """\n')},
-                "Document that the assets cache folder is created on first use\n\nKind: docs\n")
+    c2 = commit(git, c1, {ENVS: envs}, "Register the VLLM_LOG_KV_CACHE_BLOCKS knob\n\nOrigin: vendor\nKind: feature\n")
+    c3 = commit(
+        git,
+        c2,
+        {AUDIO: (new / AUDIO).read_bytes()},
+        "Add the azacinto_foscolo audio asset\n\nOrigin: upstream\nKind: backport\n",
+    )
+    c4 = commit(
+        git,
+        c3,
+        {
+            ASSETS_BASE: edit(
+                tree,
+                ASSETS_BASE,
+                '    """Get the path to the cache for storing downloaded assets."""\n',
+                '    """Get the path to the cache for storing downloaded assets.\n\n'
+                '    Created on first use.\n    """\n',
+            )
+        },
+        "Document that the assets cache folder is created on first use\n\nKind: docs\n",
+    )
     branch(git, "patched", c4)
-    c5 = commit(git, c4, {KV_EVENTS: (new / KV_EVENTS).read_bytes(),
-                          LOGGER: edit(tree, LOGGER, '_DATE_FORMAT = "%m-%d %H:%M:%S"\n',
-                                       '# Month-day and time, as every vLLM log line shows it.\n'
-                                       '_DATE_FORMAT = "%m-%d %H:%M:%S"\n')},
-                "Document the replay socket high-water mark and the log date format\n\nKind: docs\n")
+    c5 = commit(
+        git,
+        c4,
+        {
+            KV_EVENTS: (new / KV_EVENTS).read_bytes(),
+            LOGGER: edit(
+                tree,
+                LOGGER,
+                '_DATE_FORMAT = "%m-%d %H:%M:%S"\n',
+                '# Month-day and time, as every vLLM log line shows it.\n_DATE_FORMAT = "%m-%d %H:%M:%S"\n',
+            ),
+        },
+        "Document the replay socket high-water mark and the log date format\n\nKind: docs\n",
+    )
     branch(git, "partly", c5)
-    c6 = commit(git, c5, {ENVS: envs.replace(b"    VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM: bool = False\n",
-                                             b"    VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM: bool = True\n")},
-                "Overlap communication in Ray compiled graphs by default\n\nKind: tuning\n")
-    c7 = commit(git, c6, {MEDUSA: edit(tree, MEDUSA, "class ResidualBlock(nn.Module):\n",
-                                       "class ResidualBlock(nn.Module):\n    \"\"\"One Medusa head block.\"\"\"\n\n")},
-                "Document the Medusa residual block\n\nKind: docs\n")
+    c6 = commit(
+        git,
+        c5,
+        {
+            ENVS: envs.replace(
+                b"    VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM: bool = False\n",
+                b"    VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM: bool = True\n",
+            )
+        },
+        "Overlap communication in Ray compiled graphs by default\n\nKind: tuning\n",
+    )
+    c7 = commit(
+        git,
+        c6,
+        {
+            MEDUSA: edit(
+                tree,
+                MEDUSA,
+                "class ResidualBlock(nn.Module):\n",
+                'class ResidualBlock(nn.Module):\n    """One Medusa head block."""\n\n',
+            )
+        },
+        "Document the Medusa residual block\n\nKind: docs\n",
+    )
     branch(git, "blocked", c7)
     return VllmFork(git=git, base=base, tag="v0.32.0", patched=c4, blocked=c7, commits=(c1, c2, c3, c4))
 

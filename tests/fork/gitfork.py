@@ -22,8 +22,14 @@ _DATE = "2026-11-01T12:00:00+0000"
 
 
 def _identity(name: str, email: str) -> dict[str, str]:
-    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": _DATE,
-            "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": _DATE}
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_AUTHOR_DATE": _DATE,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+        "GIT_COMMITTER_DATE": _DATE,
+    }
 
 
 def init_fork(tree: Path, repo: Path, tag: str) -> tuple[Git, str]:
@@ -31,8 +37,9 @@ def init_fork(tree: Path, repo: Path, tag: str) -> tuple[Git, str]:
     return create_fork(tree, repo, tag, f"pristine {tree.name}", bare=True)
 
 
-def commit(git: Git, parent: str | list[str], changes: dict[str, bytes | None], message: str,
-           author: tuple[str, str] = AUTHOR) -> str:
+def commit(
+    git: Git, parent: str | list[str], changes: dict[str, bytes | None], message: str, author: tuple[str, str] = AUTHOR
+) -> str:
     """A commit on `parent` (or a merge of several parents) writing `changes` (None deletes)."""
     parents = [parent] if isinstance(parent, str) else parent
     with tempfile.TemporaryDirectory() as scratch:
@@ -64,8 +71,13 @@ def edit(root: Path, path: str, old: str, new: str) -> bytes:
 
 def forklift(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run the real command line (in this interpreter), as a user or CI would."""
-    return subprocess.run([sys.executable, "-c", "from forklift.cli import main; main()", *args],
-                          cwd=cwd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-c", "from forklift.cli import main; main()", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 @dataclass(frozen=True)

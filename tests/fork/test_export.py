@@ -87,8 +87,12 @@ def test_export_check_names_each_drifted_patch(vllm_fork, distribution):
 
 
 def test_export_refuses_a_merge_commit(vllm_fork, distribution, vllm_032_tree):
-    side = commit(vllm_fork.git, vllm_fork.base, {LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = ")},
-                  "Annotate the date format constant\n")
+    side = commit(
+        vllm_fork.git,
+        vllm_fork.base,
+        {LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = ")},
+        "Annotate the date format constant\n",
+    )
     merge = commit(vllm_fork.git, [vllm_fork.patched, side], {}, "Merge branch 'side'\n")
     branch(vllm_fork.git, "merged", merge)
     proc = export(distribution, vllm_fork, "merged", "--base", vllm_fork.base)
@@ -106,10 +110,15 @@ def test_export_refuses_an_empty_commit(vllm_fork, distribution):
 
 
 def test_export_reports_files_outside_upstreams_tree(vllm_fork, distribution, vllm_032_tree):
-    ci = commit(vllm_fork.git, vllm_fork.patched,
-                {".forgejo/workflows/fork-ci.yml": b"on: push\n",
-                 LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = ")},
-                "Fork CI and a logger annotation\n")
+    ci = commit(
+        vllm_fork.git,
+        vllm_fork.patched,
+        {
+            ".forgejo/workflows/fork-ci.yml": b"on: push\n",
+            LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = "),
+        },
+        "Fork CI and a logger annotation\n",
+    )
     proc = export(distribution, vllm_fork, ci, "--base", vllm_fork.base)
     assert proc.returncode == 1
     assert "touches files outside upstream's tree: .forgejo/workflows/fork-ci.yml" in proc.stderr
@@ -125,8 +134,9 @@ def test_export_finds_the_base_by_release_tag_or_needs_it(vllm_fork, distributio
     assert proc.returncode == 0, proc.stderr
     assert recorded_base(distribution / "patches") == vllm_fork.base
     untagged = tmp_path / "untagged.git"
-    subprocess.run(["git", "clone", "-q", "--bare", "--shared", "--no-tags", str(vllm_fork.git.repo), str(untagged)],
-                   check=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", "--shared", "--no-tags", str(vllm_fork.git.repo), str(untagged)], check=True
+    )
     (distribution / "patches" / "series").unlink()
     for patch in (distribution / "patches").glob("*.patch"):
         patch.unlink()
@@ -138,8 +148,13 @@ def test_export_finds_the_base_by_release_tag_or_needs_it(vllm_fork, distributio
 def test_import_into_a_new_folder_starts_the_fork(distribution, vllm_fork, tmp_path):
     assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
     (distribution / "patches" / "series").write_text(
-        "\n".join(line for line in (distribution / "patches" / "series").read_text().splitlines()
-                  if not line.startswith("# forklift-base")) + "\n")  # as a hand-kept series would be
+        "\n".join(
+            line
+            for line in (distribution / "patches" / "series").read_text().splitlines()
+            if not line.startswith("# forklift-base")
+        )
+        + "\n"
+    )  # as a hand-kept series would be
     fork = tmp_path / "new-fork"
     proc = forklift("-c", str(distribution), "import", "--branch", "work", "--repo", str(fork))
     assert proc.returncode == 0, proc.stderr
@@ -170,8 +185,10 @@ def test_import_makes_one_commit_per_patch_and_round_trips(vllm_fork, distributi
     assert proc.returncode == 0, proc.stderr
 
     def without_export_commit(folder: Path) -> dict[str, list[str]]:
-        return {name: [line for line in text.decode().splitlines() if not line.startswith("Export-Commit:")]
-                for name, text in patch_files(folder).items()}
+        return {
+            name: [line for line in text.decode().splitlines() if not line.startswith("Export-Commit:")]
+            for name, text in patch_files(folder).items()
+        }
 
     assert without_export_commit(again) == without_export_commit(distribution)
     proc = forklift("-c", str(distribution), "import", "--branch", "editing", "--repo", str(git.repo))
@@ -181,8 +198,14 @@ def test_import_makes_one_commit_per_patch_and_round_trips(vllm_fork, distributi
 def test_import_names_the_patch_that_does_not_apply(vllm_fork, distribution):
     assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
     bad = distribution / "patches" / NAMES[2]
-    bad.write_text(bad.read_text().replace('"mary_had_lamb"]', '"mary_had_a_lamb"]').replace(
-        '-AudioAssetName = Literal["winning_call", "mary_had_lamb"', '-AudioAssetName = Literal["winning_call", "mary_had_a_lamb"'))
+    bad.write_text(
+        bad.read_text()
+        .replace('"mary_had_lamb"]', '"mary_had_a_lamb"]')
+        .replace(
+            '-AudioAssetName = Literal["winning_call", "mary_had_lamb"',
+            '-AudioAssetName = Literal["winning_call", "mary_had_a_lamb"',
+        )
+    )
     proc = forklift("-c", str(distribution), "import", "--branch", "broken", "--repo", str(vllm_fork.git.repo))
     assert proc.returncode == 1
     assert f"error: {NAMES[2]}: does not apply" in proc.stderr
@@ -196,14 +219,21 @@ def test_fix_line_is_in_the_export(vllm_fork, distribution):
 
 
 def test_patch_name_trailer_names_the_file_and_must_be_unique(vllm_fork, distribution, vllm_032_tree):
-    named = commit(vllm_fork.git, vllm_fork.patched,
-                   {LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = ")},
-                   "Annotate the date format\n\nPatch-Name: 0005-logger-annotation.patch\n")
+    named = commit(
+        vllm_fork.git,
+        vllm_fork.patched,
+        {LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = ")},
+        "Annotate the date format\n\nPatch-Name: 0005-logger-annotation.patch\n",
+    )
     assert export(distribution, vllm_fork, named, "--base", vllm_fork.base).returncode == 0
     last = load_series(distribution / "patches").patches[-1]
     assert last.name == "0005-logger-annotation.patch" and "Patch-Name" not in last.text
-    twice = commit(vllm_fork.git, named, {LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT2 = ")},
-                   "Rename the date format\n\nPatch-Name: 0005-logger-annotation.patch\n")
+    twice = commit(
+        vllm_fork.git,
+        named,
+        {LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT2 = ")},
+        "Rename the date format\n\nPatch-Name: 0005-logger-annotation.patch\n",
+    )
     proc = export(distribution, vllm_fork, twice)
     assert proc.returncode == 1
     assert f"commits {named[:12]} and {twice[:12]} both name the patch '0005-logger-annotation.patch'" in proc.stderr
@@ -212,17 +242,21 @@ def test_patch_name_trailer_names_the_file_and_must_be_unique(vllm_fork, distrib
 def without_base_comment(dist: Path) -> None:
     """The series as a hand-kept one would be: no `# forklift-base:` line to find the base by."""
     series = dist / "patches" / "series"
-    series.write_text("".join(line for line in series.read_text().splitlines(keepends=True)
-                              if not line.startswith("# forklift-base")))
+    series.write_text(
+        "".join(line for line in series.read_text().splitlines(keepends=True) if not line.startswith("# forklift-base"))
+    )
 
 
 def test_a_fork_started_from_a_path_pin_finds_its_base_by_tag(vllm_fork, distribution, tmp_path):
     assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
     without_base_comment(distribution)
     tarball = default_cache().artifact_path(VLLM_032.sha256)  # the 0.32.0 sdist, pinned as a local file
-    pypi_pin = VLLM_032_TOML[VLLM_032_TOML.index("[upstream]"):VLLM_032_TOML.index("[series]")]
-    (distribution / "forklift.toml").write_text(VLLM_032_TOML.replace(
-        pypi_pin, f'[upstream]\nsource = "path"\npath = "{tarball}"\nsha256 = "{VLLM_032.sha256}"\n\n'))
+    pypi_pin = VLLM_032_TOML[VLLM_032_TOML.index("[upstream]") : VLLM_032_TOML.index("[series]")]
+    (distribution / "forklift.toml").write_text(
+        VLLM_032_TOML.replace(
+            pypi_pin, f'[upstream]\nsource = "path"\npath = "{tarball}"\nsha256 = "{VLLM_032.sha256}"\n\n'
+        )
+    )
     fork = tmp_path / "path-fork"
     proc = forklift("-c", str(distribution), "import", "--branch", "work", "--repo", str(fork))
     assert proc.returncode == 0, proc.stderr
@@ -239,18 +273,44 @@ def test_an_export_cut_short_leaves_the_committed_series_whole(vllm_fork, distri
     assert export(distribution, vllm_fork, "patched", "--base", vllm_fork.base).returncode == 0
     before = patch_files(distribution)
     filler = "".join(f"    Line {i} of a long note on the cache folder.\n" for i in range(2000))
-    grown = commit(vllm_fork.git, vllm_fork.commits[2], {ASSETS_BASE: edit(
-        vllm_032_tree.path, ASSETS_BASE, '    """Get the path to the cache for storing downloaded assets."""\n',
-        f'    """Get the path to the cache for storing downloaded assets.\n\n{filler}    """\n')},
-        "Document that the assets cache folder is created on first use\n\nKind: docs\n")
+    grown = commit(
+        vllm_fork.git,
+        vllm_fork.commits[2],
+        {
+            ASSETS_BASE: edit(
+                vllm_032_tree.path,
+                ASSETS_BASE,
+                '    """Get the path to the cache for storing downloaded assets."""\n',
+                f'    """Get the path to the cache for storing downloaded assets.\n\n{filler}    """\n',
+            )
+        },
+        "Document that the assets cache folder is created on first use\n\nKind: docs\n",
+    )
     limit = 64 * 1024
 
     def capped() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    proc = subprocess.run([sys.executable, "-c", "from forklift.cli import main; main()", "-c", str(distribution),
-                           "export", "--from", grown, "--repo", str(vllm_fork.git.repo), "--base", vllm_fork.base],
-                          capture_output=True, text=True, preexec_fn=capped, env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from forklift.cli import main; main()",
+            "-c",
+            str(distribution),
+            "export",
+            "--from",
+            grown,
+            "--repo",
+            str(vllm_fork.git.repo),
+            "--base",
+            vllm_fork.base,
+        ],
+        capture_output=True,
+        text=True,
+        preexec_fn=capped,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert proc.returncode != 0 and "File too large" in proc.stderr, proc.stdout + proc.stderr
     assert patch_files(distribution) == before  # every patch whole (the old one), no temp file left behind
     assert [p.name for p in load_series(distribution / "patches").patches] == NAMES

@@ -62,11 +62,22 @@ def test_check_names_the_file_a_rebase_dropped(vllm_fork, distribution):
     guarded(distribution, vllm_fork)
     c2, c3, c4 = vllm_fork.commits[1:]
     # The fork branch rebuilt without the scheduler commit (a rebase that silently lost it).
-    export(distribution, vllm_fork, rebuilt(vllm_fork, "lost-commit", [
-        ({ENVS: blob(vllm_fork, c2, ENVS)}, "Register the VLLM_LOG_KV_CACHE_BLOCKS knob\n"),
-        ({AUDIO: blob(vllm_fork, c3, AUDIO)}, "Add the azacinto_foscolo audio asset\n"),
-        ({ASSETS_BASE: blob(vllm_fork, c4, ASSETS_BASE)}, "Document that the assets cache folder is created on first use\n"),
-    ]))
+    export(
+        distribution,
+        vllm_fork,
+        rebuilt(
+            vllm_fork,
+            "lost-commit",
+            [
+                ({ENVS: blob(vllm_fork, c2, ENVS)}, "Register the VLLM_LOG_KV_CACHE_BLOCKS knob\n"),
+                ({AUDIO: blob(vllm_fork, c3, AUDIO)}, "Add the azacinto_foscolo audio asset\n"),
+                (
+                    {ASSETS_BASE: blob(vllm_fork, c4, ASSETS_BASE)},
+                    "Document that the assets cache folder is created on first use\n",
+                ),
+            ],
+        ),
+    )
     code, lost = manifest_findings(distribution)
     assert code == 1
     assert f"the series no longer changes {SCHEDULER} (MANIFEST.toml requires it)" in lost
@@ -79,14 +90,29 @@ def test_check_names_the_fix_line_a_regenerated_patch_dropped(vllm_fork, distrib
     guarded(distribution, vllm_fork)
     c2, c3, c4 = vllm_fork.commits[1:]
     # Same patch name and file, but the regenerated commit kept only a comment: the fix is gone.
-    weaker = edit(vllm_032_tree.path, SCHEDULER, "                # Ignore draft tokens for prefill chunks.\n",
-                  "                # Ignore draft tokens for prefill chunks (and grammar requests).\n")
-    export(distribution, vllm_fork, rebuilt(vllm_fork, "lost-line", [
-        ({SCHEDULER: weaker}, "Clear speculative drafts for requests with structured outputs\n"),
-        ({ENVS: blob(vllm_fork, c2, ENVS)}, "Register the VLLM_LOG_KV_CACHE_BLOCKS knob\n"),
-        ({AUDIO: blob(vllm_fork, c3, AUDIO)}, "Add the azacinto_foscolo audio asset\n"),
-        ({ASSETS_BASE: blob(vllm_fork, c4, ASSETS_BASE)}, "Document that the assets cache folder is created on first use\n"),
-    ]))
+    weaker = edit(
+        vllm_032_tree.path,
+        SCHEDULER,
+        "                # Ignore draft tokens for prefill chunks.\n",
+        "                # Ignore draft tokens for prefill chunks (and grammar requests).\n",
+    )
+    export(
+        distribution,
+        vllm_fork,
+        rebuilt(
+            vllm_fork,
+            "lost-line",
+            [
+                ({SCHEDULER: weaker}, "Clear speculative drafts for requests with structured outputs\n"),
+                ({ENVS: blob(vllm_fork, c2, ENVS)}, "Register the VLLM_LOG_KV_CACHE_BLOCKS knob\n"),
+                ({AUDIO: blob(vllm_fork, c3, AUDIO)}, "Add the azacinto_foscolo audio asset\n"),
+                (
+                    {ASSETS_BASE: blob(vllm_fork, c4, ASSETS_BASE)},
+                    "Document that the assets cache folder is created on first use\n",
+                ),
+            ],
+        ),
+    )
     code, lost = manifest_findings(distribution)
     assert code == 1
     assert lost == [f"{FIX_PATCH} no longer adds the line {FIX_LINE!r} (MANIFEST.toml)"]
@@ -104,10 +130,12 @@ def test_manifest_write_requires_only_what_the_series_changes(vllm_fork, distrib
     """A file one patch creates and a later one deletes is named by patches but changed by none of the
     series: the manifest --write records must be the set check holds it to, or check reports it lost."""
     scratch = "vllm/scratch_notes.py"
-    created = commit(vllm_fork.git, vllm_fork.base,
-                     {scratch: b"NOTES = []\n", LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ",
-                                                             "_DATE_FORMAT: str = ")},
-                     "Keep scratch notes and annotate the date format\n")
+    created = commit(
+        vllm_fork.git,
+        vllm_fork.base,
+        {scratch: b"NOTES = []\n", LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = ")},
+        "Keep scratch notes and annotate the date format\n",
+    )
     deleted = commit(vllm_fork.git, created, {scratch: None}, "Drop the scratch notes again\n")
     export(distribution, vllm_fork, deleted)
     proc = forklift("-c", str(distribution), "manifest", "--write")

@@ -21,8 +21,17 @@ pytestmark = pytest.mark.network
 
 @pytest.fixture
 def exported(vllm_fork, distribution) -> Path:
-    proc = forklift("-c", str(distribution), "export", "--from", "patched", "--repo", str(vllm_fork.git.repo),
-                    "--base", vllm_fork.base)
+    proc = forklift(
+        "-c",
+        str(distribution),
+        "export",
+        "--from",
+        "patched",
+        "--repo",
+        str(vllm_fork.git.repo),
+        "--base",
+        vllm_fork.base,
+    )
     assert proc.returncode == 0, proc.stderr
     return distribution
 
@@ -50,8 +59,12 @@ def test_replay_of_the_exported_series_is_identical(exported, vllm_fork):
 def test_replay_sets_apart_files_a_git_fork_never_had(vllm_fork, vllm_032_tree):
     """A fork of upstream's repository lacks what the sdist build generates (vllm/_version.py)."""
     git = vllm_fork.git
-    github_like = commit(git, vllm_fork.base, {"vllm/_version.py": None, "vllm.egg-info/PKG-INFO": None},
-                         "upstream's repository at v0.32.0: no generated files\n")
+    github_like = commit(
+        git,
+        vllm_fork.base,
+        {"vllm/_version.py": None, "vllm.egg-info/PKG-INFO": None},
+        "upstream's repository at v0.32.0: no generated files\n",
+    )
     changed = git.text("diff", "--name-only", vllm_fork.base, vllm_fork.patched).split()
     contents = git.blobs([f"{vllm_fork.patched}:{p}" for p in changed])
     tip = commit(git, github_like, dict(zip(changed, contents)), "the fork's work\n")
@@ -60,8 +73,10 @@ def test_replay_sets_apart_files_a_git_fork_never_had(vllm_fork, vllm_032_tree):
     assert result.identical
     assert result.not_in_base == ("vllm.egg-info/PKG-INFO", "vllm/_version.py")
     without_base = run_replay(git, tip, vllm_032_tree.path, series)
-    assert [str(d) for d in without_base.differences] == ["vllm.egg-info/PKG-INFO: missing from the fork",
-                                                          "vllm/_version.py: missing from the fork"]
+    assert [str(d) for d in without_base.differences] == [
+        "vllm.egg-info/PKG-INFO: missing from the fork",
+        "vllm/_version.py: missing from the fork",
+    ]
 
 
 def load_series_from(git: Git, fork) -> list:
@@ -71,11 +86,16 @@ def load_series_from(git: Git, fork) -> list:
 
 
 def test_replay_lists_what_the_series_lacks_and_ignores_fork_only_files(exported, vllm_fork, vllm_032_tree):
-    extra = commit(vllm_fork.git, vllm_fork.patched,
-                   {LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = "),
-                    "vllm/fork_only_helper.py": b"HELPER = 1\n",
-                    ".forgejo/workflows/ci.yml": b"on: push\n"},
-                   "Work committed to the fork but never exported\n")
+    extra = commit(
+        vllm_fork.git,
+        vllm_fork.patched,
+        {
+            LOGGER: edit(vllm_032_tree.path, LOGGER, "_DATE_FORMAT = ", "_DATE_FORMAT: str = "),
+            "vllm/fork_only_helper.py": b"HELPER = 1\n",
+            ".forgejo/workflows/ci.yml": b"on: push\n",
+        },
+        "Work committed to the fork but never exported\n",
+    )
     proc = replay(exported, vllm_fork.git.repo, extra)
     assert proc.returncode == 1
     assert f"{LOGGER}: content differs" in proc.stdout
@@ -92,8 +112,9 @@ def test_replay_names_a_file_the_fork_deleted(exported, vllm_fork):
 
 
 def bind(dist: Path, git: Git, commit_id: str, *extra: str):
-    return forklift("-c", str(dist), "source", "bind", commit_id, "--branch", "origin/release", "--repo",
-                    str(git.repo), *extra)
+    return forklift(
+        "-c", str(dist), "source", "bind", commit_id, "--branch", "origin/release", "--repo", str(git.repo), *extra
+    )
 
 
 def verify(dist: Path, git: Git):
@@ -116,8 +137,10 @@ def test_fork_commit_not_reachable_from_the_published_branch(exported, vllm_fork
     fork_clone.run("update-ref", "refs/remotes/origin/release", vllm_fork.commits[1])
     proc = bind(exported, fork_clone, vllm_fork.patched)
     assert proc.returncode == 1
-    assert f"unpublished: fork commit {vllm_fork.patched[:12]} is not reachable from the published branch " \
-           "origin/release" in proc.stdout
+    assert (
+        f"unpublished: fork commit {vllm_fork.patched[:12]} is not reachable from the published branch "
+        "origin/release" in proc.stdout
+    )
     assert not (exported / SOURCE_FILE).exists()
 
 
@@ -126,8 +149,10 @@ def test_tag_that_moved(exported, vllm_fork, fork_clone):
     fork_clone.run("tag", "-f", "v0.32.0", vllm_fork.commits[0])
     proc = verify(exported, fork_clone)
     assert proc.returncode == 1
-    assert f"moved-tag: tag v0.32.0 now names {vllm_fork.commits[0][:12]}, but the pinned base is " \
-           f"{vllm_fork.base[:12]}" in proc.stdout
+    assert (
+        f"moved-tag: tag v0.32.0 now names {vllm_fork.commits[0][:12]}, but the pinned base is "
+        f"{vllm_fork.base[:12]}" in proc.stdout
+    )
     assert "unpublished" not in proc.stdout and "went-backwards" not in proc.stdout
 
 
@@ -141,8 +166,10 @@ def test_source_commit_that_went_backwards(exported, vllm_fork, fork_clone):
     older = vllm_fork.commits[1]
     proc = bind(exported, fork_clone, older)  # bind refuses to move back from the recorded commit
     assert proc.returncode == 1
-    assert f"went-backwards: fork commit {older[:12]} does not descend from the previously recorded " \
-           f"{vllm_fork.patched[:12]}" in proc.stdout
+    assert (
+        f"went-backwards: fork commit {older[:12]} does not descend from the previously recorded "
+        f"{vllm_fork.patched[:12]}" in proc.stdout
+    )
     (exported / SOURCE_FILE).write_text(SourceBinding(older, "origin/release").render())  # edited by hand
     dist.run(*identity, "commit", "-q", "-am", "rewind the release")
     proc = verify(exported, fork_clone)  # verify finds the earlier record in the distribution's history
@@ -156,9 +183,18 @@ def test_missing_commit_and_commit_not_from_the_base(exported, vllm_fork, fork_c
     assert proc.returncode == 1
     assert f"missing-commit: fork commit {'0' * 12} does not exist" in proc.stdout
     orphan_tree = fork_clone.text("rev-parse", f"{vllm_fork.base}^{{tree}}").strip()
-    orphan = fork_clone.text("commit-tree", orphan_tree, "-m", "unrelated history",
-                             env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                                  "GIT_COMMITTER_EMAIL": "t@t"}).strip()
+    orphan = fork_clone.text(
+        "commit-tree",
+        orphan_tree,
+        "-m",
+        "unrelated history",
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    ).strip()
     branch(fork_clone, "orphan", orphan)
     fork_clone.run("update-ref", "refs/remotes/origin/release", orphan)
     (exported / SOURCE_FILE).write_text(SourceBinding(orphan, "origin/release").render())

@@ -157,8 +157,9 @@ def forklift(*args):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "forklift", "-c", str(EXAMPLE), *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "forklift", "-c", str(EXAMPLE), *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_cli_verify_apply_verify(site, series):
@@ -166,7 +167,10 @@ def test_cli_verify_apply_verify(site, series):
     before = forklift("verify", "--installed", str(site))
     assert before.returncode == 1
     assert "unpatched    vllm/envs.py" in before.stdout
-    assert "error: installed vllm does not match the pin plus the series: vllm/envs.py unpatched (+2 more)" in before.stderr
+    assert (
+        "error: installed vllm does not match the pin plus the series: vllm/envs.py unpatched (+2 more)"
+        in before.stderr
+    )
     applied = forklift("apply", "--installed", str(site / "vllm"))
     assert applied.returncode == 0, applied.stderr
     assert "applied: 0003-engine-log-kv-cache-blocks.patch" in applied.stdout and "3 file(s) written" in applied.stdout

@@ -53,8 +53,13 @@ def test_lint_fails_on_a_bare_read_the_series_introduces(tmp_path, vllm_032_tree
         fh.write("0004-bare-read.patch\n")
     plain = forklift("-c", str(tmp_path), "knobs")
     assert plain.returncode == 0
-    assert ('added by the series: vllm/v1/core/sched/scheduler.py:2: '
-            'os.environ.get("VLLM_FORKLIFT_DRAFT_LIMIT") (unregistered)') in plain.stdout
+    assert (
+        "added by the series: vllm/v1/core/sched/scheduler.py:2: "
+        'os.environ.get("VLLM_FORKLIFT_DRAFT_LIMIT") (unregistered)'
+    ) in plain.stdout
     lint = forklift("-c", str(tmp_path), "knobs", "--lint")
     assert lint.returncode == 1
-    assert "error: the series adds 1 bare read(s) of unregistered knobs, first: vllm/v1/core/sched/scheduler.py:2" in lint.stderr
+    assert (
+        "error: the series adds 1 bare read(s) of unregistered knobs, first: vllm/v1/core/sched/scheduler.py:2"
+        in lint.stderr
+    )

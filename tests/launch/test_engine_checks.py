@@ -46,8 +46,11 @@ def test_help_is_captured_once_per_version(flags, engine_python):
 
 
 def test_a_flag_the_engine_does_not_know_is_refused_with_the_closest(flags):
-    with pytest.raises(UsageError, match=r"profile p \(profile p\): --max-modle-len is not a flag of the engine "
-                       r"0.32.0\+cpu \(closest: --max-model-len\)"):
+    with pytest.raises(
+        UsageError,
+        match=r"profile p \(profile p\): --max-modle-len is not a flag of the engine "
+        r"0.32.0\+cpu \(closest: --max-model-len\)",
+    ):
         check_flags(resolved(args={"max-modle-len": 4096}), flags)
 
 
@@ -69,15 +72,16 @@ def test_a_value_outside_the_engine_choices_is_refused(flags):
 def test_the_series_knob_is_registered_a_made_up_one_is_not(knobs):
     # The engine carries the example series: its VLLM_LOG_KV_CACHE_BLOCKS is a registered knob.
     check_knobs(resolved(env={"VLLM_LOG_KV_CACHE_BLOCKS": "1", "OMP_NUM_THREADS": "1"}), VLLM, knobs)
-    with pytest.raises(UsageError, match=r"VLLM_LOG_KV_CACHE_BLOKS is not a knob registered in vllm/envs.py "
-                       r"of the engine \(closest: VLLM_LOG_KV_CACHE_BLOCKS\)"):
+    with pytest.raises(
+        UsageError,
+        match=r"VLLM_LOG_KV_CACHE_BLOKS is not a knob registered in vllm/envs.py "
+        r"of the engine \(closest: VLLM_LOG_KV_CACHE_BLOCKS\)",
+    ):
         check_knobs(resolved(env={"VLLM_LOG_KV_CACHE_BLOKS": "1"}), VLLM, knobs)
 
 
 def test_legacy_variable_shadowed_by_a_flag_is_warned():
     alone = legacy_warnings(resolved(env={"VLLM_CPU_KVCACHE_SPACE": "1"}), VLLM)
     assert alone == ["VLLM_CPU_KVCACHE_SPACE is a legacy variable shadowing --kv-cache-memory-bytes: prefer the flag"]
-    both = legacy_warnings(
-        resolved(env={"VLLM_CPU_KVCACHE_SPACE": "1"}, args={"kv-cache-memory-bytes": "2G"}), VLLM
-    )
+    both = legacy_warnings(resolved(env={"VLLM_CPU_KVCACHE_SPACE": "1"}, args={"kv-cache-memory-bytes": "2G"}), VLLM)
     assert both and "both set" in both[0]

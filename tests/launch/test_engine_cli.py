@@ -17,16 +17,20 @@ from tests.fixtures.engine import distribution_toml, free_port, tiny_profile_tom
 
 pytestmark = pytest.mark.engine
 
+
 @pytest.fixture
 def dist(tmp_path, engine_python, tiny_model):
-    (tmp_path / "forklift.toml").write_text(distribution_toml(tiny_profile_toml(engine_python, tiny_model, free_port())))
+    (tmp_path / "forklift.toml").write_text(
+        distribution_toml(tiny_profile_toml(engine_python, tiny_model, free_port()))
+    )
     return tmp_path
 
 
 def forklift(dist, *args):
     env = {**os.environ, "FORKLIFT_STATE_DIR": str(dist / "state")}
-    return subprocess.run([sys.executable, "-m", "forklift", "-c", str(dist), *args],
-                          env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "forklift", "-c", str(dist), *args], env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def boot_receipt(dist) -> dict:

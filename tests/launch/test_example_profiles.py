@@ -38,7 +38,10 @@ def test_every_example_setting_prints_without_an_engine(name, sets):
     args = [arg for item in sets for arg in ("--set", item)]
     result = subprocess.run(
         [sys.executable, "-m", "forklift", "-c", str(EXAMPLE), "launch", name, *args, "--print"],
-        capture_output=True, text=True, env=env, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()

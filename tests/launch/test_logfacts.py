@@ -26,14 +26,19 @@ SAMPLES = {
     "Available KV cache memory: %s GiB": (("13.5",), {"kv_memory_gib": 13.5}),
     "Explicitly set ({}/{}) GiB for KV cache on node {}.": (("1.0", "11.34", 0), {"kv_memory_gib": 1.0}),
     "Model loading took %s GiB memory and %.6f seconds": (
-        ("15.26", 12.345678), {"model_load_gib": 15.26, "model_load_s": 12.345678}
+        ("15.26", 12.345678),
+        {"model_load_gib": 15.26, "model_load_s": 12.345678},
     ),
-    "Graph capturing finished in %.0f secs, took %.2f GiB": ((7.0, 0.58), {"graph_capture_s": 7.0, "graph_capture_gib": 0.58}),
+    "Graph capturing finished in %.0f secs, took %.2f GiB": (
+        (7.0, 0.58),
+        {"graph_capture_s": 7.0, "graph_capture_gib": 0.58},
+    ),
     "%storch.compile took %.2f s in total": (("[language_model] ", 31.42), {"compile_s": 31.42}),
     "init engine (profile, create kv cache, warmup model) took %.2f s": ((2.49,), {"engine_init_s": 2.49}),
     "Starting vLLM server on %s": (("http://127.0.0.1:8015",), {"listening": "http://127.0.0.1:8015"}),
     "Available memory on node {} ({}/{} GiB) on kv cache allocation is less than requested memory for kv ({} GiB). ": (
-        (0, "10.2", "11.34", "1000.0"), {"memory_available_gib": 10.2, "memory_needed_gib": 1000.0}
+        (0, "10.2", "11.34", "1000.0"),
+        {"memory_available_gib": 10.2, "memory_needed_gib": 1000.0},
     ),
 }
 
@@ -92,7 +97,9 @@ def test_the_root_cause_beats_the_generic_failure_lines():
 
 
 def test_series_boot_facts_are_generic_key_values():
-    line = "(EngineCore pid=3) INFO 11-30 09:23:34 [core.py:407] forklift boot fact: kv_cache_blocks=8192 block_size=128"
+    line = (
+        "(EngineCore pid=3) INFO 11-30 09:23:34 [core.py:407] forklift boot fact: kv_cache_blocks=8192 block_size=128"
+    )
     facts = parse_boot_log([line, "forklift boot fact: patch.series=example"], VLLM)
     assert facts.extra == {"kv_cache_blocks": "8192", "block_size": "128", "patch.series": "example"}
 

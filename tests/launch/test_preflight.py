@@ -32,7 +32,11 @@ def test_cuda_build_newer_than_the_driver_is_named():
 def orphaned_engine() -> subprocess.Popen:
     """An engine whose supervisor was killed: its own process group, with a child of its own."""
     return subprocess.Popen(
-        [sys.executable, "-c", "import subprocess,sys,time; subprocess.Popen([sys.executable,'-c','import time; time.sleep(600)']); time.sleep(600)"],
+        [
+            sys.executable,
+            "-c",
+            "import subprocess,sys,time; subprocess.Popen([sys.executable,'-c','import time; time.sleep(600)']); time.sleep(600)",
+        ],
         start_new_session=True,
     )
 
@@ -50,7 +54,9 @@ def test_stop_kills_the_group_when_the_supervisor_is_gone(tmp_path, monkeypatch)
     monkeypatch.setenv("FORKLIFT_STATE_DIR", str(tmp_path))
     engine = orphaned_engine()
     supervisor, supervisor_started = gone_supervisor()
-    entry = Running("p", "http://127.0.0.1:1", 1, supervisor, engine.pid, "log", supervisor_started, start_time(engine.pid))
+    entry = Running(
+        "p", "http://127.0.0.1:1", 1, supervisor, engine.pid, "log", supervisor_started, start_time(engine.pid)
+    )
     register(entry)
     try:
         assert listed() == [entry]
@@ -69,8 +75,16 @@ def test_a_reused_pid_is_never_signalled_and_its_entry_is_dropped(tmp_path, monk
     monkeypatch.setenv("FORKLIFT_STATE_DIR", str(tmp_path))
     unrelated = orphaned_engine()
     supervisor, supervisor_started = gone_supervisor()
-    entry = Running("p", "http://127.0.0.1:1", 1, supervisor, unrelated.pid, "log",
-                    supervisor_started, start_time(unrelated.pid) - 1)
+    entry = Running(
+        "p",
+        "http://127.0.0.1:1",
+        1,
+        supervisor,
+        unrelated.pid,
+        "log",
+        supervisor_started,
+        start_time(unrelated.pid) - 1,
+    )
     register(entry)
     try:
         stop_running(entry)  # what a caller holding the stale entry would do
@@ -118,7 +132,7 @@ def test_the_engine_python_is_read_from_every_console_script_form(tmp_path, monk
 
 def test_a_shell_script_that_runs_no_python_is_not_taken_for_one(tmp_path, monkeypatch):
     script = tmp_path / "vllm"
-    script.write_text("#!/bin/sh\nexec something-else \"$@\"\n")
+    script.write_text('#!/bin/sh\nexec something-else "$@"\n')
     script.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     resolved = Resolved("p", {}, None, "m", "m", "127.0.0.1", 1, 1.0, ["vllm", "serve"], [], {})
@@ -133,6 +147,9 @@ def test_an_engine_whose_help_hangs_is_named_not_a_traceback(tmp_path, monkeypat
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     monkeypatch.setattr(flags, "HELP_TIMEOUT_S", 1.0)
     engine = replace(VLLM, package="pytest", serve_module="hanging_engine")
-    with pytest.raises(ForkliftError, match=rf"^vllm {pytest.__version__}: `.* -m hanging_engine serve --help=all` "
-                                            r"printed no help within 1 s$"):
+    with pytest.raises(
+        ForkliftError,
+        match=rf"^vllm {pytest.__version__}: `.* -m hanging_engine serve --help=all` "
+        r"printed no help within 1 s$",
+    ):
         flags.capture_flags(sys.executable, engine, tmp_path / "cache")

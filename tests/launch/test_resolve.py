@@ -58,9 +58,20 @@ def run(name: str, *sets: str):
 def test_defaults_give_the_exact_argv_and_env():
     r = run("base")
     assert r.argv == [
-        "vllm", "serve", "Qwen/Qwen3-8B",
-        "--served-model-name", "qwen3", "--host", "127.0.0.1", "--port", "8011",
-        "--max-model-len", "4096", "--enforce-eager", "--dtype", "bfloat16",
+        "vllm",
+        "serve",
+        "Qwen/Qwen3-8B",
+        "--served-model-name",
+        "qwen3",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8011",
+        "--max-model-len",
+        "4096",
+        "--enforce-eager",
+        "--dtype",
+        "bfloat16",
     ]
     assert r.env == {"VLLM_LOGGING_LEVEL": "INFO", "HF_TOKEN": "hf_secret"}
     assert r.choices == {"spec": "off", "ctx": "fast"}
@@ -83,7 +94,7 @@ def test_extends_merges_and_false_negates_a_switch():
 
 
 def test_set_overrides_flags_and_env_with_toml_values():
-    r = run("base", "args.max-model-len=2048", "args.kv-transfer-config={kv_connector = \"X\"}", "env.VLLM_X=2")
+    r = run("base", "args.max-model-len=2048", 'args.kv-transfer-config={kv_connector = "X"}', "env.VLLM_X=2")
     assert r.argv[r.argv.index("--max-model-len") + 1] == "2048"
     assert r.argv[r.argv.index("--kv-transfer-config") + 1] == '{"kv_connector":"X"}'
     assert r.env["VLLM_X"] == "2" and r.env_sources["VLLM_X"] == "--set"
@@ -130,7 +141,7 @@ def test_extends_of_a_missing_profile_names_the_key():
 
 
 def test_a_date_is_not_a_flag_value():
-    text = PROFILES + "\n[profiles.d]\nextends = \"base\"\nargs = { seed = 2026-11-30 }\n"
+    text = PROFILES + '\n[profiles.d]\nextends = "base"\nargs = { seed = 2026-11-30 }\n'
     with pytest.raises(ConfigError, match=r"profiles.d \(profile d\): --seed = datetime.date\(2026, 11, 30\): a date"):
         resolve(profiles(text), "d", {}, {}, VLLM)
 
@@ -158,4 +169,4 @@ def test_set_needs_key_and_value():
 
 def test_profile_without_model_is_refused():
     with pytest.raises(ConfigError, match=r"profiles.m: no model"):
-        resolve(profiles('[profiles.m]\nport = 1\n'), "m", {}, {}, VLLM)
+        resolve(profiles("[profiles.m]\nport = 1\n"), "m", {}, {}, VLLM)

@@ -36,7 +36,9 @@ def dist(tmp_path):
     """A distribution folder with a `fake` profile, and the environment the CLI runs in."""
     port = free_port()
     (tmp_path / "forklift.toml").write_text(
-        distribution_toml(PROFILE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE)), port=port, timeout=4))
+        distribution_toml(
+            PROFILE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE)), port=port, timeout=4)
+        )
     )
     env = {
         **os.environ,
@@ -49,8 +51,12 @@ def dist(tmp_path):
 def run(dist, *args, mode="never", **kwargs):
     folder, _, env = dist
     return subprocess.run(
-        [*FORKLIFT, "-c", str(folder), *args], env={**env, "FAKE_ENGINE_MODE": mode},
-        capture_output=True, text=True, timeout=120, **kwargs,
+        [*FORKLIFT, "-c", str(folder), *args],
+        env={**env, "FAKE_ENGINE_MODE": mode},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
     )
 
 
@@ -78,8 +84,10 @@ def test_engine_dying_during_boot_reports_its_fatal_line_not_a_timeout(dist):
     folder = dist[0]
     result = run(dist, "launch", "fake", mode="die")
     assert result.returncode == 1
-    assert ("error: engine failed during boot (exit code 3): ValueError: No available memory for the cache blocks"
-            in result.stderr)
+    assert (
+        "error: engine failed during boot (exit code 3): ValueError: No available memory for the cache blocks"
+        in result.stderr
+    )
     assert receipt(folder)["body"]["outcome"] == "died"
     assert not alive(child_pid(folder))
 
@@ -123,8 +131,11 @@ def background_launch(dist, mode):
     """`forklift launch fake` running in the background; killed at the end if a test left it running."""
     folder, _, env = dist
     proc = subprocess.Popen(
-        [*FORKLIFT, "-c", str(folder), "launch", "fake"], env={**env, "FAKE_ENGINE_MODE": mode},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [*FORKLIFT, "-c", str(folder), "launch", "fake"],
+        env={**env, "FAKE_ENGINE_MODE": mode},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         yield proc
@@ -194,8 +205,9 @@ def test_stop_with_nothing_running_says_so(dist):
 
 @pytest.mark.network  # the pinned 0.32.0 sdist stands in for the engine's knob registry
 def test_print_needs_no_engine_and_still_checks_knobs(dist):
-    result = run(dist, "launch", "fake", "--print", "--set", "args.max-model-len=512",
-                 "--set", "env.VLLM_LOG_KV_CACHE_BLOCKS=0")
+    result = run(
+        dist, "launch", "fake", "--print", "--set", "args.max-model-len=512", "--set", "env.VLLM_LOG_KV_CACHE_BLOCKS=0"
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "# profile fake" and lines[1] == "# argv"

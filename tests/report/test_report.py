@@ -18,18 +18,29 @@ CELLS = {"single": 1, "c2": 2, "c4": 4}
 
 def bench(folder, version, setting, *, speed=1.0, machine=None, seed=0, pool=57_669, **kwargs):
     cells = {name: records(prompts=8, seed=seed + i, speed=speed) for i, name in enumerate(CELLS)}
-    receipt = bench_receipt(cells, setting=setting, engine_version=version, concurrency=CELLS, machine=machine,
-                            metrics_delta={n: {"spec_drafts": 100, "spec_accepted_tokens": 200} for n in CELLS}
-                            if setting == "ngram" else {n: {"generation_tokens": 1} for n in CELLS}, **kwargs)
+    receipt = bench_receipt(
+        cells,
+        setting=setting,
+        engine_version=version,
+        concurrency=CELLS,
+        machine=machine,
+        metrics_delta={n: {"spec_drafts": 100, "spec_accepted_tokens": 200} for n in CELLS}
+        if setting == "ngram"
+        else {n: {"generation_tokens": 1} for n in CELLS},
+        **kwargs,
+    )
     receipt.body["server_info"] = {"kv_cache_size_tokens": str(pool)}
     return written(receipt, folder)
 
 
 def boot(folder, version, setting, outcome, **facts):
-    receipt = new_receipt("boot", engine_version=version, profile={"name": setting},
-                          status="ok" if outcome == "ready" else "failed",
-                          body=BootBody(outcome=outcome, setting=setting, boot_seconds=12.5,
-                                        facts=BootFacts(**facts)).model_dump())
+    receipt = new_receipt(
+        "boot",
+        engine_version=version,
+        profile={"name": setting},
+        status="ok" if outcome == "ready" else "failed",
+        body=BootBody(outcome=outcome, setting=setting, boot_seconds=12.5, facts=BootFacts(**facts)).model_dump(),
+    )
     return written(receipt, folder)
 
 
@@ -39,16 +50,27 @@ def campaign(tmp_path):
     for setting in ("plain", "ngram"):
         bench(folder, "0.32.0", setting, seed=1)
     bench(folder, "0.33.0", "plain", speed=1.25, seed=2)
-    boot(folder, "0.33.0", "ngram", "refused", memory_available_gib=4.63, memory_needed_gib=4.76,
-         fatal="ValueError: not enough KV cache memory")
+    boot(
+        folder,
+        "0.33.0",
+        "ngram",
+        "refused",
+        memory_available_gib=4.63,
+        memory_needed_gib=4.76,
+        fatal="ValueError: not enough KV cache memory",
+    )
     return folder
 
 
 def test_report_renders_tables_refusals_and_plots(campaign, tmp_path):
     out = tmp_path / "out" / "report.md"
     result, files = render_report(campaign, out)
-    assert files == [out, out.with_name("report-throughput.png"), out.with_name("report-ttft.png"),
-                     out.with_name("report-forest.png")]
+    assert files == [
+        out,
+        out.with_name("report-throughput.png"),
+        out.with_name("report-ttft.png"),
+        out.with_name("report-forest.png"),
+    ]
     text = out.read_text()
     assert "### 0.32.0 (old) → 0.33.0 (new)" in text
     assert "| setting | cell | old tok/s | new tok/s | old pool | new pool | tok/step | verdict |" in text
@@ -84,11 +106,17 @@ def test_boxes_are_rows_never_averaged(tmp_path):
     assert {(row.host, row.cell) for row in campaign.rows} == {(h, c) for h in ("box-a", "box-b") for c in CELLS}
     for row in campaign.rows:
         assert {r.hostname for r in row.old.runs + row.new.runs} == {row.host}
-    by_host = {row.host: row.result.metric("decode_tps").estimate.change for row in campaign.rows if row.cell == "single"}
+    by_host = {
+        row.host: row.result.metric("decode_tps").estimate.change for row in campaign.rows if row.cell == "single"
+    }
     assert by_host["box-a"] == pytest.approx(0.0, abs=0.1) and by_host["box-b"] == pytest.approx(2.0, abs=0.3)
     _, files = render_report(folder, tmp_path / "boxes.md")
     text = (tmp_path / "boxes.md").read_text()
-    assert "| box | setting | cell |" in text and "| box-a | plain | single |" in text and "| box-b | plain | single |" in text
+    assert (
+        "| box | setting | cell |" in text
+        and "| box-a | plain | single |" in text
+        and "| box-b | plain | single |" in text
+    )
     height, _, _ = imread(files[1]).shape  # one throughput panel per box
     assert height > 800
 
@@ -107,7 +135,9 @@ def test_baseline_setting_compares_knobs_on_one_build(tmp_path):
     bench(folder, "0.32.0", "ngram", seed=2)
     campaign = load_campaign(folder, baseline="plain")
     assert campaign.by_setting and {row.setting for row in campaign.rows} == {"plain → ngram"}
-    assert all(row.old.tok_step(row.cell) == "no spec" and row.new.tok_step(row.cell) == "3.00" for row in campaign.rows)
+    assert all(
+        row.old.tok_step(row.cell) == "no spec" and row.new.tok_step(row.cell) == "3.00" for row in campaign.rows
+    )
 
 
 def test_boot_outcomes_are_spelled_out(tmp_path):
@@ -129,8 +159,12 @@ def test_bad_campaigns_are_refused(tmp_path):
 
 def test_report_command_line(campaign, tmp_path):
     def forklift(*args):
-        return subprocess.run([sys.executable, "-c", "from forklift.cli import main; main()", *map(str, args)],
-                              capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+        return subprocess.run(
+            [sys.executable, "-c", "from forklift.cli import main; main()", *map(str, args)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )
 
     done = forklift("report", campaign)
     assert done.returncode == 0, done.stderr

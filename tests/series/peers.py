@@ -39,6 +39,12 @@ def git_apply(root: Path, patch_text: str, reverse: bool = False) -> PeerResult:
 
 def gnu_patch_apply(root: Path, patch_text: str, path: str) -> bytes:
     """Really apply with patch --fuzz 0 in `root` and return the patched file's bytes."""
-    subprocess.run(["patch", "-p1", "--batch", "--forward", "--fuzz=0", "--no-backup-if-mismatch"],
-                   cwd=root, input=patch_text, capture_output=True, text=True, check=True)
+    subprocess.run(
+        ["patch", "-p1", "--batch", "--forward", "--fuzz=0", "--no-backup-if-mismatch"],
+        cwd=root,
+        input=patch_text,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return (root / path).read_bytes()

@@ -29,14 +29,16 @@ def _setup(tmp_path: Path, patches: dict[str, str], tree: dict[str, str] | None 
 def _patch(old: str, new: str, path: str = "pkg/mod.py", line: int = 2) -> str:
     lines = MOD.splitlines()
     i = line - 1
-    before, after = lines[max(i - 3, 0):i], lines[i + 1:i + 4]
+    before, after = lines[max(i - 3, 0) : i], lines[i + 1 : i + 4]
     body = "".join(f" {x}\n" for x in before) + f"-{old}\n+{new}\n" + "".join(f" {x}\n" for x in after)
     n = len(before) + 1 + len(after)
     return f"--- a/{path}\n+++ b/{path}\n@@ -{i - len(before) + 1},{n} +{i - len(before) + 1},{n} @@\n{body}"
 
 
 def test_clean_series_passes_with_overlay_hash_and_touched_files(tmp_path):
-    series, read = _setup(tmp_path, {"1.patch": _patch("b = 2", "b = 20"), "2.patch": _patch("l = 12", "l = 120", line=12)})
+    series, read = _setup(
+        tmp_path, {"1.patch": _patch("b = 2", "b = 20"), "2.patch": _patch("l = 12", "l = 120", line=12)}
+    )
     report = check_series(series, read, ["2.patch"])
     assert report.ok, report.findings
     assert [r.status for r in report.pass1] == ["exact", "exact"]
@@ -85,7 +87,9 @@ def test_contract_patch_must_apply_alone(tmp_path):
 
 
 def test_whitespace_and_compile_errors(tmp_path):
-    series, read = _setup(tmp_path, {"ws.patch": _patch("b = 2", "b = 2   "), "syntax.patch": _patch("l = 12", "l = (12", line=12)})
+    series, read = _setup(
+        tmp_path, {"ws.patch": _patch("b = 2", "b = 2   "), "syntax.patch": _patch("l = 12", "l = (12", line=12)}
+    )
     report = check_series(series, read, [])
     kinds = {(f.check, f.subject) for f in report.findings}
     assert ("whitespace", "ws.patch") in kinds
@@ -112,7 +116,9 @@ def test_patches_md_drift(tmp_path):
 
 
 def test_junit_has_a_case_per_patch_and_failures_for_findings(tmp_path):
-    series, read = _setup(tmp_path, {"ok.patch": _patch("b = 2", "b = 20"), "ws.patch": _patch("l = 12", "l = 12 ", line=12)})
+    series, read = _setup(
+        tmp_path, {"ok.patch": _patch("b = 2", "b = 20"), "ws.patch": _patch("l = 12", "l = 12 ", line=12)}
+    )
     suite = ET.fromstring(junit_xml(check_series(series, read, ["ok.patch"])).split("?>", 1)[1])
     names = [(c.get("classname"), c.get("name")) for c in suite]
     assert ("forklift.pass1", "ok.patch") in names and ("forklift.pass2", "ok.patch") in names

@@ -50,7 +50,10 @@ def test_json_and_junit(example, tmp_path):
     report = json.loads(proc.stdout)
     assert report["ok"] is True and report["findings"] == []
     assert {f["path"] for f in report["touched"]} == {
-        "vllm/envs.py", "vllm/v1/core/sched/scheduler.py", "vllm/v1/engine/core.py"}
+        "vllm/envs.py",
+        "vllm/v1/core/sched/scheduler.py",
+        "vllm/v1/engine/core.py",
+    }
     suite = ET.parse(junit).getroot()
     assert suite.get("failures") == "0" and int(suite.get("tests")) >= 4
 
@@ -64,7 +67,9 @@ def _rewrite(example: Path, name: str, old: str, new: str) -> None:
 
 def test_a_patch_needing_fuzz_fails_with_exit_1(example):
     # A context line that upstream 0.32.0 does not have: git apply and patch --fuzz 0 both refuse it.
-    _rewrite(example, "0003-engine-log-kv-cache-blocks.patch", "                 elapsed,\n", "                 elapsed_s,\n")
+    _rewrite(
+        example, "0003-engine-log-kv-cache-blocks.patch", "                 elapsed,\n", "                 elapsed_s,\n"
+    )
     proc = forklift("-c", str(example), "check")
     assert proc.returncode == 1
     assert "FAIL pass1: 0003-engine-log-kv-cache-blocks.patch: fuzz: vllm/v1/engine/core.py hunk #1" in proc.stdout
@@ -84,7 +89,7 @@ def test_a_patch_upstream_already_carries_fails_as_already_applied(example, vllm
     target = "vllm/v1/engine/core.py"
     lines = (vllm_032_tree.path / target).read_text().splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if "init engine (profile, create kv cache" in line)
-    ctx_before, changed, ctx_after = lines[at - 3:at], lines[at], lines[at + 1:at + 4]
+    ctx_before, changed, ctx_after = lines[at - 3 : at], lines[at], lines[at + 1 : at + 4]
     body = "".join(" " + x for x in ctx_before) + "-" + changed.replace("init engine", "init  engine") + "+" + changed
     body += "".join(" " + x for x in ctx_after)
     patch = f"Description: already upstream\n---\n--- a/{target}\n+++ b/{target}\n@@ -{at - 2},7 +{at - 2},7 @@\n{body}"
@@ -110,11 +115,15 @@ def test_stale_patches_md_fails_and_patches_md_fixes_it(example):
     [
         (lambda d: (d / "patches" / "series").write_text("# nothing\n"), "the series is empty"),
         (lambda d: (d / "patches" / "extra.patch").write_text("x"), "extra.patch: patch file is not listed"),
-        (lambda d: (d / "forklift.toml").write_text((d / "forklift.toml").read_text() + "\n[colour]\nx = 1\n"),
-         "colour: unknown key"),
+        (
+            lambda d: (d / "forklift.toml").write_text((d / "forklift.toml").read_text() + "\n[colour]\nx = 1\n"),
+            "colour: unknown key",
+        ),
         (lambda d: (d / "forklift.toml").write_text("[upstream\n"), "invalid TOML"),
-        (lambda d: (d / "forklift.toml").write_text((d / "forklift.toml").read_text().replace("d2c957", "000000")),
-         "sha256"),
+        (
+            lambda d: (d / "forklift.toml").write_text((d / "forklift.toml").read_text().replace("d2c957", "000000")),
+            "sha256",
+        ),
     ],
 )
 def test_bad_input_is_one_line_naming_the_culprit(example, mutate, message):

@@ -21,7 +21,9 @@ COMMON = ["", "    return None", "}", "    pass", "# ----"]
 
 
 def _base(rng: random.Random, n: int) -> list[str]:
-    return [rng.choice(COMMON) + "\n" if rng.random() < 0.15 else f"line {i} {rng.randrange(10**6)}\n" for i in range(n)]
+    return [
+        rng.choice(COMMON) + "\n" if rng.random() < 0.15 else f"line {i} {rng.randrange(10**6)}\n" for i in range(n)
+    ]
 
 
 def _edit(rng: random.Random, lines: list[str]) -> list[str]:

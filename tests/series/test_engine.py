@@ -19,8 +19,9 @@ def _git_diff(tmp_path, before: dict[str, bytes], after: dict[str, bytes], *extr
     """A real diff made by git from two real trees, so these patches are what users will feed us."""
     for side, files in (("a", before), ("b", after)):
         write_tree(tmp_path / side, files)
-    proc = subprocess.run(["git", "diff", "--no-index", "--no-prefix", *extra, "a", "b"], cwd=tmp_path,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "diff", "--no-index", "--no-prefix", *extra, "a", "b"], cwd=tmp_path, capture_output=True, text=True
+    )
     return proc.stdout.replace("--- a/", "--- a/").replace("diff --git a/a/", "diff --git a/")
 
 
@@ -28,12 +29,16 @@ def test_create_delete_and_already_applied(tmp_path):
     create = "diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n"
     result = apply_patch(_reader({}), parse_patch("c.patch", create))
     assert result.status == "exact" and result.files == {"new.txt": b"hello\nworld\n"}
-    assert apply_patch(_reader({"new.txt": b"hello\nworld\n"}), parse_patch("c.patch", create)).status == "already-applied"
+    assert (
+        apply_patch(_reader({"new.txt": b"hello\nworld\n"}), parse_patch("c.patch", create)).status == "already-applied"
+    )
     clash = apply_patch(_reader({"new.txt": b"other\n"}), parse_patch("c.patch", create))
     assert clash.status == "fails" and "already exists" in str(clash.problems[0])
 
     delete = "diff --git a/old.txt b/old.txt\ndeleted file mode 100644\n--- a/old.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-hello\n-world\n"
-    assert apply_patch(_reader({"old.txt": b"hello\nworld\n"}), parse_patch("d.patch", delete)).files == {"old.txt": None}
+    assert apply_patch(_reader({"old.txt": b"hello\nworld\n"}), parse_patch("d.patch", delete)).files == {
+        "old.txt": None
+    }
     assert apply_patch(_reader({}), parse_patch("d.patch", delete)).status == "already-applied"
     assert apply_patch(_reader({"old.txt": b"hello\nthere\n"}), parse_patch("d.patch", delete)).status == "fails"
 
@@ -48,8 +53,13 @@ def test_missing_file_is_its_own_verdict():
 def test_no_newline_at_end_of_file_matches_git(tmp_path):
     before = {"f.txt": b"one\ntwo\nthree"}
     after = {"f.txt": b"one\ntwo\nTHREE\n"}
-    text = subprocess.run(["git", "diff", "--no-index", "a/f.txt", "b/f.txt"], cwd=tmp_path, capture_output=True,
-                          text=True).stdout if write_tree(tmp_path / "a", before) or write_tree(tmp_path / "b", after) is None else ""
+    text = (
+        subprocess.run(
+            ["git", "diff", "--no-index", "a/f.txt", "b/f.txt"], cwd=tmp_path, capture_output=True, text=True
+        ).stdout
+        if write_tree(tmp_path / "a", before) or write_tree(tmp_path / "b", after) is None
+        else ""
+    )
     text = text.replace("a/a/f.txt", "a/f.txt").replace("b/b/f.txt", "b/f.txt")
     assert "\\ No newline at end of file" in text
     result = apply_patch(_reader(before), parse_patch("n.patch", text))

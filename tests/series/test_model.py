@@ -96,7 +96,11 @@ def test_dep3_header():
     h = parse_patch("p.patch", text).header
     assert h.description == "Fix the scheduler"
     assert (h.get("author"), h.get("origin"), h.get("forwarded"), h.get("applied-upstream")) == (
-        "Ann <a@x>", "upstream, https://x/1", "https://x/2", "0.33.0")
+        "Ann <a@x>",
+        "upstream, https://x/1",
+        "https://x/2",
+        "0.33.0",
+    )
     assert (h.get("kind"), h.get("retires-when"), h.get("last-update")) == ("backport", "0.33.0", "2026-01-01")
 
 
@@ -116,7 +120,12 @@ def test_git_format_patch_header_with_electron_style_trailers():
 
 
 def test_debian_quilt_patch_with_index_line_and_free_text():
-    text = "Fix the frobnicator.\nBug-Debian: https://bugs.debian.org/1\n\nIndex: pkg/pkg/mod.py\n" + "=" * 67 + "\n" + DIFF
+    text = (
+        "Fix the frobnicator.\nBug-Debian: https://bugs.debian.org/1\n\nIndex: pkg/pkg/mod.py\n"
+        + "=" * 67
+        + "\n"
+        + DIFF
+    )
     patch = parse_patch("debian.patch", text)
     assert patch.header.description == "Fix the frobnicator."
     assert patch.header.get("bug-debian") == "https://bugs.debian.org/1"

@@ -44,7 +44,12 @@ def test_gnu_patch_applies_rendered_diffs(tmp_path, index, pair):
 
 def test_created_and_deleted_files_render_as_git_does():
     created = file_diff("n.txt", None, b"a\n")
-    assert created.splitlines()[:4] == ["diff --git a/n.txt b/n.txt", "new file mode 100644", "--- /dev/null", "+++ b/n.txt"]
+    assert created.splitlines()[:4] == [
+        "diff --git a/n.txt b/n.txt",
+        "new file mode 100644",
+        "--- /dev/null",
+        "+++ b/n.txt",
+    ]
     deleted = file_diff("n.txt", b"a\n", None)
     assert deleted.splitlines()[1:4] == ["deleted file mode 100644", "--- a/n.txt", "+++ /dev/null"]
     assert "@@ -1 +0,0 @@" in deleted

@@ -38,5 +38,3 @@ def dead_index():
 @pytest.fixture
 def cache(tmp_path) -> Cache:
     return Cache(tmp_path / "cache")
-
-

@@ -109,8 +109,14 @@ def cache_entries(cache: Cache) -> dict[str, list[str]]:
 
 def make_tar(members: list[tuple[str, str, str | bytes]], mode: str = "w:gz") -> bytes:
     """A tarball from (name, type, payload) with type one of file, dir, symlink, hardlink, fifo, chardev."""
-    types = {"file": tarfile.REGTYPE, "dir": tarfile.DIRTYPE, "symlink": tarfile.SYMTYPE,
-             "hardlink": tarfile.LNKTYPE, "fifo": tarfile.FIFOTYPE, "chardev": tarfile.CHRTYPE}
+    types = {
+        "file": tarfile.REGTYPE,
+        "dir": tarfile.DIRTYPE,
+        "symlink": tarfile.SYMTYPE,
+        "hardlink": tarfile.LNKTYPE,
+        "fifo": tarfile.FIFOTYPE,
+        "chardev": tarfile.CHRTYPE,
+    }
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode=mode) as tar:
         for name, kind, payload in members:
@@ -129,21 +135,38 @@ def make_tar(members: list[tuple[str, str, str | bytes]], mode: str = "w:gz") ->
 
 def sdist_bytes(top: str = "pkg-1.0", extra: list | None = None) -> bytes:
     """A small, well-formed sdist: one top folder with a package and a script."""
-    return make_tar([
-        (top, "dir", ""),
-        (f"{top}/PKG-INFO", "file", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n"),
-        (f"{top}/pkg/__init__.py", "file", "VALUE = 1\n"),
-        (f"{top}/pkg/link.py", "symlink", "__init__.py"),
-        *(extra or []),
-    ])
+    return make_tar(
+        [
+            (top, "dir", ""),
+            (f"{top}/PKG-INFO", "file", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n"),
+            (f"{top}/pkg/__init__.py", "file", "VALUE = 1\n"),
+            (f"{top}/pkg/link.py", "symlink", "__init__.py"),
+            *(extra or []),
+        ]
+    )
 
 
 def git(cwd: Path, *args: str) -> str:
     """Real git with a fixed identity; returns stdout."""
     result = subprocess.run(
-        ["git", "-c", "user.name=forklift-test", "-c", "user.email=test@forklift.invalid",
-         "-c", "init.defaultBranch=main", "-c", "tag.gpgSign=false", "-c", "commit.gpgSign=false", *args],
-        cwd=cwd, capture_output=True, text=True, check=True,
+        [
+            "git",
+            "-c",
+            "user.name=forklift-test",
+            "-c",
+            "user.email=test@forklift.invalid",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "tag.gpgSign=false",
+            "-c",
+            "commit.gpgSign=false",
+            *args,
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return result.stdout.strip()
 
@@ -152,5 +175,9 @@ def run_forklift(*args: str, cwd: Path, env: dict | None = None) -> subprocess.C
     """The real command line in a child process: exit code and stderr as a user sees them."""
     return subprocess.run(
         [sys.executable, "-c", "from forklift.cli import main; main()", *args],
-        cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
     )

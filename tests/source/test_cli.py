@@ -128,7 +128,8 @@ def test_unreachable_index_via_cli(tmp_path, env, dead_index):
     assert "Traceback" not in done.stderr
 
     (tmp_path / "new").mkdir()
-    init = run_forklift("init", "--pypi", "vllm==0.32.0", cwd=tmp_path / "new",
-                        env={**env, "PIP_INDEX_URL": dead_index})
+    init = run_forklift(
+        "init", "--pypi", "vllm==0.32.0", cwd=tmp_path / "new", env={**env, "PIP_INDEX_URL": dead_index}
+    )
     assert init.returncode == 1 and init.stderr.startswith(f"error: cannot reach the index {dead_index}/vllm/: ")
     assert list((tmp_path / "new").iterdir()) == []  # nothing half-written

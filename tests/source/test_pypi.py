@@ -153,8 +153,12 @@ def test_index_without_json_is_refused(tmp_path):
 
 PAGE = {
     "files": [
-        {"filename": "pkg-1.0-py3-none-any.whl", "url": "https://files.example/pkg-1.0-py3-none-any.whl",
-         "hashes": {"sha256": "a" * 64}, "size": 10},
+        {
+            "filename": "pkg-1.0-py3-none-any.whl",
+            "url": "https://files.example/pkg-1.0-py3-none-any.whl",
+            "hashes": {"sha256": "a" * 64},
+            "size": 10,
+        },
         {"filename": "pkg-1.0-cp311-cp311-win_amd64.whl", "url": "w", "hashes": {"sha256": "b" * 64}},
         {"filename": "pkg-1.0.zip", "url": "z#sha256=cc", "hashes": {"sha256": "c" * 64}},
         {"filename": "pkg-1.0.tar.gz", "url": "/f/pkg-1.0.tar.gz", "hashes": {"sha256": "d" * 64}},

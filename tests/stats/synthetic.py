@@ -48,13 +48,23 @@ def records(
             ttft = 0.1 * base[i] / 0.04 / speed * rng.lognormal(0, noise)
             first = clock + ttft
             end = first + tpot * (tokens - 1)
-            out.append(RequestRecord(
-                prompt_id=f"{prefix}{i}", run=run, send=clock, first_token=first, end=end,
-                chunks=[(first, 1), (end, tokens - 1)], prompt_tokens=20, completion_tokens=tokens,
-                tokens_from="usage", finish_reason="length", status=200,
-                output_sha256=hashlib.sha256(f"{text}-{i}".encode()).hexdigest(),
-                spec=None if tok_step is None else {"tok_step": tok_step * float(rng.lognormal(0, noise))},
-            ))
+            out.append(
+                RequestRecord(
+                    prompt_id=f"{prefix}{i}",
+                    run=run,
+                    send=clock,
+                    first_token=first,
+                    end=end,
+                    chunks=[(first, 1), (end, tokens - 1)],
+                    prompt_tokens=20,
+                    completion_tokens=tokens,
+                    tokens_from="usage",
+                    finish_reason="length",
+                    status=200,
+                    output_sha256=hashlib.sha256(f"{text}-{i}".encode()).hexdigest(),
+                    spec=None if tok_step is None else {"tok_step": tok_step * float(rng.lognormal(0, noise))},
+                )
+            )
             clock = end
     return out
 
@@ -72,21 +82,34 @@ def bench_receipt(
     kept: list[int] | None = None,
 ) -> Receipt:
     body = BenchBody(
-        url="http://127.0.0.1:8000", model="tiny", mode="sweep", workload=ident or workload(), setting=setting,
+        url="http://127.0.0.1:8000",
+        model="tiny",
+        mode="sweep",
+        workload=ident or workload(),
+        setting=setting,
         cells=[
             Cell(
-                name=name, concurrency=(concurrency or {}).get(name, 1), runs=2, kept_runs=[1] if kept is None else kept,
-                requests=reqs, metrics_delta=(metrics_delta or {}).get(name, {}),
+                name=name,
+                concurrency=(concurrency or {}).get(name, 1),
+                runs=2,
+                kept_runs=[1] if kept is None else kept,
+                requests=reqs,
+                metrics_delta=(metrics_delta or {}).get(name, {}),
             )
             for name, reqs in cells.items()
         ],
     )
-    receipt = new_receipt("bench", engine_version=engine_version, overlay_hash=overlay_hash,
-                          profile={"name": setting}, body=body.model_dump(mode="json"))
+    receipt = new_receipt(
+        "bench",
+        engine_version=engine_version,
+        overlay_hash=overlay_hash,
+        profile={"name": setting},
+        body=body.model_dump(mode="json"),
+    )
     if machine:
-        receipt = receipt.model_copy(update={
-            "fingerprint": receipt.fingerprint.model_copy(update={"machine_id": machine, "hostname": machine})
-        })
+        receipt = receipt.model_copy(
+            update={"fingerprint": receipt.fingerprint.model_copy(update={"machine_id": machine, "hostname": machine})}
+        )
     return receipt
 
 

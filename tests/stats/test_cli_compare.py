@@ -9,8 +9,12 @@ from tests.stats.synthetic import bench_receipt, records, workload, written
 
 
 def forklift(*args):
-    return subprocess.run([sys.executable, "-c", "from forklift.cli import main; main()", *map(str, args)],
-                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "220"})
+    return subprocess.run(
+        [sys.executable, "-c", "from forklift.cli import main; main()", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "220"},
+    )
 
 
 def test_compare_prints_paired_table_divergence_and_mde(tmp_path):

@@ -96,7 +96,9 @@ def test_determinism_within_a_side():
 
 
 def salted(nonce, **kwargs):
-    return as_run(bench_receipt({"single": records(prompts=4, **kwargs)}, ident=workload(salted=True, salt_nonce=nonce)))
+    return as_run(
+        bench_receipt({"single": records(prompts=4, **kwargs)}, ident=workload(salted=True, salt_nonce=nonce))
+    )
 
 
 def test_salted_runs_send_new_text_so_only_equal_salts_are_compared():
@@ -180,10 +182,16 @@ def test_guard_refuses_other_machines_unless_asked_and_then_keeps_boxes_apart():
 
 
 def test_matching_pairs_settings_per_box_and_never_pools_boxes():
-    a_runs = [as_run(bench_receipt({"single": records(prompts=4)}, setting=s, machine=m)) for s in ("plain", "ngram")
-              for m in ("box-a", "box-b")]
-    b_runs = [as_run(bench_receipt({"single": records(prompts=4)}, setting=s, machine=m)) for s in ("plain", "ngram")
-              for m in ("box-a", "box-b")]
+    a_runs = [
+        as_run(bench_receipt({"single": records(prompts=4)}, setting=s, machine=m))
+        for s in ("plain", "ngram")
+        for m in ("box-a", "box-b")
+    ]
+    b_runs = [
+        as_run(bench_receipt({"single": records(prompts=4)}, setting=s, machine=m))
+        for s in ("plain", "ngram")
+        for m in ("box-a", "box-b")
+    ]
     matching = match(a_runs, b_runs)
     assert len(matching.pairs) == 4
     for side_a, side_b in matching.pairs:

@@ -33,10 +33,25 @@ PROMPTS = len(COHORT.read_text().splitlines())
 def bench(url: str, folder: Path, setting: str) -> Path:
     """One real `forklift bench`: greedy, fixed length, a warm-up run dropped; returns its receipt's path."""
     before = set(folder.glob("*.json")) if folder.exists() else set()
-    result = CliRunner().invoke(app, [
-        "bench", "--url", url, "--cohort", str(COHORT), "--max-tokens", "64", "--ignore-eos",
-        "--sampling", "greedy", "--runs", "2", "--receipts", str(folder),
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "--url",
+            url,
+            "--cohort",
+            str(COHORT),
+            "--max-tokens",
+            "64",
+            "--ignore-eos",
+            "--sampling",
+            "greedy",
+            "--runs",
+            "2",
+            "--receipts",
+            str(folder),
+        ],
+    )
     assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
     [path] = set(folder.glob("*.json")) - before
     receipt = json.loads(path.read_text())
@@ -94,8 +109,19 @@ def test_ngram_against_plain_shows_the_tok_step_difference(receipts):
 
 def test_compare_and_report_command_lines_on_real_receipts(receipts):
     env = {**os.environ, "COLUMNS": "220"}
-    done = subprocess.run([sys.executable, "-c", "from forklift.cli import main; main()", "compare",
-                           str(receipts / "plain-a"), str(receipts / "ngram")], capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from forklift.cli import main; main()",
+            "compare",
+            str(receipts / "plain-a"),
+            str(receipts / "ngram"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert "tok/chunk" in done.stdout and "95% CI" in done.stdout and "MDE" in done.stdout
     assert "server tok/step (counter delta, no interval): A –, B " in done.stdout

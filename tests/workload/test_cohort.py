@@ -99,7 +99,11 @@ def test_sampling_presets_and_item_override(tmp_path):
     assert bodies[0]["seed"] == 10 and bodies[1]["seed"] == 11 and bodies[1]["temperature"] == 0.7
     greedy = load_cohort(write(tmp_path, chat("a")), preset="greedy", max_tokens=4, ignore_eos=True)
     assert requests(greedy)[0].body | {"messages": None} == {
-        "model": "m", "messages": None, "max_tokens": 4, "ignore_eos": True, "temperature": 0.0,
+        "model": "m",
+        "messages": None,
+        "max_tokens": 4,
+        "ignore_eos": True,
+        "temperature": 0.0,
     }
     default = load_cohort(write(tmp_path, chat("a")))
     assert set(requests(default)[0].body) == {"model", "messages"}
