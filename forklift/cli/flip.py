@@ -17,6 +17,7 @@ STYLE = {
     "partly-upstream": "magenta",
     "conflicts": "red",
     "file-gone": "red",
+    "skipped": "dim",
 }
 
 
@@ -32,6 +33,8 @@ def render(report) -> None:
         look = "upstream changed " + ", ".join(p.upstream_changed) if p.needs_look else ""
         table.add_row(str(number), p.name, f"[{STYLE[p.verdict]}]{VERDICT_TEXT[p.verdict]}[/]", look, p.detail())
     console.print(table)
+    for line in report.overlay_changed:
+        console.print(f"[yellow]overlay[/] {line}", soft_wrap=True)
     if report.knobs_skipped:
         console.print(f"knobs: {report.knobs_skipped}")
     for k in report.knobs:

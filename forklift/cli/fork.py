@@ -106,7 +106,7 @@ def replay(
     from forklift.fork.binding import SOURCE_FILE, load_binding
     from forklift.fork.git import Git
     from forklift.fork.replay import replay as run_replay
-    from forklift.series.model import load_series
+    from forklift.series.gate import configured_series
 
     config = load()
     ref = against or load_binding(config.root / SOURCE_FILE).commit
@@ -116,7 +116,7 @@ def replay(
         base = find_base(config, None, fork)
     except UsageError:
         base = None  # without a known base every upstream file is compared
-    result = run_replay(fork, ref, _pristine(config).path, load_series(config.series_dir).patches, base)
+    result = run_replay(fork, ref, _pristine(config).path, configured_series(config).patches, base)
     if result.not_in_base:
         shown = ", ".join(result.not_in_base[:3]) + (" ..." if len(result.not_in_base) > 3 else "")
         console.print(
@@ -191,10 +191,10 @@ def manifest(
     """Check the lost-work manifest against the series, or write one requiring every file it changes today."""
     from forklift.series.check import tree_reader
     from forklift.series.manifest import changed_paths, check_manifest, write_manifest
-    from forklift.series.model import load_series
+    from forklift.series.gate import configured_series
 
     config = load()
-    series = load_series(config.series_dir)
+    series = configured_series(config)
     changed = changed_paths(tree_reader(_pristine(config).path), series.patches)
     if write:
         console.print(f"wrote {write_manifest(config.series_dir, changed)}: {len(changed)} files")

@@ -14,6 +14,7 @@ VERDICT_TEXT = {
     "partly-upstream": "partly upstream",
     "conflicts": "conflicts",
     "file-gone": "file gone upstream",
+    "skipped": "skipped",  # a '# forklift: skip' entry: kept, not applied
 }
 
 
@@ -49,6 +50,8 @@ class PatchRow(BaseModel):
 
     def detail(self) -> str:
         """What a reviewer needs on one line: why it conflicts, or where it moved."""
+        if self.verdict == "skipped":
+            return f"skipped: {self.description}"
         if self.problems:
             return "; ".join(self.problems)
         moved = [f"{h.file}#{h.index} {h.offset:+d}" for h in self.hunks if h.status == "offset"]
@@ -99,6 +102,7 @@ class FlipReport(BaseModel):
     patches: list[PatchRow]
     knobs: list[KnobDelta] = Field(default_factory=list)
     knobs_skipped: str | None = None  # why there is no knob section (not a vLLM tree)
+    overlay_changed: list[str] = Field(default_factory=list)  # overlay files whose upstream file changed
 
     def count(self, verdict: str) -> int:
         return sum(1 for p in self.patches if p.verdict == verdict)
@@ -144,6 +148,8 @@ def render_markdown(report: FlipReport) -> str:
             "",
         ]
         lines += [f"- `{p.name}`: " + ", ".join(f"`{f}`" for f in p.upstream_changed) for p in report.needs_look]
+    if report.overlay_changed:
+        lines += ["", "## Overlay files upstream changed", ""] + [f"- {line}" for line in report.overlay_changed]
     lines += ["", "## Environment knobs", ""]
     if report.knobs_skipped:
         lines.append(report.knobs_skipped)

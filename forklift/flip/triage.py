@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from forklift.series.engine import FileProblem, HunkResult, Overlay, Reader, apply_file, apply_patch
-from forklift.series.model import Patch, split_header
+from forklift.series.model import Patch, split_header, unrooted
 from forklift.series.render import file_diff
 
 Verdict = Literal["applies", "offset", "already-upstream", "partly-upstream", "conflicts", "file-gone"]
@@ -76,7 +76,7 @@ def _recut(patch: Patch, before: Reader, changes: dict[str, bytes | None]) -> st
     """The patch's header with its diff rendered afresh against the new tree (exact line numbers)."""
     header = split_header(patch.text)[0]
     body = "".join(
-        file_diff(path, before(path), changes[path]) for path in sorted(changes) if before(path) != changes[path]
+        file_diff(unrooted(path, patch.root), before(path), changes[path]) for path in sorted(changes) if before(path) != changes[path]
     )
     return header + body
 

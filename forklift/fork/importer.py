@@ -23,7 +23,8 @@ from forklift.fork.create import create_fork
 from forklift.fork.export import PATCH_NAME
 from forklift.fork.git import Git
 from forklift.series.headers import Header
-from forklift.series.model import Patch, load_series
+from forklift.series.gate import configured_series
+from forklift.series.model import Patch
 
 # Fixed dates make an import reproducible: the same series at the same base gives the same commit ids.
 _EPOCH = "1970-01-01T00:00:00+0000"
@@ -95,6 +96,7 @@ def import_series(
                 "--cached",
                 "--whitespace=nowarn",
                 f"-p{patch.strip}",
+                *([f"--directory={patch.root}"] if patch.root else []),  # [series] root
                 "-",
                 input=patch.text.encode("utf-8", "surrogateescape"),
                 env=env,
@@ -139,7 +141,7 @@ def import_branch(
     the folder is new (or empty) and the pin has no git history of its own."""
     from forklift.source import materialize
 
-    patches = load_series(config.series_dir).patches
+    patches = configured_series(config).patches
     pin = config.data.upstream
     new_folder = not repo.exists() or (repo.is_dir() and not any(repo.iterdir()))
     if not new_folder:

@@ -30,7 +30,14 @@ KNOWN = (
     "reviewed-by",
     "date",
 )
-_FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
+# A field is written as DEP-3, mail headers and git trailers write them: a capitalized name, a colon.
+# (A lowercase "kind: fix." inside prose is prose.)
+_FIELD = re.compile(r"^([A-Z][A-Za-z0-9-]*):[ \t]*(.*)$")
+
+
+def is_divider(line: str) -> bool:
+    """git's end of a message: a line starting with '---' then whitespace or its end (the diffstat follows)."""
+    return line.startswith("---") and (len(line) == 3 or line[3].isspace())
 _PATCH_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
 
 
@@ -77,7 +84,7 @@ def _parse_mail(text: str) -> Header:
         i += 1
     body_lines = []
     for line in lines[i + 1 :]:
-        if line.rstrip() == "---":  # the diffstat follows: not part of the message
+        if is_divider(line):  # the diffstat follows: not part of the message
             break
         body_lines.append(line)
     body, trailers = _split_trailers(body_lines)
@@ -101,12 +108,13 @@ def _split_trailers(lines: list[str]) -> tuple[str, list[tuple[str, str]]]:
 
 
 def _parse_dep3(text: str) -> Header:
-    """DEP-3: 'Field: value' lines with space-indented continuations; other lines are free text."""
+    """DEP-3: 'Field: value' lines with space-indented continuations; other lines are free text.
+    A '---' line ends the header (DEP-3 and git agree: what follows is notes or a diffstat)."""
     fields: dict[str, str] = {}
     free: list[str] = []
     last = None
     for line in text.splitlines():
-        if line.rstrip() == "---":
+        if is_divider(line):
             break
         if line[:1] in " \t" and last:
             continuation = line.strip()
