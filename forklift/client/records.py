@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# Which OpenAI-compatible route a request goes to.
+Endpoint = Literal["chat", "completions"]
 ErrorKind = Literal["connect", "http", "stream_cut", "timeout", "server_gone", "interrupted", "protocol"]
 
 

@@ -9,18 +9,17 @@ from pathlib import Path
 from forklift.config import Config
 from forklift.config.load import parse_config
 from forklift.config.schema import GitPin, PathPin, PypiPin
-from forklift.errors import ForkliftError, UsageError
 from forklift.engines import adapter
+from forklift.errors import ForkliftError, UsageError
 from forklift.flip.knobs import knob_deltas
-from forklift.flip.report import FlipReport, PatchRow
+from forklift.flip.report import FlipReport, FlipRow
 from forklift.flip.triage import PatchTriage, triage
-from forklift.receipts import new_receipt, write_receipt
-from forklift.receipts.store import write_atomic
-from forklift.series.check import tree_reader
+from forklift.fsio import tree_reader, write_atomic
+from forklift.receipts import new_receipt, receipts_folder, write_receipt
 from forklift.series.engine import apply_series
-from forklift.series.manifest import MANIFEST_FILE, load_manifest, render_manifest
 from forklift.series.files import upstream_drift
 from forklift.series.gate import configured_overlay, configured_series
+from forklift.series.manifest import MANIFEST_FILE, load_manifest, render_manifest
 from forklift.series.model import SERIES_FILE, Series
 from forklift.series.render import series_patches_md
 
@@ -84,7 +83,7 @@ def run_flip(
         old=old_tree.label,
         new=new_tree.label,
         new_pin=target.model_dump(exclude_none=True),
-        patches=with_skipped([PatchRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)], series),
+        patches=with_skipped([FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)], series),
         knobs=knobs,
         knobs_skipped=skipped,
         overlay_changed=[str(d) for d in upstream_drift(old_read, new_read, list(configured_overlay(config)))],
@@ -96,15 +95,15 @@ def run_flip(
         pin=target.model_dump(),
         body={**report.model_dump(), "written": [str(p) for p in written]},
     )
-    path = write_receipt(receipt, receipts_dir or config.root / "receipts")
+    path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
     return FlipResult(report=report, receipt=path, written=written)
 
 
-def with_skipped(rows: list[PatchRow], series: Series) -> list[PatchRow]:
+def with_skipped(rows: list[FlipRow], series: Series) -> list[FlipRow]:
     """The skipped entries back in their place in the series, as rows that say why."""
     out = list(rows)
     for offset, skip in enumerate(series.skipped):
-        row = PatchRow(name=skip.name, verdict="skipped", description=skip.reason, files=[], hunks=[])
+        row = FlipRow(name=skip.name, verdict="skipped", description=skip.reason, files=[], hunks=[])
         out.insert(skip.after + offset, row)
     return out
 

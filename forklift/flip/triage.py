@@ -76,7 +76,9 @@ def _recut(patch: Patch, before: Reader, changes: dict[str, bytes | None]) -> st
     """The patch's header with its diff rendered afresh against the new tree (exact line numbers)."""
     header = split_header(patch.text)[0]
     body = "".join(
-        file_diff(unrooted(path, patch.root), before(path), changes[path]) for path in sorted(changes) if before(path) != changes[path]
+        file_diff(unrooted(path, patch.root), before(path), changes[path])
+        for path in sorted(changes)
+        if before(path) != changes[path]
     )
     return header + body
 

@@ -22,8 +22,8 @@ from forklift.fork.base import base_tag, find_base
 from forklift.fork.create import create_fork
 from forklift.fork.export import PATCH_NAME
 from forklift.fork.git import Git
-from forklift.series.headers import Header
 from forklift.series.gate import configured_series
+from forklift.series.headers import Header
 from forklift.series.model import Patch
 
 # Fixed dates make an import reproducible: the same series at the same base gives the same commit ids.

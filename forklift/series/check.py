@@ -15,11 +15,11 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, Field
 
 from forklift.errors import ConfigError
+from forklift.series.digests import digest_problems
 from forklift.series.engine import APPLIED, Overlay, PatchResult, Reader, apply_patch, apply_series
+from forklift.series.files import OverlayRow, apply_overlay
 from forklift.series.manifest import check_manifest
 from forklift.series.model import Patch, Series
-from forklift.series.digests import digest_problems
-from forklift.series.files import OverlayRow, apply_overlay
 from forklift.series.render import diff_stat, is_generated, overlay_hash, series_patches_md
 
 
@@ -31,6 +31,7 @@ class Published:
     sums: dict[str, str]
     actual: dict[str, str | None]
     required: list[str]
+
 
 CheckName = Literal[
     "pass1", "pass2", "whitespace", "compile", "patches-md", "nothing-changed", "manifest", "digests", "overlay"
@@ -87,24 +88,13 @@ class CheckReport(BaseModel):
     touched: list[FileStat]  # files the overlay changes, with the +/- lines the series brings
     skipped: list[SkippedRow] = Field(default_factory=list)
     overlay_files: list[OverlayRow] = Field(default_factory=list)  # [overlay] dir, copied after the series
-    notes: list[str] = Field(default_factory=list)  # worth a look, not a failure (unlisted files, hand-written PATCHES.md)
+    notes: list[str] = Field(
+        default_factory=list
+    )  # worth a look, not a failure (unlisted files, hand-written PATCHES.md)
 
     @property
     def ok(self) -> bool:
         return not self.findings
-
-
-def tree_reader(root: Path) -> Reader:
-    """Read pristine files under `root`; a path that is not a regular file inside it reads as absent."""
-    base = root.resolve()
-
-    def read(path: str) -> bytes | None:
-        target = (base / path).resolve()
-        if base not in target.parents or not target.is_file():
-            return None
-        return target.read_bytes()
-
-    return read
 
 
 def _row(patch: Patch, result: PatchResult, digests: dict[str, str]) -> PatchRow:

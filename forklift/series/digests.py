@@ -32,7 +32,9 @@ def parse_sums(text: str, where: Path) -> dict[str, str]:
     return sums
 
 
-def digest_problems(published: dict[str, str], actual: dict[str, str | None], required: list[str]) -> list[tuple[str, str]]:
+def digest_problems(
+    published: dict[str, str], actual: dict[str, str | None], required: list[str]
+) -> list[tuple[str, str]]:
     """(subject, message) per file whose digest differs from its published one, is missing, or is unlisted.
 
     `actual` maps each published name to the sha256 of the file now (None: no such file);
@@ -44,5 +46,7 @@ def digest_problems(published: dict[str, str], actual: dict[str, str | None], re
             problems.append((name, f"listed with sha256 {want[:12]}... but no such file"))
         elif found != want:
             problems.append((name, f"sha256 {found} differs from the published {want}"))
-    problems += [(name, "not listed: every patch file needs its published sha256") for name in required if name not in published]
+    problems += [
+        (name, "not listed: every patch file needs its published sha256") for name in required if name not in published
+    ]
     return problems

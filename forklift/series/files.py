@@ -71,7 +71,11 @@ def apply_overlay(overlay: Overlay, files: dict[str, bytes]) -> list[OverlayRow]
         before = overlay.read(path)
         status: OverlayStatus = "new" if before is None else "same" if before == content else "replaces"
         added, removed = diff_stat(before, content)
-        rows.append(OverlayRow(path=path, status=status, sha256=hashlib.sha256(content).hexdigest(), added=added, removed=removed))
+        rows.append(
+            OverlayRow(
+                path=path, status=status, sha256=hashlib.sha256(content).hexdigest(), added=added, removed=removed
+            )
+        )
         overlay.files[path] = content
     return rows
 

@@ -17,19 +17,6 @@ SYNONYMS = {
     "upstream": "forwarded",
     "bug-vllm": "bug",
 }
-KNOWN = (
-    "description",
-    "author",
-    "origin",
-    "forwarded",
-    "applied-upstream",
-    "last-update",
-    "bug",
-    "kind",
-    "retires-when",
-    "reviewed-by",
-    "date",
-)
 # A field is written as DEP-3, mail headers and git trailers write them: a capitalized name, a colon.
 # (A lowercase "kind: fix." inside prose is prose.)
 _FIELD = re.compile(r"^([A-Z][A-Za-z0-9-]*):[ \t]*(.*)$")
@@ -38,6 +25,8 @@ _FIELD = re.compile(r"^([A-Z][A-Za-z0-9-]*):[ \t]*(.*)$")
 def is_divider(line: str) -> bool:
     """git's end of a message: a line starting with '---' then whitespace or its end (the diffstat follows)."""
     return line.startswith("---") and (len(line) == 3 or line[3].isspace())
+
+
 _PATCH_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
 
 
@@ -87,13 +76,13 @@ def _parse_mail(text: str) -> Header:
         if is_divider(line):  # the diffstat follows: not part of the message
             break
         body_lines.append(line)
-    body, trailers = _split_trailers(body_lines)
+    body, trailers = split_trailers(body_lines)
     for name, value in trailers:
         _add(fields, name, value)
     return Header(fields=fields, body=body)
 
 
-def _split_trailers(lines: list[str]) -> tuple[str, list[tuple[str, str]]]:
+def split_trailers(lines: list[str]) -> tuple[str, list[tuple[str, str]]]:
     """Trailers are the last paragraph when every line of it is 'Key: value' (git interpret-trailers)."""
     while lines and not lines[-1].strip():
         lines = lines[:-1]

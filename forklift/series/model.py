@@ -233,7 +233,9 @@ def decode_series(raw: bytes, where: Path) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise PatchError(f"{where}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save the series file as UTF-8") from None
+        raise PatchError(
+            f"{where}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save the series file as UTF-8"
+        ) from None
 
 
 def _entry_name(name: str, where: Path, number: int) -> str:

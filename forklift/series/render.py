@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 
+from forklift.mdtable import table
 from forklift.series.engine import split_lines
 from forklift.series.model import Patch, Series, Skipped
 
@@ -101,10 +102,6 @@ def overlay_hash(changed: dict[str, tuple[bytes | None, bytes | None]]) -> str:
     return "sha256:" + hashlib.sha256(combined_diff(changed).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ").strip() or "-"
-
-
 def is_generated(text: str) -> bool:
     """Whether a committed PATCHES.md is forklift's render (it carries the marker line) or hand-written."""
     return MARKER in text
@@ -117,19 +114,19 @@ def patches_md(patches: list[Patch], retired: list[str] | None = None, skipped: 
         "",
         f"{MARKER} from the patch headers; `forklift check` fails when it drifts.",
         "",
-        "| # | patch | kind | description | origin | forwarded | retires when | files | +/- |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
+    rows = []
     for number, patch in enumerate(patches, 1):
         h = patch.header
         added = sum(f.added for f in patch.files)
         removed = sum(f.removed for f in patch.files)
         files = ", ".join(f"`{p}`" for p in patch.paths)
-        lines.append(
-            f"| {number} | `{patch.name}` | {_cell(h.get('kind'))} | {_cell(h.description)} | "
-            f"{_cell(h.get('origin'))} | {_cell(h.get('forwarded'))} | {_cell(h.get('retires-when'))} | "
-            f"{files} | +{added} -{removed} |"
+        rows.append(
+            [number, f"`{patch.name}`", h.get("kind"), h.description, h.get("origin"), h.get("forwarded")]
+            + [h.get("retires-when"), files, f"+{added} -{removed}"]
         )
+    header = ["#", "patch", "kind", "description", "origin", "forwarded", "retires when", "files", "+/-"]
+    lines += table(header, rows, empty="-")
     if skipped:
         lines += ["", "## Skipped", "", "Kept in the folder, not applied.", ""]
         lines += [f"- `{s.name}`: skipped: {s.reason}" for s in skipped]

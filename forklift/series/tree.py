@@ -29,7 +29,9 @@ def patched_tree(series: Series, read: Reader, overlay_files: dict[str, bytes]) 
     results, overlay = apply_series(read, series.patches)
     for result in results:
         if result.status not in APPLIED:
-            raise ForkliftError(f"{result.name}: {result.status} on the pristine tree: no tree written (run `forklift check`)")
+            raise ForkliftError(
+                f"{result.name}: {result.status} on the pristine tree: no tree written (run `forklift check`)"
+            )
     return overlay, apply_overlay(overlay, overlay_files)
 
 
@@ -43,7 +45,9 @@ def tree_record(pin: dict, label: str, series: Series, overlay: Overlay, rows: l
         "root": series.root,
         "overlay_hash": overlay_hash(changed) if changed else None,
         "patches": [{"name": p.name, "sha256": series.digests.get(p.name, "")} for p in series.patches],
-        "skipped": [{"name": s.name, "reason": s.reason, "sha256": series.digests.get(s.name, "")} for s in series.skipped],
+        "skipped": [
+            {"name": s.name, "reason": s.reason, "sha256": series.digests.get(s.name, "")} for s in series.skipped
+        ],
         "overlay_files": [{"path": r.path, "status": r.status, "sha256": r.sha256} for r in rows],
         "changed": sorted(changed),
     }

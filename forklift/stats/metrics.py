@@ -14,7 +14,6 @@ from typing import Literal
 
 from forklift.client.records import RequestRecord
 
-
 BURST_GAP_S = 1e-4  # chunks closer than this were read together, not decoded apart
 
 
@@ -108,5 +107,3 @@ METRICS: tuple[Metric, ...] = (
         value=output_tokens,
     ),
 )
-
-METRIC_BY_KEY = {metric.key: metric for metric in METRICS}
