@@ -60,11 +60,11 @@ def forklift(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
 
 
 def tree_bytes(root: Path, ignore: tuple[str, ...] = ()) -> dict[str, bytes]:
-    """Every regular file below `root` by relative path (folders named in `ignore` skipped at any depth)."""
+    """Every regular file below `root` by relative path, but for the top-level entries named in `ignore`."""
     out = {}
     for path in root.rglob("*"):
         rel = path.relative_to(root)
-        if any(part in ignore for part in rel.parts) or path.is_dir():
+        if rel.parts[0] in ignore or path.is_dir():
             continue
         out[rel.as_posix()] = path.read_bytes()
     return out
