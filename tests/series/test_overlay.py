@@ -74,7 +74,9 @@ def test_bad_overlay_folders_are_one_line(tmp_path):
     dist = _dist(tmp_path, {})
     (dist / "overlay").mkdir()
     proc = forklift("-c", str(dist), "check")
-    assert proc.returncode == 2 and proc.stderr.strip().endswith("the overlay folder is empty (overlay.dir in forklift.toml)")
+    assert proc.returncode == 2 and proc.stderr.strip().endswith(
+        "the overlay folder is empty (overlay.dir in forklift.toml)"
+    )
     shutil.rmtree(dist / "overlay")
     proc = forklift("-c", str(dist), "check")
     assert proc.returncode == 2 and "no such folder (overlay.dir in forklift.toml)" in proc.stderr
@@ -86,7 +88,11 @@ def test_bad_overlay_folders_are_one_line(tmp_path):
 
 def test_upstream_drift_flags_overlay_files_upstream_changed_with_their_stat():
     old = {"pkg/mod.py": MOD.encode(), "pkg/same.py": b"x\n"}
-    new = {"pkg/mod.py": MOD.replace("v7 = 7\n", "v7 = 70\nv7b = 71\n").encode(), "pkg/same.py": b"x\n", "pkg/kvarn.py": b"y\n"}
+    new = {
+        "pkg/mod.py": MOD.replace("v7 = 7\n", "v7 = 70\nv7b = 71\n").encode(),
+        "pkg/same.py": b"x\n",
+        "pkg/kvarn.py": b"y\n",
+    }
     drift = upstream_drift(old.get, new.get, ["pkg/mod.py", "pkg/same.py", "pkg/kvarn.py"])
     assert [(d.path, d.added, d.removed) for d in drift] == [("pkg/kvarn.py", 1, 0), ("pkg/mod.py", 2, 1)]
     assert str(drift[1]) == "pkg/mod.py: upstream changed it (+2 -1) and the overlay replaces it whole"

@@ -83,7 +83,11 @@ def test_flip_recuts_a_rooted_patch_against_the_root(tmp_path):
     tree = tmp_path / "new"
     write_files(tree, {"vllm/v1/core/sched.py": moved})
     proc = subprocess.run(
-        ["patch", "-d", "vllm", "-p1", "--batch", "--fuzz=0"], cwd=tree, input=sched.refreshed, text=True, capture_output=True
+        ["patch", "-d", "vllm", "-p1", "--batch", "--fuzz=0"],
+        cwd=tree,
+        input=sched.refreshed,
+        text=True,
+        capture_output=True,
     )
     assert proc.returncode == 0 and "offset" not in proc.stdout, proc.stdout
 

@@ -18,9 +18,7 @@ from forklift.series.render import series_patches_md
 from tests.series.distro import MOD, distribution, edit, forklift, tree_bytes, write_files
 
 SUBFOLDER_SERIES = (
-    "debian/fix-one.patch\n"
-    "# forklift: skip upstream/went-native.patch -- went native in 0.28.0\n"
-    "upstream/two.diff.gz\n"
+    "debian/fix-one.patch\n# forklift: skip upstream/went-native.patch -- went native in 0.28.0\nupstream/two.diff.gz\n"
 )
 
 
@@ -84,7 +82,9 @@ def test_unlisted_error_refuses_the_series(tmp_path):
     )
     proc = forklift("-c", str(dist), "check")
     assert proc.returncode == 1
-    assert proc.stderr.strip().endswith(f"old/unlisted.patch: patch file is not listed in {dist / 'patches' / 'series'}")
+    assert proc.stderr.strip().endswith(
+        f"old/unlisted.patch: patch file is not listed in {dist / 'patches' / 'series'}"
+    )
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
