@@ -56,7 +56,9 @@ def distribution(
 
 def forklift(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "250"}  # a table row on one line
-    return subprocess.run([sys.executable, "-m", "forklift", *args], capture_output=True, text=True, cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "forklift", *args], capture_output=True, text=True, cwd=cwd, env=env, check=False
+    )
 
 
 def tree_bytes(root: Path, ignore: tuple[str, ...] = ()) -> dict[str, bytes]:

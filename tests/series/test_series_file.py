@@ -6,6 +6,7 @@ Where quilt has an opinion it is asked: `quilt push -a` on the same series must 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -38,13 +39,9 @@ def test_subfolders_gzip_and_skip_load_in_order_with_unlisted_as_a_note(tmp_path
     assert [(s.name, s.reason, s.after) for s in series.skipped] == [
         ("upstream/went-native.patch", "went native in 0.28.0", 1)
     ]
-    assert series.notes == (
-        f"{dist / 'patches' / 'old/unlisted.patch'}: patch file is not listed in {dist / 'patches' / 'series'} "
-        "(not applied)",
-    )
+    unlisted, series_file = dist / "patches" / "old/unlisted.patch", dist / "patches" / "series"
+    assert series.notes == (f"{unlisted}: patch file is not listed in {series_file} (not applied)",)
     raw = (dist / "patches" / "upstream/two.diff.gz").read_bytes()
-    import hashlib
-
     assert series.digests["upstream/two.diff.gz"] == hashlib.sha256(raw).hexdigest()  # the file as published
     assert "- `upstream/went-native.patch`: skipped: went native in 0.28.0" in series_patches_md(series)
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from forklift.series.model import load_series
-
 from tests.series.distro import MOD, distribution, edit, forklift, tree_bytes
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vllm"
