@@ -44,7 +44,9 @@ def export_command(
     config = load()
     fork = Git(repo)
     upstream = UpstreamPaths.from_tree(_pristine(config).path)
-    export = export_fork(fork, find_base(config, base, fork), ref, upstream, drop_outside=drop_outside)
+    export = export_fork(
+        fork, find_base(config, base, fork), ref, upstream, drop_outside=drop_outside, root=config.data.series.root
+    )
     for patch in export.patches:
         for path in patch.dropped:
             console.print(

@@ -31,6 +31,7 @@ from forklift.series.model import (
     retired_entries,
     skip_entries,
     skip_line,
+    unrooted,
 )
 from forklift.series.render import file_diff
 
@@ -103,7 +104,9 @@ def render_header(subject: str, body: str, author: str, trailers: list[tuple[str
     return "\n".join(lines) + "\n---\n"
 
 
-def commit_diff(git: Git, commit: str, upstream: UpstreamPaths) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+def commit_diff(
+    git: Git, commit: str, upstream: UpstreamPaths, root: str = ""
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """(normalized diff, paths kept, paths outside upstream's tree) of one commit against its parent.
 
     The diff is rendered by the series engine's own writer (the one the overlay hash uses), so it
@@ -113,8 +116,9 @@ def commit_diff(git: Git, commit: str, upstream: UpstreamPaths) -> tuple[str, tu
         "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--name-only", f"{commit}^", commit
     ).stdout
     paths = sorted(p.decode("utf-8", "surrogateescape") for p in listing.split(b"\0") if p)
-    kept = tuple(p for p in paths if upstream.contains(p))
-    outside = tuple(p for p in paths if not upstream.contains(p))
+    inside = [p for p in paths if upstream.contains(p) and (not root or p.startswith(root + "/"))]  # [series] root
+    kept = tuple(inside)
+    outside = tuple(p for p in paths if p not in inside)
     contents = git.blobs([f"{rev}:{p}" for p in kept for rev in (f"{commit}^", commit)])
     parts = []
     for i, path in enumerate(kept):
@@ -122,7 +126,7 @@ def commit_diff(git: Git, commit: str, upstream: UpstreamPaths) -> tuple[str, tu
         if b"\0" in (before or b"") or b"\0" in (after or b""):
             raise ForkliftError(f"commit {commit[:12]} changes the binary file {path}: a series holds text diffs only")
         if before != after:  # a mode-only change has no text to carry
-            parts.append(file_diff(path, before, after))
+            parts.append(file_diff(unrooted(path, root), before, after))
     return "".join(parts), kept, outside
 
 
@@ -168,7 +172,13 @@ def _subject(git: Git, commit: str) -> str:
     return git.text("log", "-1", "--format=%s", commit).strip()
 
 
-def export_fork(git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_outside: bool = False) -> Export:
+def _tree(root: str) -> str:
+    return f"[series] root {root!r}" if root else "upstream's tree"
+
+
+def export_fork(
+    git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_outside: bool = False, root: str = ""
+) -> Export:
     """Export base..ref as a series; fails on a merge, an empty commit, or (unless dropped) outside paths."""
     git.ensure_repo()
     base_commit = git.commit_of(base, "base")
@@ -186,7 +196,7 @@ def export_fork(git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_out
         first, _, rest = message.partition("\n")
         subject = first.strip()
         body, trailers = split_trailers(rest.split("\n"))
-        diff, paths, outside = commit_diff(git, commit, upstream)
+        diff, paths, outside = commit_diff(git, commit, upstream, root)
         if not diff and not outside:
             raise ForkliftError(
                 f"commit {commit[:12]} ({subject}) is empty: it changes no file's content, so it "
@@ -194,12 +204,12 @@ def export_fork(git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_out
             )
         if outside and not drop_outside:
             raise ForkliftError(
-                f"commit {commit[:12]} ({subject}) touches files outside upstream's tree: {', '.join(outside)} "
+                f"commit {commit[:12]} ({subject}) touches files outside {_tree(root)}: {', '.join(outside)} "
                 "(move them out of the fork branch, or pass --drop-outside to export without them)"
             )
         if not diff:
             raise ForkliftError(
-                f"commit {commit[:12]} ({subject}) touches only files outside upstream's tree: {', '.join(outside)}"
+                f"commit {commit[:12]} ({subject}) touches only files outside {_tree(root)}: {', '.join(outside)}"
             )
         name = _patch_name(commit, subject, trailers, names)
         text = render_header(subject, body, author, trailers, commit) + diff
