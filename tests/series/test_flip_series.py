@@ -1,0 +1,40 @@
+"""`forklift flip` carries what the series file and the overlay say: a skipped entry is a row that says why,
+and an overlay file whose upstream counterpart changed between the pins is flagged with its diff stat."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.series.distro import MOD, edit, forklift, write_files
+
+
+def _tag(repo, files, tag):
+    write_files(repo, files)
+    run = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(run + ["add", "-A"], check=True)
+    subprocess.run(run + ["commit", "-qm", tag], check=True)
+    subprocess.run(run + ["tag", tag], check=True)
+    return subprocess.run(run + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_flip_shows_skipped_rows_and_overlay_files_upstream_changed(tmp_path):
+    repo = tmp_path / "upstream"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    commit = _tag(repo, {"pkg/mod.py": MOD, "pkg/conf.py": "a = 1\n"}, "v1")
+    _tag(repo, {"pkg/conf.py": "a = 1\nb = 2\nc = 3\n"}, "v2")
+    dist = tmp_path / "dist"
+    write_files(dist / "patches", {"a.patch": edit("pkg/mod.py", 5, "v5 = 50"), "old.patch": "stale\n"})
+    (dist / "patches" / "series").write_text("a.patch\n# forklift: skip old.patch -- went native in v1\n")
+    write_files(dist / "overlay", {"pkg/conf.py": "a = 10\n"})
+    (dist / "forklift.toml").write_text(
+        f'[engine]\nkind = "generic"\n[upstream]\nsource = "git"\nurl = "{repo}"\ntag = "v1"\ncommit = "{commit}"\n'
+        '[series]\npatches_md = ""\n[overlay]\ndir = "overlay"\n'
+    )
+    proc = forklift("-c", str(dist), "flip", "v2", "--json", "--receipts", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert [(p["name"], p["verdict"]) for p in report["patches"]] == [("a.patch", "applies"), ("old.patch", "skipped")]
+    assert report["overlay_changed"] == ["pkg/conf.py: upstream changed it (+2 -0) and the overlay replaces it whole"]
+    table = forklift("-c", str(dist), "flip", "v2", "--receipts", str(tmp_path / "r")).stdout
+    assert "skipped: went native in v1" in table and "overlay pkg/conf.py: upstream changed it (+2 -0)" in table
