@@ -72,8 +72,11 @@ def run_flip(
     old_read, new_read = tree_reader(old_tree.path), tree_reader(new_tree.path)
     verdicts, new_overlay = triage(old_read, new_read, series.patches)
     _, old_overlay = apply_series(old_read, series.patches)
+    unlanded = sum(1 for t in verdicts if not t.landed)
     if config.data.engine.kind == "generic":
         knobs, skipped = [], "not compared: engine.kind is generic (no knob registry)"
+    elif unlanded:  # a registry read off a tree the series did not land on reports the series' absence
+        knobs, skipped = [], f"not computed: {unlanded} patch(es) did not land on {new_tree.label}"
     else:
         knobs, skipped = knob_deltas(
             old_tree, new_tree, old_overlay.files, new_overlay.files, adapter(config.data.engine.kind), default_cache()
