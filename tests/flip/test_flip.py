@@ -40,19 +40,23 @@ def test_flip_reports_every_verdict(vllm_fork, distribution):
     code, report = flip_json(dist, "--write")
     assert code == 1  # conflicts block the flip
     rows = {row["files"][0]: row for row in report["patches"][:4]}
-    assert rows[SCHEDULER]["verdict"] == "offset" and rows[SCHEDULER]["needs_look"]
-    assert rows[SCHEDULER]["upstream_changed"] == [SCHEDULER]
-    assert rows[ENVS]["verdict"] == "offset" and rows[ENVS]["needs_look"]
+    # upstream moved the code around these hunks but changed nothing they sit in: no look
+    assert rows[SCHEDULER]["verdict"] == "offset" and rows[SCHEDULER]["look"] == []
+    assert [h["text"] for h in rows[SCHEDULER]["hunks"]] == ["applies at +312"]
+    assert rows[ENVS]["verdict"] == "offset" and rows[ENVS]["look"] == []
     assert rows[AUDIO]["verdict"] == "already-upstream"
-    assert rows[ASSETS_BASE]["verdict"] == "applies" and not rows[ASSETS_BASE]["needs_look"]
+    assert rows[ASSETS_BASE]["verdict"] == "exact" and rows[ASSETS_BASE]["look"] == []
     partly = next(row for row in report["patches"] if KV_EVENTS in row["files"])
     assert partly["verdict"] == "partly-upstream" and partly["files"] == [KV_EVENTS, LOGGER]
-    assert [h["status"] for h in partly["hunks"]] == ["already-applied", "exact"]
-    conflict = [row for row in report["patches"] if row["verdict"] == "conflicts"]
+    assert [h["status"] for h in partly["hunks"]] == ["already", "exact"]
+    conflict = [row for row in report["patches"] if row["verdict"] == "conflict"]
     assert len(conflict) == 1 and conflict[0]["name"].startswith("overlap-communication")
-    assert conflict[0]["problems"] == [f"{ENVS} hunk #1 (line 62): does not apply"]
+    [hunk] = conflict[0]["hunks"]
+    assert (hunk["file"], hunk["text"]) == (ENVS, "conflicts: upstream deleted line 64")
+    assert hunk["was"] and hunk["now"] == []
     gone = next(row for row in report["patches"] if row["files"] == [MEDUSA])
-    assert gone["verdict"] == "file-gone" and gone["problems"] == [f"{MEDUSA}: file not in the tree"]
+    assert gone["verdict"] == "file-gone" and [h["status"] for h in gone["hunks"]] == ["gone"]
+    assert report["knobs"] == [] and report["knobs_skipped"].startswith("not computed: 2 patch(es) did not land")
     assert report["ok"] is False and report["written"] == []
     # --write refused: nothing moved
     assert 'version = "0.32.0"' in (dist / "forklift.toml").read_text()
@@ -91,7 +95,8 @@ def test_flip_write_retires_moves_the_pin_and_check_passes(vllm_fork, distributi
     markdown = report_md.read_text()
     assert "# Flip vllm 0.32.0 sdist → vllm 0.33.0 sdist" in markdown
     assert "| `add-the-azacinto_foscolo-audio-asset.patch` | already upstream: retire |" in markdown
-    assert "## Needs a human look" in markdown and f"`{SCHEDULER}`" in markdown
+    assert "## Needs a human look" not in markdown  # nothing upstream changed inside the hunks' scopes
+    assert "## Evidence per patch" in markdown and f"- {SCHEDULER} hunk #1: applies at +312" in markdown
     [(_, receipt)] = read_receipts([dist / "receipts"])
     assert receipt.kind == "flip" and receipt.status == "ok" and receipt.pin["version"] == "0.33.0"
     # The moved series is exact on the new pin (offset patches were re-cut) and the gate passes.
