@@ -50,6 +50,7 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         digest=tree.digest,
         committed_patches_md=committed,
         compiled=CompiledMarkers(default_cache().root / "compiled"),
+        applier=config.data.series.applier,
     )
     receipt = new_receipt(
         "check",
