@@ -70,8 +70,9 @@ def run_flip(
     old_tree = materialize(pin, config.root, progress=progress)
     new_tree = materialize(target, config.root, progress=progress)
     old_read, new_read = tree_reader(old_tree.path), tree_reader(new_tree.path)
-    verdicts, new_overlay = triage(old_read, new_read, series.patches)
-    _, old_overlay = apply_series(old_read, series.patches)
+    applier = config.data.series.applier
+    verdicts, new_overlay = triage(old_read, new_read, series.patches, applier)
+    _, old_overlay = apply_series(old_read, series.patches, applier)
     unlanded = sum(1 for t in verdicts if not t.landed)
     if config.data.engine.kind == "generic":
         knobs, skipped = [], "not compared: engine.kind is generic (no knob registry)"

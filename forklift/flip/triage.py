@@ -28,8 +28,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from forklift.series.engine import FileProblem, HunkResult, Overlay, Reader, apply_file, apply_patch, split_lines
-from forklift.series.model import FilePatch, Hunk, Patch, split_header
+from forklift.series.diff import FilePatch, Hunk, split_lines
+from forklift.series.engine import Applier, FileProblem, HunkResult, Overlay, Reader, apply_patch
+from forklift.series.model import Patch, split_header
 from forklift.series.render import _opcodes, file_diff
 
 Verdict = Literal[
@@ -249,8 +250,9 @@ def _diffstat(want: bytes, have: bytes) -> str:
 class _Triage:
     """The walk over the series; one instance per flip."""
 
-    def __init__(self, old: Reader, new: Reader) -> None:
+    def __init__(self, old: Reader, new: Reader, applier: Applier) -> None:
         self.new = new
+        self.applier = applier
         self.old = Overlay(old)  # the series on the old release, as its author saw each patch's input
         self.best = Overlay(new)
         self.unlanded: dict[str, _Unlanded] = {}
@@ -355,15 +357,12 @@ class _Triage:
         return ("blocked", None) if "blocked" in kinds else ("conflict", None)
 
     def step(self, patch: Patch) -> PatchTriage:
-        result = apply_patch(self.best.read, patch)
+        result = apply_patch(self.best.read, patch, self.applier)
         evidence = self._evidence(patch, result.hunks, result.problems)
         verdict, retire = self._verdict(result.status, evidence, patch)
-        if verdict in ("exact", "offset", "fuzz"):
-            changes = dict(result.files)
-        else:
-            changes = _land(self.best.read, patch)
+        changes = dict(result.landed)  # all of it when it applies; else the files it creates and the hunks that apply
         look: list[str] = []
-        on_old = apply_patch(self.old.read, patch)
+        on_old = apply_patch(self.old.read, patch, self.applier)
         if verdict in ("exact", "offset", "partly-upstream"):
             applied = {(h.file, h.index) for h in evidence if h.status in ("exact", "offset")}
             for fp in patch.files:
@@ -379,7 +378,7 @@ class _Triage:
         if verdict not in LANDED and verdict != "fuzz":
             self._remember(patch, evidence, blocked_by or patch.name)
         self.best.files.update(changes)
-        self.old.files.update(on_old.files)
+        self.old.files.update(on_old.files)  # the series applies on the old release, or check said so
         return PatchTriage(
             name=patch.name,
             verdict=verdict,  # type: ignore[arg-type]
@@ -406,18 +405,6 @@ class _Triage:
         self.unlanded[patch.name] = info
 
 
-def _land(read: Reader, patch: Patch) -> dict[str, bytes | None]:
-    """What of a patch that does not apply whole lands: the files it creates and the hunks that apply."""
-    changes: dict[str, bytes | None] = {}
-
-    def current(path: str) -> bytes | None:
-        return changes[path] if path in changes else read(path)
-
-    for fp in patch.files:
-        changes.update(apply_file(current, fp)[0])
-    return changes
-
-
 def _recut(patch: Patch, before: Reader, changes: dict[str, bytes | None]) -> str:
     """The patch's header with its diff rendered afresh against the new tree (exact line numbers)."""
     header = split_header(patch.text)[0]
@@ -427,7 +414,9 @@ def _recut(patch: Patch, before: Reader, changes: dict[str, bytes | None]) -> st
     return header + body
 
 
-def triage(old: Reader, new: Reader, patches: list[Patch] | tuple[Patch, ...]) -> tuple[list[PatchTriage], Overlay]:
+def triage(
+    old: Reader, new: Reader, patches: list[Patch] | tuple[Patch, ...], applier: Applier = "gnu-patch"
+) -> tuple[list[PatchTriage], Overlay]:
     """Each patch's verdict on the new tree, in series order; returns the best-effort overlay too."""
-    walk = _Triage(old, new)
+    walk = _Triage(old, new, applier)
     return [walk.step(patch) for patch in patches], walk.best
