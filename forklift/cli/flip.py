@@ -64,13 +64,18 @@ def flip(
     receipts: Optional[Path] = typer.Option(
         None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
     ),
+    repo: Optional[Path] = typer.Option(
+        None, "--repo", help="with --write: the fork, which gets the new release's commit the series' base line names"
+    ),
 ) -> None:
     """Dry run by default: which patches apply, moved, are upstream (retire), conflict; knobs before/after."""
     from forklift.flip.report import render_markdown
     from forklift.flip.run import run_flip
+    from forklift.fork.git import Git
     from forklift.receipts.store import write_atomic
 
-    result = run_flip(load(), version, receipts, progress=None if as_json else console, write=write)
+    fork = Git(repo) if repo is not None else None
+    result = run_flip(load(), version, receipts, progress=None if as_json else console, write=write, fork=fork)
     report = result.report
     if report_file:
         write_atomic(report_file, render_markdown(report))

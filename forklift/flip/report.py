@@ -58,7 +58,7 @@ class PatchRow(BaseModel):
     skipped: str | None = None  # a series entry the series skips, with its reason
 
     @classmethod
-    def of(cls, t: PatchTriage, description: str) -> "PatchRow":
+    def of(cls, t: PatchTriage, description: str) -> PatchRow:
         return cls(
             name=t.name,
             verdict=t.verdict,
@@ -123,7 +123,7 @@ class KnobDelta(BaseModel):
     series_registers: list[str] = Field(default_factory=list)  # patched only: knobs the series adds on the new tree
     series_unregistered_reads: list[str] = Field(default_factory=list)  # patched only: the series' own bare reads
 
-    def describe(self, pristine: "KnobDelta | None" = None) -> str:
+    def describe(self, pristine: KnobDelta | None = None) -> str:
         """One line: counts, names added/removed (or 'as pristine'), what the series itself registers."""
         if pristine is not None and (self.added, self.removed) == (pristine.added, pristine.removed):
             changes = "added/removed as pristine"
@@ -173,8 +173,10 @@ def render_markdown(report: FlipReport) -> str:
     lines = [f"# Flip {report.old} → {report.new}", "", report.summary() + ".", ""]
     if report.blocked:
         lines += [
-            f"**Blocked:** {len(report.blocked)} patch(es) do not apply as they are; the pin cannot move until "
-            "they are re-cut or retired.",
+            (
+                f"**Blocked:** {len(report.blocked)} patch(es) do not apply as they are; the pin cannot move "
+                "until they are re-cut or retired."
+            ),
             "",
         ]
     lines += ["| # | patch | verdict | needs a look | detail |", "|---|---|---|---|---|"]
