@@ -72,10 +72,10 @@ def export_command(
     if check:
         drift = export_drift(export, config.series_dir)
         for line in drift:
-            console.print(f"[red]drift[/] {line}")
+            console.print(f"[red]drift[/] {line}", soft_wrap=True)
         if drift:
             command = f"forklift -c {config.root} export --from {ref} --repo {repo}"
-            console.print(f"[red]FAILED[/] {len(drift)} drifted: run `{command}` and commit")
+            console.print(f"[red]FAILED[/] {len(drift)} drifted: run `{command}` and commit", soft_wrap=True)
             raise typer.Exit(1)
         console.print(f"[green]OK[/] {len(export.patches)} patches match a fresh export of {ref} ({export.tip[:12]})")
         return
@@ -138,12 +138,16 @@ def rebase(
     export = f"forklift -c {config.root} export --from {branch} --repo {repo}"
     console.print(f"release {version} is {move.new_base[:12]} on the fork (the old base was {move.old_base[:12]})")
     if outcome.stopped_at is None:
-        console.print(f"[green]rebased[/] {outcome.commits} commits of {branch} onto it; now run `{export}`")
+        console.print(
+            f"[green]rebased[/] {outcome.commits} commits of {branch} onto it; now run `{export}`", soft_wrap=True
+        )
         return
-    console.print(f"[red]conflict[/] in {outcome.stopped_at}: {', '.join(outcome.conflicted) or 'see git status'}")
+    files = ", ".join(outcome.conflicted) or "see git status"
+    console.print(f"[red]conflict[/] in {outcome.stopped_at}: {files}", soft_wrap=True)
     console.print(
         f"resolve the files, `git -C {repo} add FILES`, `git -C {repo} rebase --continue` (one commit at a time, "
-        f"as git rebase does; `git -C {repo} rebase --abort` gives up); when the rebase is done, run `{export}`"
+        f"as git rebase does; `git -C {repo} rebase --abort` gives up); when the rebase is done, run `{export}`",
+        soft_wrap=True,  # commands stay whole, to copy
     )
     raise typer.Exit(1)
 
@@ -169,7 +173,7 @@ def replay(
     fork.ensure_repo()
     mismatch = base_mismatch(config, fork)
     if mismatch:  # named first: every upstream file that moved between the releases would read as a difference
-        console.print(f"[red]base mismatch[/] {mismatch}")
+        console.print(f"[red]base mismatch[/] {mismatch}", soft_wrap=True)
     try:
         base = None if mismatch else find_base(config, None, fork)
     except UsageError:

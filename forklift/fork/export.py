@@ -118,19 +118,27 @@ def _same_change(patch: ExportedPatch, text: str, strip: int) -> bool:
         return False
     result = apply_patch(patch.before.get, committed)
     # exact: a patch that lands only at an offset (the fork was rebased) is re-cut with the right line numbers
-    return result.status == "exact" and all(result.files.get(p, patch.before[p]) == patch.after[p] for p in patch.before)
+    return result.status == "exact" and all(
+        result.files.get(p, patch.before[p]) == patch.after[p] for p in patch.before
+    )
 
 
-def _header_differences(committed: str, fresh: str) -> list[str]:
-    """The header fields a fresh export words differently (whitespace and export bookkeeping aside)."""
+def _header_differences(committed: str, fresh: str) -> list[str] | None:
+    """The header fields a fresh export adds or leaves out (whitespace and export bookkeeping aside); None
+    when the two say different things (a description or a field value changed): that is drift, not wording."""
     old, new = parse_header(split_header(committed)[0]), parse_header(split_header(fresh)[0])
 
     def message(header) -> str:
         return " ".join(f"{header.fields.get('description', '')} {header.body}".split())
 
-    differing = ["description"] if message(old) != message(new) else []
+    if message(old) != message(new):
+        return None
+    differing = []
     for key in sorted((set(old.fields) | set(new.fields)) - _VOLATILE - {"description"}):
-        if " ".join(old.fields.get(key, "").split()) != " ".join(new.fields.get(key, "").split()):
+        mine, theirs = (" ".join(h.fields.get(key, "").split()) for h in (old, new))
+        if mine and theirs and mine != theirs:
+            return None
+        if mine != theirs:
             differing.append(key)
     return differing
 
@@ -142,6 +150,8 @@ def _keep_committed(fresh: ExportedPatch, series: _Committed) -> ExportedPatch:
     if text is None or text == fresh.text or not _same_change(fresh, text, series.strips.get(fresh.name, 1)):
         return fresh
     differing = _header_differences(text, fresh.text)
+    if differing is None:
+        return fresh
     if not differing:
         return replace(fresh, text=text)
     return replace(fresh, normalised="header " + ", ".join(differing))
