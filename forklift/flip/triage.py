@@ -190,26 +190,31 @@ def _symbols(content: bytes) -> set[bytes]:
 
 
 def _look(
-    diffs: _Diffs, fp: FilePatch, old: bytes | None, new: bytes | None, placed: list[HunkResult | None]
+    fp: FilePatch, old: bytes | None, new: bytes | None, on_old: list[HunkResult], on_new: list[HunkResult | None]
 ) -> list[str]:
-    """Why a hunk that applies needs a look: upstream changed its enclosing def/class, or removed a name it uses."""
+    """Why a hunk that applies needs a look: upstream changed its enclosing def/class, or removed a name it uses.
+
+    `on_old` places each hunk on the old release, `on_new` on the new one (None: not applied there)."""
     if old is None or new is None or old == new or not fp.path.endswith(".py"):
         return []
-    lines = split_lines(old)
+    old_lines, new_lines = split_lines(old), split_lines(new)
     reasons = []
-    for hunk, result in zip(fp.hunks, placed):
-        if result is None or result.line is None:
+    for hunk, was, now in zip(fp.hunks, on_old, on_new):
+        if now is None or now.line is None or was.line is None:
             continue  # not applied on the new release (already there): nothing of upstream's to re-read
-        start = result.line - 1
-        first_change = start + next(
-            (i for i, line in enumerate(hunk.old) if line not in hunk.new), hunk.leading_context
-        )
-        scope = _scope(lines, first_change)
-        span = (scope[1], scope[2]) if scope else (start, start + len(hunk.old))
-        changed = _changed_line(diffs, old, new, *span)
-        if changed:
-            where = f"`{scope[0]}` (line {scope[1] + 1})" if scope else "the hunk's lines"
-            reasons.append(f"{fp.path} hunk #{result.index}: upstream changed {where} at line {changed[0]}")
+        change = next((i for i, line in enumerate(hunk.old) if line not in hunk.new), hunk.leading_context)
+        scope = _scope(old_lines, was.line - 1 + change)
+        if scope is None:
+            continue  # at module level the hunk's own lines are all it reads, and they matched
+        there = _scope(new_lines, now.line - 1 + change)
+        before = old_lines[scope[1] : scope[2]]
+        after = new_lines[there[1] : there[2]] if there else []
+        if before != after:
+            at = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
+            reasons.append(
+                f"{fp.path} hunk #{was.index}: upstream changed `{scope[0]}` (line {scope[1] + 1}) "
+                f"at line {scope[1] + at + 1}"
+            )
     used = {name for hunk in fp.hunks for line in hunk.added for name in _NAME.findall(line)}
     own = _symbols(b"".join(line for hunk in fp.hunks for line in hunk.added))
     gone = sorted(n.decode() for n in (used & _symbols(old)) - _symbols(new) - own)
@@ -366,9 +371,10 @@ class _Triage:
         if verdict in ("exact", "offset", "partly-upstream"):
             applied = {(h.file, h.index) for h in evidence if h.status in ("exact", "offset")}
             for fp in patch.files:
-                placed = [h if (h.file, h.index) in applied else None for h in on_old.hunks if h.file == fp.path]
+                was = [h for h in on_old.hunks if h.file == fp.path]
+                now = [h if (h.file, h.index) in applied else None for h in result.hunks if h.file == fp.path]
                 path = fp.old_path or fp.path
-                look += _look(self.diffs, fp, self.old.read(path), self.best.read(path), placed)
+                look += _look(fp, self.old.read(path), self.best.read(path), was, now)
         blocked_by = via = None
         if verdict == "blocked":
             direct = next(h.blocked_by for h in evidence if h.blocked_by)
