@@ -21,6 +21,14 @@ REPO_OPTION = typer.Option(Path("."), "--repo", help="the fork's git repository"
 BASE_OPTION = typer.Option(None, "--base", help="fork commit of the pristine tree (PyPI/path pins; export records it)")
 
 
+def _shown(path: Path) -> Path:
+    """A path as the user would type it here: relative to the current folder when it is inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
 def _pristine(config):
     from forklift.source import materialize
 
@@ -74,7 +82,7 @@ def export_command(
         for line in drift:
             console.print(f"[red]drift[/] {line}", soft_wrap=True)
         if drift:
-            command = f"forklift -c {config.root} export --from {ref} --repo {repo}"
+            command = f"forklift -c {_shown(config.root)} export --from {ref} --repo {repo}"
             console.print(f"[red]FAILED[/] {len(drift)} drifted: run `{command}` and commit", soft_wrap=True)
             raise typer.Exit(1)
         console.print(f"[green]OK[/] {len(export.patches)} patches match a fresh export of {ref} ({export.tip[:12]})")
@@ -84,8 +92,8 @@ def export_command(
         from forklift.fork.rebase import finish_rebase
 
         for path in finish_rebase(config, fork, move):
-            console.print(f"wrote {path}")
-        console.print(f"moved the pin to {move.version}: {config.path} and the series' base line name it")
+            console.print(f"wrote {_shown(path)}")
+        console.print(f"moved the pin to {move.version}: {_shown(config.path)} and the series' base line name it")
         config = load()
     if config.patches_md is not None:
         from forklift.series.gate import write_patches_md
@@ -135,7 +143,7 @@ def rebase(
     config = load()
     outcome = start_rebase(config, Git(repo), version, branch, progress=console)
     move = outcome.move
-    export = f"forklift -c {config.root} export --from {branch} --repo {repo}"
+    export = f"forklift -c {_shown(config.root)} export --from {branch} --repo {repo}"
     console.print(f"release {version} is {move.new_base[:12]} on the fork (the old base was {move.old_base[:12]})")
     if outcome.stopped_at is None:
         console.print(
