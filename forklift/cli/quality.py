@@ -148,9 +148,7 @@ def quality(
     model: str | None = typer.Option(None, "--model", help="served model name (default: the first listed)"),
     corpus: list[str] = typer.Option([], "--corpus", help="ppl: a [quality.corpora.NAME] of forklift.toml (repeat)"),
     window_chars: int | None = typer.Option(None, "--window-chars", help="ppl: characters a window (default 1200)"),
-    window_tokens: int | None = typer.Option(
-        None, "--window-tokens", help="ppl: tokens a window (server /tokenize)"
-    ),
+    window_tokens: int | None = typer.Option(None, "--window-tokens", help="ppl: tokens a window (server /tokenize)"),
     windows: int | None = typer.Option(None, "--windows", help="ppl: score the first N windows only"),
     data: Path | None = typer.Option(None, "--data", help="gsm8k: the test set, GSM8K JSONL"),
     n: int = typer.Option(50, "--n", help="gsm8k: questions in the seeded subset"),
@@ -235,7 +233,15 @@ def compare_suite_receipts(paths: list[Path], *, across_machines: bool, seed: in
         raise ForkliftError("nothing to compare: " + "; ".join(alone))
     if as_json:
         typer.echo(json.dumps({"suites": [r.model_dump(mode="json") for r in rows], "unmatched": alone}, indent=2))
-        return True
+    else:
+        _render_comparison(rows, alone)
+    refused = [row for row in rows if row.claim == "refused"]
+    if refused:
+        raise ForkliftError(refused[0].verdict)
+    return True
+
+
+def _render_comparison(rows: list, alone: list[str]) -> None:
     from rich.table import Table
 
     style = {
@@ -255,4 +261,3 @@ def compare_suite_receipts(paths: list[Path], *, across_machines: bool, seed: in
     console.print(table)
     for line in alone:
         console.print(f"[yellow]not compared ({line})[/]")
-    return True
