@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 
 from forklift.cli.app import app, console, load
+from forklift.config import Config
 from forklift.cli.bench import receipts_folder
 from forklift.errors import ForkliftError, UsageError
 
@@ -54,7 +55,7 @@ def run_suites(
         raise UsageError(f"--url {url!r}: expected http://HOST:PORT or https://HOST:PORT")
     folder = receipts_folder(receipts)
     if profile is not None:
-        config = load()
+        config: Config = load()  # type: ignore[assignment]
         suites = make(config)
         base = Endpoint(url="", model=model or "", timeout=timeout)
         outcomes = run_launched(
@@ -64,14 +65,13 @@ def run_suites(
             suites,
             folder=folder,
             logs=logs or config.root / "logs",
-            endpoint=base,  # type: ignore[attr-defined]
+            endpoint=base,
         )
     else:
         from forklift.bench.session import discover_model
 
         assert url is not None
-        config = _optional_config()
-        suites = make(config)
+        suites = make(_optional_config())
         endpoint = Endpoint(
             url=url.rstrip("/"),
             model=model or discover_model(url),
@@ -187,12 +187,12 @@ def quality(
                 raise UsageError("--suite ppl: corpora are named in forklift.toml; none found (give --config)")
             unit, size = ("tokens", window_tokens) if window_tokens is not None else ("chars", window_chars or 1200)
             for name in corpus:
-                options = PplOptions(corpus_from_config(config, name), unit=unit, size=size, windows=windows)  # type: ignore[arg-type]
-                suites.append(Suite("quality", "ppl", partial(run_ppl, options=options)))
+                ppl = PplOptions(corpus_from_config(config, name), unit=unit, size=size, windows=windows)  # type: ignore[arg-type]
+                suites.append(Suite("quality", "ppl", partial(run_ppl, options=ppl)))
         if "gsm8k" in names:
             assert data is not None
-            options = Gsm8kOptions(data, n=n, seed=seed, shots=shots, endpoint=endpoint, max_tokens=max_tokens)  # type: ignore[arg-type]
-            suites.append(Suite("quality", "gsm8k", partial(run_gsm8k, options=options)))
+            gsm8k = Gsm8kOptions(data, n=n, seed=seed, shots=shots, endpoint=endpoint, max_tokens=max_tokens)  # type: ignore[arg-type]
+            suites.append(Suite("quality", "gsm8k", partial(run_gsm8k, options=gsm8k)))
         return suites
 
     outcomes = run_suites(

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from forklift.config import Config
 from forklift.errors import ConfigError, ForkliftError
 
 
@@ -74,14 +75,14 @@ def load_corpus(name: str, path: Path, sha256: str, fmt: str | None = None, fiel
     return Corpus(name, path, sha256, text)
 
 
-def corpus_from_config(config: object, name: str) -> Corpus:
-    corpora = config.data.quality.corpora  # type: ignore[attr-defined]
+def corpus_from_config(config: Config, name: str) -> Corpus:
+    corpora = config.data.quality.corpora
     if name not in corpora:
         known = ", ".join(sorted(corpora)) or "none"
-        raise ConfigError(f"--corpus {name!r}: not in [quality.corpora] of {config.path} (known: {known})")  # type: ignore[attr-defined]
+        raise ConfigError(f"--corpus {name!r}: not in [quality.corpora] of {config.path} (known: {known})")
     entry = corpora[name]
     path = Path(entry.path)
-    path = path if path.is_absolute() else config.root / path  # type: ignore[attr-defined]
+    path = path if path.is_absolute() else config.root / path
     return load_corpus(name, path, entry.sha256, entry.format, entry.field)
 
 

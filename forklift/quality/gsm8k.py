@@ -160,6 +160,7 @@ def run_gsm8k(endpoint: Endpoint, options: Gsm8kOptions) -> SuiteBody:
     )
     questions: list[Question] = []
     for problem in asked:
+        request: dict[str, Any]
         if options.endpoint == "completions":
             request = {"prompt": completion_prompt(shots, problem), "stop": STOP}
             path = "/v1/completions"

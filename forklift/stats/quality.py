@@ -199,13 +199,13 @@ def ppl_change(a: list[Window], b: list[Window], *, seed: int = 0) -> PplResult:
 
 def mcnemar(right_a: list[bool], right_b: list[bool]) -> McNemar:
     """McNemar's exact test: a two-sided binomial test of the discordant pairs (p = 1 with none)."""
-    from scipy.stats import binomtest
+    from scipy import stats
 
     pairs = list(zip(right_a, right_b))
     a_only = sum(x and not y for x, y in pairs)
     b_only = sum(y and not x for x, y in pairs)
     discordant = a_only + b_only
-    p = binomtest(min(a_only, b_only), discordant, 0.5).pvalue if discordant else 1.0
+    p = stats.binomtest(min(a_only, b_only), discordant, 0.5).pvalue if discordant else 1.0
     return McNemar(
         both_right=sum(x and y for x, y in pairs),
         a_only=a_only,

@@ -120,20 +120,22 @@ def test_gsm8k_same_build_twice_is_no_difference(dist, vllm_server, tmp_path):
     assert row["claim"] == "noise" and row["verdict"].startswith("strict: no difference")
 
 
-def test_five_shot_chat_prompt_is_recorded(dist, vllm_server, tmp_path):
+def test_chat_zero_shot_runs_and_five_shot_overflow_fails_by_question(dist, vllm_server, tmp_path):
     if not TEST_SET.exists():
         pytest.skip(f"GSM8K test set not found at {TEST_SET}")
-    result = forklift(
-        dist, "quality", "--url", vllm_server.url, "--suite", "gsm8k", "--data", str(TEST_SET), "--n", "2",
-        "--shots", "5", "--endpoint", "chat", "--max-tokens", "8", "--receipts", str(tmp_path),
-    )  # fmt: skip
-    body = receipt(tmp_path, "gsm8k")["body"]
+    common = ["quality", "--url", vllm_server.url, "--suite", "gsm8k", "--data", str(TEST_SET), "--n", "2"]
+    common += ["--endpoint", "chat", "--max-tokens", "8"]
+    zero = forklift(dist, *common, "--receipts", str(tmp_path / "zero"))
+    assert zero.returncode == 0, zero.stderr
+    assert len(json.loads(receipt(tmp_path / "zero", "gsm8k")["body"]["options"]["prompt"])) == 1
+    five = forklift(dist, *common, "--shots", "5", "--receipts", str(tmp_path / "five"))
+    body = receipt(tmp_path / "five", "gsm8k")["body"]
     messages = json.loads(body["options"]["prompt"])
     assert len(messages) == 11 and len(body["options"]["shot_ids"]) == 5
-    assert result.returncode == (0 if body["passed"] else 1), result.stderr
-    # Five worked GSM8K answers may not fit the tiny model's 2,048 tokens: then the suite fails loudly, by question.
-    if not body["passed"]:
-        assert "maximum context length" in body["failure"] and body["failure"].startswith("question line")
+    # Five worked answers are ~2,370 tokens of the tiny model's tokenizer, over its 2,048: a loud failure by question.
+    assert five.returncode == 1 and not body["passed"]
+    assert body["failure"].startswith("question line") and "HTTP 400" in body["failure"]
+    assert "maximum context length is 2048 tokens" in body["failure"]
 
 
 def test_profile_run_flags_a_corpus_from_the_engine_and_compare_refuses_it(dist, tmp_path):
