@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,23 +36,26 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def jsonl_rows(path: Path, text: str, keys: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, row) for each non-blank JSONL line; a line that is no object with string `keys` is named."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ForkliftError(f"{path}:{number}: not JSON: {exc}") from None
+        if not isinstance(row, dict) or not all(isinstance(row.get(key), str) for key in keys):
+            raise ForkliftError(f"{path}:{number}: expected string keys {' and '.join(map(repr, keys))}")
+        yield number, row
+
+
 def _documents(path: Path, data: bytes, fmt: str, field: str) -> str:
     """The corpus as one text: a text file as it is, JSONL documents joined by a blank line."""
     text = data.decode("utf-8")
     if fmt == "text":
         return text
-    docs = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-        except ValueError as exc:
-            raise ForkliftError(f"{path}:{number}: not JSON: {exc}") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get(field), str):
-            raise ForkliftError(f"{path}:{number}: no string {field!r} key")
-        docs.append(doc[field])
-    return "\n\n".join(docs)
+    return "\n\n".join(row[field] for _, row in jsonl_rows(path, text, (field,)))
 
 
 def load_corpus(name: str, path: Path, sha256: str, fmt: str | None = None, field: str = "text") -> Corpus:

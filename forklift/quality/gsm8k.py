@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from forklift.errors import ForkliftError
-from forklift.quality.corpus import sha256_file
+from forklift.quality.corpus import jsonl_rows, sha256_file
 from forklift.quality.endpoint import Endpoint, post
 from forklift.quality.schema import Question, SuiteBody
 
@@ -76,23 +76,11 @@ def flexible_answer(text: str) -> str | None:
 
 def load_problems(path: Path) -> list[Problem]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ForkliftError(f"--data {path}: cannot read: {exc.strerror}") from None
     problems = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise ForkliftError(f"{path}:{number}: not JSON: {exc}") from None
-        if (
-            not isinstance(row, dict)
-            or not isinstance(row.get("question"), str)
-            or not isinstance(row.get("answer"), str)
-        ):
-            raise ForkliftError(f"{path}:{number}: expected string keys 'question' and 'answer' (GSM8K format)")
+    for number, row in jsonl_rows(path, text, ("question", "answer")):
         gold = strict_answer(row["answer"])
         if gold is None:
             raise ForkliftError(f"{path}:{number}: the answer has no '#### N' line")

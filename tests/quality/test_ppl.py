@@ -59,7 +59,7 @@ def test_jsonl_corpus_joins_documents_and_names_a_bad_line(tmp_path):
     path, sha = pinned(tmp_path, '{"text": "one"}\n{"text": "two"}\n', "docs.jsonl")
     assert load_corpus("docs", path, sha).text == "one\n\ntwo"
     path, sha = pinned(tmp_path, '{"text": "one"}\n{"body": "two"}\n', "docs.jsonl")
-    with pytest.raises(ForkliftError, match=r"docs.jsonl:2: no string 'text' key"):
+    with pytest.raises(ForkliftError, match=r"docs.jsonl:2: expected string keys 'text'"):
         load_corpus("docs", path, sha)
 
 
