@@ -93,7 +93,7 @@ def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
         "--concurrency",
         "1,2,4",
         "--runs",
-        "2",
+        "1",
     )
     assert receipt.status == "ok" and receipt.body["mode"] == "sweep"
     cells = receipt.body["cells"]
@@ -112,7 +112,7 @@ def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
 
 def test_salted_misses_and_unsalted_repeat_hits_the_prefix_cache(vllm_server, tmp_path):
     # block size 128 on CPU: a prompt must be well over 128 tokens to hit
-    common = ["--url", vllm_server.url, "--synthetic", "210:2", "--prompts", "2", "--runs", "2", "--keep", "all"]
+    common = ["--url", vllm_server.url, "--synthetic", "210:2", "--prompts", "2", "--warmup", "0", "--runs", "2"]
     _, salted = bench(tmp_path / "salted", *common)
     _, unsalted = bench(tmp_path / "unsalted", *common, "--no-salt")
     assert salted.body["cells"][0]["metrics_delta"]["prefix_cache_hits"] == 0
