@@ -181,7 +181,7 @@ def cross_check(metrics: dict[str, Any], records: list[RequestRecord]) -> dict[s
     return out
 
 
-def finish_cell(cell: Cell, plan: BenchPlan, raw: dict[str, Any] | None, durations: list[float]) -> None:
+def finish_cell(cell: Cell, raw: dict[str, Any] | None, durations: list[float]) -> None:
     kept = [r for r in cell.requests if r.run in cell.kept_runs]
     cell.duration_s = sum(durations) if durations else None
     cell.aggregate = aggregate(kept, concurrency=cell.concurrency, duration_s=cell.duration_s)
@@ -259,7 +259,7 @@ async def run_bench(plan: BenchPlan, recorder: BenchRecorder, progress: Progress
                         break
                 cell.complete = not unreachable
             finally:
-                finish_cell(cell, plan, raw if cell.complete else None, durations)
+                finish_cell(cell, raw if cell.complete else None, durations)
                 recorder.flush()
             if unreachable:
                 break

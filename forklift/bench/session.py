@@ -25,7 +25,7 @@ from forklift.receipts.envelope import Status
 
 
 @dataclass
-class Outcome:
+class BenchOutcome:
     status: Status
     path: Path
     body: BenchBody
@@ -75,7 +75,7 @@ def bench(
     label: str | None = None,
     boot: dict[str, Any] | None = None,
     receipt_fields: dict[str, Any] | None = None,
-) -> Outcome:
+) -> BenchOutcome:
     """Run the plan. Ctrl-C ends it with status interrupted: the outcome, not an exception."""
     body = BenchBody(
         url=plan.url,
@@ -99,7 +99,7 @@ def bench(
     if kv_pool is not None:
         for cell in body.cells:
             cell.aggregate["kv_pool_tokens"] = kv_pool
-    return Outcome(status, recorder.finish(status), body)
+    return BenchOutcome(status, recorder.finish(status), body)
 
 
 def bench_launched(
@@ -113,18 +113,19 @@ def bench_launched(
     logs: Path,
     progress: Progress | None = None,
     label: str | None = None,
-) -> Outcome:
+) -> BenchOutcome:
     """Launch the profile (forklift.launch), bench it once healthy, stop it: nothing left running.
 
     `make_plan(url, served_name)` builds the bench plan once the launch is resolved. The
     boot facts (KV pool, ...) go into the bench receipt; the boot receipt is written beside it.
     """
     from forklift.launch.boot import profile_record, setting_name
-    from forklift.launch.run import launch, make_plan as launch_plan
+    from forklift.launch.run import launch
+    from forklift.launch.run import make_plan as launch_plan
 
     planned = launch_plan(config, profile, sets)
     resolved = planned.resolved
-    outcomes: list[Outcome] = []
+    outcomes: list[BenchOutcome] = []
 
     def on_ready(booted: Any) -> None:
         outcomes.append(
@@ -148,8 +149,8 @@ def bench_launched(
     return outcomes[0]
 
 
-def import_file(path: Path, folder: Path) -> Outcome:
+def import_file(path: Path, folder: Path) -> BenchOutcome:
     body = import_vllm_result(path)
     complete = all(cell.complete for cell in body.cells)
     receipt = new_receipt("bench", status="ok" if complete else "partial", body=body.model_dump(mode="json"))
-    return Outcome(receipt.status, write_receipt(receipt, folder), body)
+    return BenchOutcome(receipt.status, write_receipt(receipt, folder), body)

@@ -15,11 +15,11 @@ app.add_typer(bench_app, name="bench")
 
 
 def receipts_folder(given: Optional[Path]) -> Path:
-    """--receipts, else receipts/ beside forklift.toml when there is one, else ./receipts."""
-    if given is not None:
-        return given
+    """Bench runs without a forklift.toml too: the receipts rule with the config file when there is one."""
+    from forklift.receipts import receipts_folder as rule
+
     config = state.config_path / "forklift.toml" if state.config_path.is_dir() else state.config_path
-    return config.parent / "receipts" if config.exists() else Path("receipts")
+    return rule(given, config if config.exists() else None)
 
 
 def parse_concurrency(text: str) -> list[int]:
@@ -172,7 +172,8 @@ def bench(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from forklift.bench.runner import BenchPlan, cell_specs
-    from forklift.bench.session import bench as run, bench_launched, discover_model
+    from forklift.bench.session import bench as run
+    from forklift.bench.session import bench_launched, discover_model
     from forklift.workload import load_cohort, synthetic_workload
 
     if (url is None) == (profile is None):

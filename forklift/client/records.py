@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 # Chunks closer than this were read together, not decoded apart: no engine decodes steps 0.1 ms apart.
 BURST_GAP_S = 1e-4
 
+# Which OpenAI-compatible route a request goes to.
+Endpoint = Literal["chat", "completions"]
 ErrorKind = Literal["connect", "http", "stream_cut", "timeout", "server_gone", "interrupted", "protocol"]
 
 

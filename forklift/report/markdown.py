@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import forklift
+from forklift.mdtable import table
 from forklift.report import format as fmt
 from forklift.report.campaign import Campaign, Row, Side, boot_state
 from forklift.stats import GroupComparison
@@ -32,10 +33,7 @@ and output-length deltas of that cell are confounded by trajectory. Boxes are ne
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
-
-    return "\n".join([line(header), line(["---"] * len(header)), *(line(r) for r in rows)])
+    return "\n".join(table(header, rows))
 
 
 def _tok_s(side: Side, cell: str) -> str:

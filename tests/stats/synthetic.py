@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from forklift.bench.schema import BenchBody, Cell, WorkloadIdentity
+from forklift.bench.schema import BenchBody, Cell
 from forklift.client.records import RequestRecord
 from forklift.receipts import Receipt, new_receipt, write_receipt
 from forklift.stats.sample import BenchRun
+from forklift.workload.items import WorkloadIdentity
 
 GREEDY = {"preset": "greedy", "temperature": 0.0}
 

@@ -48,16 +48,18 @@ def test_the_default_compares_over_runs_with_an_mde_from_the_same_estimator():
 
 def test_ngram_against_plain_is_still_found_with_the_defaults():
     result = cell("plain-a", "ngram")
-    e2e, tok_chunk = result.metric("e2e"), result.metric("tok_chunk")
-    assert e2e.claim == "better" and e2e.verdict.startswith("B faster by"), e2e.verdict
-    assert tok_chunk.claim == "better" and tok_chunk.a < 1.3 < 1.5 < tok_chunk.b
+    tok_chunk = result.metric("tok_chunk")
+    assert tok_chunk.claim == "better" and tok_chunk.a < 1.3 < 1.5 < tok_chunk.b, tok_chunk.verdict
 
 
-def test_an_aa_control_floors_a_one_run_comparison_and_keeps_the_ngram_effect():
-    aa = side("aa1-a") + side("aa1-b")
-    same = cell("aa1-a", "plain-b", aa_runs=aa)
+def test_a_two_bench_aa_floor_is_wide_and_names_no_winner():
+    # one degree of freedom: t = 12.7 times the one observed bench-to-bench shift
+    same = cell("aa1-a", "plain-b", aa_runs=side("aa1-a") + side("aa1-b"))
     assert all(m.claim not in WINNER for m in same.metrics)
-    e2e = same.metric("e2e")
-    assert e2e.estimate.floor is not None  # the floor was applied (widening or not)
-    found = cell("aa1-a", "ngram", aa_runs=aa).metric("e2e")
+    assert same.metric("e2e").estimate.floor is not None
+
+
+def test_an_aa_floor_of_ten_plain_runs_keeps_the_ngram_effect():
+    aa = side("aa1-a") + side("aa1-b") + side("plain-a") + side("plain-b")  # 1 + 1 + 4 + 4 kept runs
+    found = cell("aa1-a", "ngram", aa_runs=aa).metric("tok_chunk")
     assert found.estimate.floor is not None and found.claim == "better", found.verdict
