@@ -62,9 +62,17 @@ def test_single_stream_cohort_with_ngram(vllm_server_ngram, tmp_path):
         "--ignore-eos",
         "--sampling",
         "greedy",
+        "--warmup",
+        "0",
+        "--runs",
+        "1",
+        "--label",
+        "ngram-tiny",
     )
     assert receipt.status == "ok" and receipt.body["mode"] == "single"
     assert "tok/step (spec decode)" in out and "gen tokens server=client" in out
+    # a --url bench says what it measured: the user's label, and the version the server states
+    assert receipt.body["label"] == "ngram-tiny" and receipt.engine_version.startswith("0.32.0")
     [cell] = receipt.body["cells"]
     records = cell["requests"]
     assert [r["prompt_id"] for r in records] == ["q0", "q1", "q2"]
