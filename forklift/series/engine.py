@@ -118,10 +118,10 @@ class PatchResult:
 
     def reasons(self) -> tuple[str, ...]:
         """Why it does not apply exactly: its file problems, then each hunk that did not land
-        (not the hunks of a file that is missing)."""
+        (not the hunks of a file that already has a problem)."""
         out = [str(p) for p in self.problems]
-        gone = {p.file for p in self.problems if p.problem == "missing"}
-        out += [h.describe() for h in self.hunks if h.status not in APPLIED and h.file not in gone]
+        refused = {p.file for p in self.problems}
+        out += [h.describe() for h in self.hunks if h.status not in APPLIED and h.file not in refused]
         return tuple(dict.fromkeys(out))
 
 
