@@ -7,15 +7,13 @@ pristine file contents; series/gate.py materializes the tree and writes the rece
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
-from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from forklift.errors import ConfigError
-from forklift.series.engine import Applier, Link, Overlay, PatchResult, Reader, apply_patch, apply_series
+from forklift.series.engine import Applier, Overlay, PatchResult, Reader, apply_patch, apply_series
 from forklift.series.manifest import check_manifest
 from forklift.series.model import Patch, Series
 from forklift.series.render import overlay_hash, patches_md
@@ -68,23 +66,6 @@ class CheckReport(BaseModel):
     @property
     def ok(self) -> bool:
         return not self.findings
-
-
-def tree_reader(root: Path) -> Reader:
-    """Read pristine files under `root`: a symlink reads as a `Link` (its target), a path that is not
-    a regular file inside the tree (or leads out of it) as absent."""
-    base = root.resolve()
-
-    def read(path: str) -> bytes | None:
-        place = base / path
-        if place.is_symlink():
-            return Link(os.readlink(place).encode("utf-8", "surrogateescape"))
-        target = place.resolve()
-        if base not in target.parents or not target.is_file():
-            return None
-        return target.read_bytes()
-
-    return read
 
 
 def _row(patch: Patch, result: PatchResult) -> PatchRow:

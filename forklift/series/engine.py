@@ -24,28 +24,24 @@ is warned. Tests hold verdicts, offsets and bytes to the real tools.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from forklift.fsio import Link, Reader
 from forklift.series.diff import FilePatch, Hunk, split_lines
 from forklift.series.model import Patch
 
 HunkStatus = Literal["exact", "offset", "fuzz", "already-applied", "fails"]
 PatchStatus = Literal["exact", "offset", "fuzz", "already-applied", "partly-applied", "file-missing", "fails"]
 Applier = Literal["gnu-patch", "git-apply"]
-Reader = Callable[[str], "bytes | None"]
 
 APPLIERS: tuple[Applier, ...] = ("gnu-patch", "git-apply")
 TOOL = {"gnu-patch": "GNU patch", "git-apply": "git apply"}
 MAX_FUZZ = 2
 APPLIED = ("exact", "offset")
 
-__all__ = ["Link", "split_lines"]
-
-
-class Link(bytes):
-    """A symbolic link in a tree or a result: its bytes are the link's target."""
+__all__ = ["Link", "Reader", "split_lines"]  # re-exported: the engine's callers use them with it
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,13 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import tomllib
 from filelock import FileLock
 
-from forklift.series.check import tree_reader
+from forklift.fsio import tree_reader
 from forklift.series.engine import Applier, Overlay, PatchResult, apply_patch
 from forklift.series.model import PatchError, parse_patch
 
@@ -131,6 +131,7 @@ def fetch(package: Package) -> Path:
         partial.mkdir(parents=True)
         proc = subprocess.run(
             ["apt-get", "source", "--download-only", "-qq", f"{package.name}={package.version}"],
+            check=False,
             cwd=partial,
             env=env,
             capture_output=True,
@@ -139,7 +140,7 @@ def fetch(package: Package) -> Path:
         if proc.returncode:
             raise RuntimeError(f"{package.label}: apt-get source failed: {proc.stderr.strip()[-500:]}")
         partial.rename(folder)
-        return sorted(folder.glob("*.dsc"))[0]
+        return min(folder.glob("*.dsc"))
 
 
 def pristine(package: Package) -> Path:
@@ -183,6 +184,7 @@ def run_quilt(tree: Path, work: Path) -> tuple[dict[str, PeerPatch], Path]:
     env = {**os.environ, "QUILT_PATCHES": "debian/patches", "QUILT_PC": ".pc", "LC_ALL": "C"}
     proc = subprocess.run(
         ["quilt", "--quiltrc", "/dev/null", "push", "-a", "--fuzz=0"],
+        check=False,
         cwd=copy,
         env=env,
         capture_output=True,
@@ -213,6 +215,7 @@ def run_git(tree: Path, work: Path, entries: list[tuple[str, int]]) -> tuple[dic
         patch = tree / "debian" / "patches" / name
         proc = subprocess.run(
             ["git", "apply", "-v", f"-p{strip}", str(patch)],
+            check=False,
             cwd=copy,
             env=env,
             capture_output=True,

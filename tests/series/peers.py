@@ -48,7 +48,7 @@ def read_tree(root: Path) -> dict[str, bytes]:
 
 def gnu_patch(root: Path, patch_text: str, fuzz: int = 0, reverse: bool = False) -> PeerResult:
     argv = ["patch", "-p1", "--dry-run", "--batch", f"--fuzz={fuzz}", "--forward" if not reverse else "--reverse"]
-    proc = subprocess.run(argv, cwd=root, input=patch_text, capture_output=True, text=True)
+    proc = subprocess.run(argv, check=False, cwd=root, input=patch_text, capture_output=True, text=True)
     out = proc.stdout + proc.stderr
     offsets = tuple(int(m.group(2)) for m in _OFFSET.finditer(out))
     return PeerResult(proc.returncode == 0, offsets, "with fuzz" in out, out)
@@ -57,7 +57,7 @@ def gnu_patch(root: Path, patch_text: str, fuzz: int = 0, reverse: bool = False)
 def git_apply(root: Path, patch_text: str, reverse: bool = False) -> PeerResult:
     """`git apply --check -v` with git's default options (no --unidiff-zero), as a distribution runs it."""
     argv = ["git", "apply", "--check", "-v"] + (["-R"] if reverse else [])
-    proc = subprocess.run(argv, cwd=root, input=patch_text, capture_output=True, text=True)
+    proc = subprocess.run(argv, check=False, cwd=root, input=patch_text, capture_output=True, text=True)
     out = proc.stdout + proc.stderr
     return PeerResult(proc.returncode == 0, tuple(int(m.group(2)) for m in _OFFSET.finditer(out)), output=out)
 
@@ -83,6 +83,6 @@ def really_apply(root: Path, applier: Applier, patch: bytes) -> tuple[bool, dict
     else:
         argv = ["git", "apply", "-v"]
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(root.parent), "LC_ALL": "C"}
-    proc = subprocess.run(argv, cwd=root, input=patch, capture_output=True, env=env)
+    proc = subprocess.run(argv, check=False, cwd=root, input=patch, capture_output=True, env=env)
     output = (proc.stdout + proc.stderr).decode("utf-8", "replace")
     return proc.returncode == 0, read_tree(root), output

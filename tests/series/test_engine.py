@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from forklift.series.check import tree_reader
+from forklift.fsio import tree_reader
 from forklift.series.engine import APPLIERS, Link, PatchResult, apply_patch, apply_series
 from forklift.series.model import PatchError, parse_patch
 from tests.series.peers import git_apply, gnu_patch, really_apply, write_tree
@@ -18,16 +18,6 @@ NUMBERS = b"".join(b"%d\n" % i for i in range(1, 61))
 
 def _reader(files: dict[str, bytes]):
     return lambda path: files.get(path)
-
-
-def _git_diff(tmp_path, before: dict[str, bytes], after: dict[str, bytes], *extra: str) -> str:
-    """A real diff made by git from two real trees, so these patches are what users will feed us."""
-    for side, files in (("a", before), ("b", after)):
-        write_tree(tmp_path / side, files)
-    proc = subprocess.run(
-        ["git", "diff", "--no-index", "--no-prefix", *extra, "a", "b"], cwd=tmp_path, capture_output=True, text=True
-    )
-    return proc.stdout.replace("--- a/", "--- a/").replace("diff --git a/a/", "diff --git a/")
 
 
 def test_create_delete_and_already_applied(tmp_path):
