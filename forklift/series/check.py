@@ -16,7 +16,7 @@ from forklift.errors import ConfigError
 from forklift.series.engine import Applier, Overlay, PatchResult, Reader, apply_patch, apply_series
 from forklift.series.manifest import check_manifest
 from forklift.series.model import Patch, Series
-from forklift.series.render import overlay_hash, patches_md
+from forklift.series.render import DiffMemo, overlay_hash, patches_md
 
 CheckName = Literal["pass1", "pass2", "whitespace", "compile", "patches-md", "nothing-changed", "manifest"]
 
@@ -169,6 +169,7 @@ def check_series(
     committed_patches_md: str | None = None,
     compiled: CompiledMemo | None = None,
     applier: Applier = "gnu-patch",
+    diffs: DiffMemo | None = None,
 ) -> CheckReport:
     """Run every check of the gate; the report's findings are empty only when all hold."""
     patches = list(series.patches)
@@ -218,7 +219,7 @@ def check_series(
         pass1=pass1,
         pass2=pass2,
         findings=findings,
-        overlay_hash=overlay_hash(changed) if changed else None,
+        overlay_hash=overlay_hash(changed, diffs) if changed else None,
         touched=touched_files(changed, patches),
     )
 

@@ -136,7 +136,9 @@ def _matches(lines: list[bytes], at: int, block: tuple[bytes, ...], skip_lead: i
     end = len(block) - skip_trail
     if at < 0 or at + end > len(lines):
         return False
-    return all(lines[at + i] == block[i] for i in range(skip_lead, end))
+    if skip_lead < end and lines[at + skip_lead] != block[skip_lead]:
+        return False  # the common case while searching: one comparison
+    return lines[at + skip_lead : at + end] == list(block[skip_lead:end])
 
 
 def _gnu_locate(
@@ -304,6 +306,7 @@ def _result(fp: FilePatch, content: bytes) -> bytes:
 def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
     """One file's part of a patch under `applier`: creation, deletion, copy, rename or change."""
     git = applier == "git-apply"
+    fp = fp if git else fp.as_gnu_reads_it()
     path = fp.path
     if fp.binary:
         return _binary(read, fp, git)

@@ -50,7 +50,11 @@ def test_no_newline_at_end_of_file_matches_git(tmp_path):
     after = {"f.txt": b"one\ntwo\nTHREE\n"}
     text = (
         subprocess.run(
-            ["git", "diff", "--no-index", "a/f.txt", "b/f.txt"], cwd=tmp_path, capture_output=True, text=True
+            ["git", "diff", "--no-index", "a/f.txt", "b/f.txt"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
         ).stdout
         if write_tree(tmp_path / "a", before) or write_tree(tmp_path / "b", after) is None
         else ""
@@ -279,3 +283,12 @@ def test_a_patch_that_does_not_land_says_what_did(tmp_path):
         assert result.status == "fails" and result.files == {}
         assert result.landed["f"].startswith(b"1\nTWO\n3\n")
         assert result.reasons() == ("f hunk #2 (line 20): does not apply",)
+
+
+def test_a_name_with_spaces_and_no_tab_is_cut_by_gnu_but_not_by_git(tmp_path):
+    """Debian's python3.11 frame_dealloc-crash.diff creates `Misc/NEWS.d/next/Core and Builtins/...`
+    in a plain diff: GNU patch ends an unquoted name at a space unless a tab follows; git does not."""
+    text = "--- /dev/null\n+++ b/Core and Builtins/news.rst\n@@ -0,0 +1 @@\n+fixed\n"
+    results = _held(tmp_path, {"f": NUMBERS}, text)
+    assert set(results["gnu-patch"].files) == {"Core"}
+    assert set(results["git-apply"].files) == {"Core and Builtins/news.rst"}
