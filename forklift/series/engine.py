@@ -66,7 +66,7 @@ class HunkResult:
         return f"{self.file} hunk #{self.index} (line {self.stated}): {verdict}"
 
 
-ProblemKind = Literal["missing", "exists", "differs", "symlink", "binary", "binary-data"]
+ProblemKind = Literal["missing", "exists", "differs", "symlink", "binary", "binary-data", "empty"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,7 @@ class FileProblem:
                 "symlink": "is a symbolic link in the tree (GNU patch and git apply refuse to patch through it)",
                 "binary": "binary diff without data (git apply refuses it)",
                 "binary-data": "git binary patch (forklift does not apply binary data; GNU patch refuses it too)",
+                "empty": "empty patch file (quilt skips it; git apply refuses it: no valid patches in input)",
             }[self.problem]
         )
 
@@ -416,6 +417,8 @@ def _run(read: Reader, patch: Patch, applier: Applier) -> PatchResult:
         changes.update(outcome.changes)
         hunks.extend(outcome.hunks)
         problems.extend(outcome.problems)
+    if not patch.files and applier == "git-apply":
+        problems.append(FileProblem(patch.name, "empty"))
     status = _patch_status(hunks, problems)
     files = changes if status in APPLIED else {}
     return PatchResult(patch.name, status, tuple(hunks), tuple(problems), files, changes, applier)

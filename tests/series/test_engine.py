@@ -292,3 +292,12 @@ def test_a_name_with_spaces_and_no_tab_is_cut_by_gnu_but_not_by_git(tmp_path):
     results = _held(tmp_path, {"f": NUMBERS}, text)
     assert set(results["gnu-patch"].files) == {"Core"}
     assert set(results["git-apply"].files) == {"Core and Builtins/news.rst"}
+
+
+def test_an_empty_patch_file_applies_under_quilt_and_not_under_git(tmp_path):
+    """Debian's procps lists an empty `ps_checks`: quilt skips a 0-byte patch, git apply refuses it."""
+    results = _held(tmp_path, {"f": NUMBERS}, "")
+    assert results["gnu-patch"].status == "exact" and results["gnu-patch"].files == {}
+    assert results["git-apply"].reasons() == (
+        "case.patch: empty patch file (quilt skips it; git apply refuses it: no valid patches in input)",
+    )
