@@ -66,6 +66,8 @@ class Outcome:
     agree: int = 0
     offsets: int = 0  # hunks landed off their stated line, compared
     files: int = 0  # touched files whose final bytes were compared
+    refused: int = 0  # patches the real tool refuses (forklift must refuse them too)
+    split: int = 0  # patches where forklift says the other applier's verdict differs
     disagreements: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -301,6 +303,8 @@ def compare(package: Package, applier: Applier, work: Path) -> Outcome:
         else:
             outcome.agree += 1
             outcome.offsets += len(theirs.offsets)
+        outcome.refused += not theirs.applies
+        outcome.split += bool(mine.disagreements)
     gnu_stopped = applier == "gnu-patch" and not all(p.applies for p in peer.values())
     if not gnu_stopped:  # quilt stops at a failing patch where forklift goes on: bytes compare only without one
         for path in sorted(_touched(copy, tree, set(overlay.files))):
@@ -322,7 +326,8 @@ def run(selection: list[Package], work: Path, appliers: tuple[Applier, ...]) -> 
             outcomes.append(outcome)
             print(
                 f"{package.label:<42} {applier:<9} {outcome.patches:>4} patches {outcome.agree:>4} agree "
-                f"{outcome.offsets:>4} offsets {outcome.files:>5} files  peer {outcome.seconds['peer']:.2f}s "
+                f"{outcome.offsets:>4} offsets {outcome.files:>5} files {outcome.refused:>2} refused "
+                f"{outcome.split:>2} split  peer {outcome.seconds['peer']:.2f}s "
                 f"forklift {outcome.seconds['forklift']:.2f}s",
                 flush=True,
             )
