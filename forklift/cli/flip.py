@@ -72,7 +72,7 @@ def flip(
     from forklift.flip.report import render_markdown
     from forklift.flip.run import run_flip
     from forklift.fork.git import Git
-    from forklift.receipts.store import write_atomic
+    from forklift.fsio import write_atomic
 
     fork = Git(repo) if repo is not None else None
     result = run_flip(load(), version, receipts, progress=None if as_json else console, write=write, fork=fork)

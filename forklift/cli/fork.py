@@ -56,9 +56,8 @@ def export_command(
     from forklift.fork.base import find_base
     from forklift.fork.export import export_drift, export_fork, write_export
     from forklift.fork.git import Git
-    from forklift.fork.upstream import UpstreamPaths
-
     from forklift.fork.rebase import pending_move, rebase_in_progress
+    from forklift.fork.upstream import UpstreamPaths
 
     config = load()
     fork = Git(repo)
@@ -224,7 +223,7 @@ def source_bind(
     from forklift.fork.base import binding_base
     from forklift.fork.binding import SOURCE_FILE, SourceBinding, load_binding, verify_binding
     from forklift.fork.git import Git
-    from forklift.receipts.store import write_atomic
+    from forklift.fsio import write_atomic
 
     config = load()
     fork = Git(repo)
@@ -261,7 +260,7 @@ def manifest(
     write: bool = typer.Option(False, "--write", help="(re)write patches/MANIFEST.toml from today's series"),
 ) -> None:
     """Check the lost-work manifest against the series, or write one requiring every file it changes today."""
-    from forklift.series.check import tree_reader
+    from forklift.fsio import tree_reader
     from forklift.series.manifest import changed_paths, check_manifest, write_manifest
     from forklift.series.model import load_series
 

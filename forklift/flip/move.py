@@ -15,7 +15,7 @@ from forklift.config import Config
 from forklift.config.load import parse_config
 from forklift.config.schema import GitPin, PypiPin
 from forklift.errors import ForkliftError
-from forklift.receipts.store import write_atomic
+from forklift.fsio import write_atomic
 from forklift.series.manifest import MANIFEST_FILE, load_manifest, render_manifest
 from forklift.series.model import Series
 

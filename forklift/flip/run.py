@@ -12,15 +12,14 @@ from forklift.engines import adapter
 from forklift.errors import ForkliftError, UsageError
 from forklift.flip.knobs import knob_deltas
 from forklift.flip.move import follow_manifest, moved_toml, new_pin, pin_version
-from forklift.flip.report import FlipReport, PatchRow
+from forklift.flip.report import FlipReport, FlipRow
 from forklift.flip.triage import PatchTriage, triage
 from forklift.fork.base import base_tag
 from forklift.fork.create import release_commit
 from forklift.fork.export import BASE_COMMENT, recorded_base
 from forklift.fork.git import Git
-from forklift.receipts import new_receipt, write_receipt
-from forklift.receipts.store import write_atomic
-from forklift.series.check import tree_reader
+from forklift.fsio import tree_reader, write_atomic
+from forklift.receipts import new_receipt, receipts_folder, write_receipt
 from forklift.series.engine import apply_series
 from forklift.series.model import SERIES_FILE, Series, load_series
 from forklift.series.render import patches_md
@@ -70,7 +69,7 @@ def run_flip(
         old=old_tree.label,
         new=new_tree.label,
         new_pin=target.model_dump(exclude_none=True),
-        patches=[PatchRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)],
+        patches=[FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)],
         knobs=knobs,
         knobs_skipped=skipped,
     )
@@ -83,7 +82,7 @@ def run_flip(
         pin=target.model_dump(),
         body={**report.model_dump(), "written": [str(p) for p in written]},
     )
-    path = write_receipt(receipt, receipts_dir or config.root / "receipts")
+    path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
     return FlipResult(report=report, receipt=path, written=written)
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from forklift.errors import ForkliftError
 from forklift.fork.git import Git
 from forklift.fork.upstream import UpstreamPaths
-from forklift.receipts.store import write_atomic
+from forklift.fsio import write_atomic
 from forklift.series.engine import apply_patch
-from forklift.series.headers import _split_trailers, parse_header
+from forklift.series.headers import parse_header, split_trailers
 from forklift.series.model import (
     PATCH_SUFFIXES,
     SERIES_FILE,
@@ -284,7 +284,7 @@ def export_fork(
         author, message = meta.split("\0", 1)
         first, _, rest = message.partition("\n")
         subject = first.strip()
-        body, trailers = _split_trailers(rest.split("\n"))
+        body, trailers = split_trailers(rest.split("\n"))
         diff, paths, outside, pairs = commit_diff(git, commit, upstream)
         if not diff and not outside:
             raise ForkliftError(

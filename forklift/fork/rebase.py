@@ -134,7 +134,7 @@ def finish_rebase(config: Config, fork: Git, move: PendingMove) -> list[Path]:
     """After the export of the rebased branch: forklift.toml's pin (and contract) and the manifest follow the
     series onto the new release, and the pending move is forgotten. Returns the files written."""
     from forklift.flip.move import follow_manifest, moved_toml
-    from forklift.receipts.store import write_atomic
+    from forklift.fsio import write_atomic
     from forklift.series.model import load_series
 
     pin = move.target()

@@ -7,18 +7,16 @@ pristine file contents; series/gate.py materializes the tree and writes the rece
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
-from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from forklift.errors import ConfigError
-from forklift.series.engine import Applier, Link, Overlay, PatchResult, Reader, apply_patch, apply_series
+from forklift.series.engine import Applier, Overlay, PatchResult, Reader, apply_patch, apply_series
 from forklift.series.manifest import check_manifest
 from forklift.series.model import Patch, Series
-from forklift.series.render import overlay_hash, patches_md
+from forklift.series.render import DiffMemo, overlay_hash, patches_md
 
 CheckName = Literal["pass1", "pass2", "whitespace", "compile", "patches-md", "nothing-changed", "manifest"]
 
@@ -68,23 +66,6 @@ class CheckReport(BaseModel):
     @property
     def ok(self) -> bool:
         return not self.findings
-
-
-def tree_reader(root: Path) -> Reader:
-    """Read pristine files under `root`: a symlink reads as a `Link` (its target), a path that is not
-    a regular file inside the tree (or leads out of it) as absent."""
-    base = root.resolve()
-
-    def read(path: str) -> bytes | None:
-        place = base / path
-        if place.is_symlink():
-            return Link(os.readlink(place).encode("utf-8", "surrogateescape"))
-        target = place.resolve()
-        if base not in target.parents or not target.is_file():
-            return None
-        return target.read_bytes()
-
-    return read
 
 
 def _row(patch: Patch, result: PatchResult) -> PatchRow:
@@ -188,6 +169,7 @@ def check_series(
     committed_patches_md: str | None = None,
     compiled: CompiledMemo | None = None,
     applier: Applier = "gnu-patch",
+    diffs: DiffMemo | None = None,
 ) -> CheckReport:
     """Run every check of the gate; the report's findings are empty only when all hold."""
     patches = list(series.patches)
@@ -237,7 +219,7 @@ def check_series(
         pass1=pass1,
         pass2=pass2,
         findings=findings,
-        overlay_hash=overlay_hash(changed) if changed else None,
+        overlay_hash=overlay_hash(changed, diffs) if changed else None,
         touched=touched_files(changed, patches),
     )
 

@@ -12,7 +12,7 @@ short) is one line naming the patch, the line and what is wrong.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -71,6 +71,18 @@ class FilePatch:
     binary: Literal["", "data-less", "data"] = ""  # 'Binary files ... differ' / 'GIT binary patch'
     mode: int | None = None  # the file mode git states for it (120000: a symlink)
     git: bool = False  # a `diff --git` stanza (git's rules for names and creation)
+    gnu_path: str | None = None  # the path GNU patch reads when it cuts an unquoted name at a space
+
+    def as_gnu_reads_it(self) -> FilePatch:
+        """This stanza with the path GNU patch would patch (it differs only for names with spaces)."""
+        if self.gnu_path is None:
+            return self
+        return replace(
+            self,
+            old_path=self.gnu_path if self.old_path is not None else None,
+            new_path=self.gnu_path if self.new_path is not None else None,
+            gnu_path=None,
+        )
 
     @property
     def path(self) -> str:
@@ -107,8 +119,16 @@ def unquote(raw: bytes) -> bytes:
     return bytes(out)
 
 
+def _gnu_header_name(raw: bytes) -> bytes:
+    """GNU patch's reading of an unquoted ---/+++ name: internal spaces only when a tab follows."""
+    raw = raw.rstrip(b"\r\n")
+    if raw.startswith(b'"') or b"\t" in raw:
+        return _header_name(raw)
+    return raw.split(None, 1)[0] if raw.strip() else raw
+
+
 def _header_name(raw: bytes) -> bytes:
-    """The name on a ---/+++ line: quoted, or up to the tab before a timestamp."""
+    """The name on a ---/+++ line as git reads it: quoted, or up to the tab before a timestamp."""
     raw = raw.rstrip(b"\r\n")
     if raw.startswith(b'"'):
         end = re.match(rb'"(?:[^"\\]|\\.)*"', raw)
@@ -185,6 +205,9 @@ def _number(reader: _Reader, digits: bytes | None, default: int = 1) -> int:
     return int(digits)
 
 
+SPACE, MINUS, PLUS, BACKSLASH = b" -+\\"
+
+
 def _hunk(reader: _Reader, path: str) -> Hunk:
     """One hunk at the cursor: read until its stated counts are met (GNU patch's rules)."""
     header_at = reader.i
@@ -195,60 +218,63 @@ def _hunk(reader: _Reader, path: str) -> Hunk:
     new_start, new_count = _number(reader, m.group(3)), _number(reader, m.group(4))
     if old_start + old_count >= LINE_MAX or new_start + new_count >= LINE_MAX:
         raise reader.fail("line number is too large")
-    reader.i += 1
+    lines, i, end = reader.lines, reader.i + 1, len(reader.lines)
     old: list[bytes] = []
     new: list[bytes] = []
     added: list[bytes] = []
     removed: list[bytes] = []
-    kinds: list[bytes] = []
+    kinds: list[int] = []
     while len(old) < old_count or len(new) < new_count:
-        line = reader.peek()
-        if line is None:
-            if new_count - len(new) <= 3 and new_count - len(new) == old_count - len(old):
-                line = b" \n"  # GNU patch: trailing blank context lines were chopped by a mailer
-            else:
-                raise reader.fail(f"{path}: hunk at line {old_start} ends early", header_at)
+        if i < end:
+            line = lines[i]
+            i += 1
+        elif new_count - len(new) <= 3 and new_count - len(new) == old_count - len(old):
+            line = b" \n"  # GNU patch: trailing blank context lines were chopped by a mailer
         else:
-            reader.i += 1
-        kind, value = line[:1], line[1:]
-        if kind in (b"\n", b"\t") or line == b"\r\n":
-            kind, value = b" ", line  # an empty context line whose space was eaten
-        if kind == b"\\":
+            raise reader.fail(f"{path}: hunk at line {old_start} ends early", header_at)
+        kind, value = line[0], line[1:]
+        if kind in (10, 9):  # an empty context line whose space was eaten (GNU and git read it so)
+            kind, value = SPACE, line
+        if kind == SPACE:
+            old.append(value)
+            new.append(value)
+        elif kind == MINUS:
+            old.append(value)
+            removed.append(value)
+        elif kind == PLUS:
+            new.append(value)
+            added.append(value)
+        elif kind == BACKSLASH:
             _no_newline(kinds, old, new, added, removed)
             continue
-        if kind not in (b" ", b"-", b"+"):
+        else:
+            reader.i = i - 1
             raise reader.fail(f"{path}: hunk at line {old_start}: unexpected line {line[:40]!r}")
-        if kind in (b" ", b"-"):
-            old.append(value)
-        if kind in (b" ", b"+"):
-            new.append(value)
         if len(old) > old_count or len(new) > new_count:
+            reader.i = i - 1
             raise reader.fail(f"{path}: hunk at line {old_start} has more lines than its header states")
-        if kind == b"+":
-            added.append(value)
-        elif kind == b"-":
-            removed.append(value)
         kinds.append(kind)
-    if reader.peek() is not None and reader.peek().startswith(b"\\"):  # type: ignore[union-attr]
-        reader.i += 1
+    if i < end and lines[i][:1] == b"\\":
+        i += 1
         _no_newline(kinds, old, new, added, removed)
-    lead = next((i for i, k in enumerate(kinds) if k != b" "), len(kinds))
-    trail = next((i for i, k in enumerate(reversed(kinds)) if k != b" "), len(kinds))
+    reader.i = i
+    lead = next((n for n, k in enumerate(kinds) if k != SPACE), len(kinds))
+    trail = next((n for n, k in enumerate(reversed(kinds)) if k != SPACE), len(kinds))
     if lead == len(kinds):
         raise reader.fail(f"{path}: hunk at line {old_start} changes nothing", header_at)
     return Hunk(old_start, new_start, tuple(old), tuple(new), tuple(added), tuple(removed), lead, trail)
 
 
-def _no_newline(kinds: list[bytes], old: list[bytes], new: list[bytes], added: list[bytes], removed: list[bytes]):
+def _no_newline(kinds: list[int], old: list[bytes], new: list[bytes], added: list[bytes], removed: list[bytes]):
     """'\\ No newline at end of file' applies to the line before it, on the side(s) it was on."""
     previous = kinds[-1] if kinds else None
-    if previous in (b" ", b"-") and old:
+    if previous in (SPACE, MINUS) and old:
         old[-1] = old[-1].rstrip(b"\n")
-        if previous == b"-":
+        if previous == MINUS:
             removed[-1] = removed[-1].rstrip(b"\n")
-    if previous in (b" ", b"+") and new:
+    if previous in (SPACE, PLUS) and new:
         new[-1] = new[-1].rstrip(b"\n")
-        if previous == b"+":
+        if previous == PLUS:
             added[-1] = added[-1].rstrip(b"\n")
 
 
@@ -268,18 +294,21 @@ def _best_name(names: list[str]) -> str:
 def _plain_stanza(reader: _Reader, strip: int) -> FilePatch:
     """--- / +++ / hunks, without a git header."""
     name = reader.name
-    old = tree_path(name, _header_name(reader.lines[reader.i][4:]), strip)
-    new = tree_path(name, _header_name(reader.lines[reader.i + 1][4:]), strip)
+    old_raw, new_raw = reader.lines[reader.i][4:], reader.lines[reader.i + 1][4:]
+    old = tree_path(name, _header_name(old_raw), strip)
+    new = tree_path(name, _header_name(new_raw), strip)
     reader.i += 2
     if old is None and new is None:
         raise reader.fail("both sides of the diff are /dev/null: no file to patch", reader.i - 2)
+    gnu = [tree_path(name, _gnu_header_name(raw), strip) for raw in (old_raw, new_raw)]
+    gnu_path = _best_name([n for n in gnu if n is not None])
     path = new or old or ""
     hunks = _hunks(reader, path)
     if not hunks:
         raise reader.fail(f"{path}: no hunks after the ---/+++ lines")
     if old is not None and new is not None and old != new:
         old = new = _best_name([old, new])
-    return FilePatch(old_path=old, new_path=new, hunks=hunks)
+    return FilePatch(old_path=old, new_path=new, hunks=hunks, gnu_path=gnu_path if gnu_path != (new or old) else None)
 
 
 def _git_stanza(reader: _Reader, strip: int) -> FilePatch:

@@ -24,28 +24,24 @@ is warned. Tests hold verdicts, offsets and bytes to the real tools.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from forklift.fsio import Link, Reader
 from forklift.series.diff import FilePatch, Hunk, split_lines
 from forklift.series.model import Patch
 
 HunkStatus = Literal["exact", "offset", "fuzz", "already-applied", "fails"]
 PatchStatus = Literal["exact", "offset", "fuzz", "already-applied", "partly-applied", "file-missing", "fails"]
 Applier = Literal["gnu-patch", "git-apply"]
-Reader = Callable[[str], "bytes | None"]
 
 APPLIERS: tuple[Applier, ...] = ("gnu-patch", "git-apply")
 TOOL = {"gnu-patch": "GNU patch", "git-apply": "git apply"}
 MAX_FUZZ = 2
 APPLIED = ("exact", "offset")
 
-__all__ = ["Link", "split_lines"]
-
-
-class Link(bytes):
-    """A symbolic link in a tree or a result: its bytes are the link's target."""
+__all__ = ["Link", "Reader", "split_lines"]  # re-exported: the engine's callers use them with it
 
 
 @dataclass(frozen=True)
@@ -70,7 +66,7 @@ class HunkResult:
         return f"{self.file} hunk #{self.index} (line {self.stated}): {verdict}"
 
 
-ProblemKind = Literal["missing", "exists", "differs", "symlink", "binary", "binary-data"]
+ProblemKind = Literal["missing", "exists", "differs", "symlink", "binary", "binary-data", "empty"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +84,7 @@ class FileProblem:
                 "symlink": "is a symbolic link in the tree (GNU patch and git apply refuse to patch through it)",
                 "binary": "binary diff without data (git apply refuses it)",
                 "binary-data": "git binary patch (forklift does not apply binary data; GNU patch refuses it too)",
+                "empty": "empty patch file (quilt skips it; git apply refuses it: no valid patches in input)",
             }[self.problem]
         )
 
@@ -118,10 +115,10 @@ class PatchResult:
 
     def reasons(self) -> tuple[str, ...]:
         """Why it does not apply exactly: its file problems, then each hunk that did not land
-        (not the hunks of a file that is missing)."""
+        (not the hunks of a file that already has a problem)."""
         out = [str(p) for p in self.problems]
-        gone = {p.file for p in self.problems if p.problem == "missing"}
-        out += [h.describe() for h in self.hunks if h.status not in APPLIED and h.file not in gone]
+        refused = {p.file for p in self.problems}
+        out += [h.describe() for h in self.hunks if h.status not in APPLIED and h.file not in refused]
         return tuple(dict.fromkeys(out))
 
 
@@ -140,7 +137,9 @@ def _matches(lines: list[bytes], at: int, block: tuple[bytes, ...], skip_lead: i
     end = len(block) - skip_trail
     if at < 0 or at + end > len(lines):
         return False
-    return all(lines[at + i] == block[i] for i in range(skip_lead, end))
+    if skip_lead < end and lines[at + skip_lead] != block[skip_lead]:
+        return False  # the common case while searching: one comparison
+    return lines[at + skip_lead : at + end] == list(block[skip_lead:end])
 
 
 def _gnu_locate(
@@ -308,6 +307,7 @@ def _result(fp: FilePatch, content: bytes) -> bytes:
 def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
     """One file's part of a patch under `applier`: creation, deletion, copy, rename or change."""
     git = applier == "git-apply"
+    fp = fp if git else fp.as_gnu_reads_it()
     path = fp.path
     if fp.binary:
         return _binary(read, fp, git)
@@ -417,6 +417,8 @@ def _run(read: Reader, patch: Patch, applier: Applier) -> PatchResult:
         changes.update(outcome.changes)
         hunks.extend(outcome.hunks)
         problems.extend(outcome.problems)
+    if not patch.files and applier == "git-apply":
+        problems.append(FileProblem(patch.name, "empty"))
     status = _patch_status(hunks, problems)
     files = changes if status in APPLIED else {}
     return PatchResult(patch.name, status, tuple(hunks), tuple(problems), files, changes, applier)

@@ -71,7 +71,10 @@ def split_header(text: str) -> tuple[str, str]:
 
 
 def parse_patch(name: str, text: str, strip: int = 1) -> Patch:
-    """Parse one patch file's text; every problem is one line naming the patch."""
+    """Parse one patch file's text; every problem is one line naming the patch. An empty file is a
+    patch with no files (quilt skips it; git apply refuses it: the engine says which)."""
+    if text == "":
+        return Patch(name=name, text=text, header=parse_header(""), files=(), strip=strip)
     header_text, diff_text = split_header(text)
     if not diff_text.strip():
         raise PatchError(f"{name}: contains no diff")

@@ -6,15 +6,7 @@ import json
 
 import pytest
 
-from tests.flip.realseries import (  # noqa: F401  (fixtures)
-    EC_COMMON,
-    MEDUSA,
-    MIMO,
-    POOLER,
-    PROTOCOL,
-    real_series,
-    trees,
-)
+from tests.flip.realseries import EC_COMMON, MEDUSA, MIMO, POOLER, PROTOCOL
 from tests.fork.gitfork import forklift
 
 pytestmark = pytest.mark.network
