@@ -62,6 +62,10 @@ class SeriesConfig(Strict):
     patches_md: str | None = Field(
         default="PATCHES.md", description="generated patch table that check keeps in sync; '' for none"
     )
+    applier: Literal["gnu-patch", "git-apply"] = Field(
+        default="gnu-patch",
+        description="whose rules the gate holds patches to at fuzz 0: GNU patch (quilt, dpkg-source) or git apply",
+    )
 
     @field_validator("contract")
     @classmethod
