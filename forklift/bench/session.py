@@ -60,7 +60,7 @@ def client_facts(plan: BenchPlan) -> dict[str, Any]:
         "library": f"aiohttp {version('aiohttp')}",
         "timeout_s": plan.timeout,
         "runs": plan.runs,
-        "keep": plan.keep,
+        "warmup": plan.warmup,
         **({"pacing": "gamma", "burstiness": plan.cells[0].burstiness} if plan.cells[0].rate else {}),
     }
 
@@ -72,6 +72,7 @@ def bench(
     folder: Path,
     progress: Progress | None = None,
     setting: str | None = None,
+    label: str | None = None,
     boot: dict[str, Any] | None = None,
     receipt_fields: dict[str, Any] | None = None,
 ) -> BenchOutcome:
@@ -82,6 +83,7 @@ def bench(
         mode=mode,
         workload=plan.workload.identity(),
         setting=setting,
+        label=label,
         boot=boot,
         client=client_facts(plan),
     )
@@ -110,6 +112,7 @@ def bench_launched(
     folder: Path,
     logs: Path,
     progress: Progress | None = None,
+    label: str | None = None,
 ) -> BenchOutcome:
     """Launch the profile (forklift.launch), bench it once healthy, stop it: nothing left running.
 
@@ -132,6 +135,7 @@ def bench_launched(
                 folder=folder,
                 progress=progress,
                 setting=setting_name(resolved),
+                label=label,
                 boot=booted.body.model_dump(mode="json"),
                 receipt_fields={
                     "profile": profile_record(resolved),

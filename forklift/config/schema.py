@@ -70,6 +70,10 @@ class SeriesConfig(Strict):
     digests: str | None = Field(
         default=None, description="sha256sum file the patch files are held to (default: SHA256SUMS beside series)"
     )
+    applier: Literal["gnu-patch", "git-apply"] = Field(
+        default="gnu-patch",
+        description="whose rules the gate holds patches to at fuzz 0: GNU patch (quilt, dpkg-source) or git apply",
+    )
 
     @field_validator("root")
     @classmethod
@@ -80,8 +84,8 @@ class SeriesConfig(Strict):
     @classmethod
     def _no_paths(cls, names: list[str]) -> list[str]:
         for name in names:
-            if "/" in name or not re.fullmatch(r"[^\s]+", name):
-                raise ValueError(f"{name!r} must be a patch file name from the series, not a path")
+            if name.startswith("/") or ".." in name.split("/") or not re.fullmatch(r"[^\s]+", name):
+                raise ValueError(f"{name!r} must be a series entry (a path inside the series folder)")
         return names
 
 
@@ -99,9 +103,23 @@ class OverlayConfig(Strict):
     dir: str = Field(description="folder of files mirroring the tree, relative to forklift.toml")
 
 
+class CorpusConfig(Strict):
+    """A perplexity corpus: a user file pinned by sha256, so a corpus edited by one byte is refused by name."""
+
+    path: str = Field(description="text or JSONL file, relative to forklift.toml")
+    sha256: Sha256
+    format: Literal["text", "jsonl"] | None = Field(default=None, description="default: jsonl for *.jsonl, else text")
+    field: str = Field(default="text", description="JSONL: the key that holds each document's text")
+
+
+class QualityConfig(Strict):
+    corpora: dict[str, CorpusConfig] = Field(default_factory=dict, description="`forklift quality --corpus NAME`")
+
+
 class ForkliftToml(Strict):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     upstream: Pin
     series: SeriesConfig = Field(default_factory=SeriesConfig)
     overlay: OverlayConfig | None = None
     profiles: dict[str, Profile] = Field(default_factory=dict, description="launch profiles (forklift launch NAME)")
+    quality: QualityConfig = Field(default_factory=QualityConfig)

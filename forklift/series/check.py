@@ -16,11 +16,11 @@ from pydantic import BaseModel, Field
 
 from forklift.errors import ConfigError
 from forklift.series.digests import digest_problems
-from forklift.series.engine import APPLIED, Overlay, PatchResult, Reader, apply_patch, apply_series
+from forklift.series.engine import Applier, Overlay, PatchResult, Reader, apply_patch, apply_series
 from forklift.series.files import OverlayRow, apply_overlay
 from forklift.series.manifest import check_manifest
 from forklift.series.model import Patch, Series
-from forklift.series.render import diff_stat, is_generated, overlay_hash, series_patches_md
+from forklift.series.render import DiffMemo, diff_stat, is_generated, overlay_hash, series_patches_md
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class PatchRow(BaseModel):
     hunks: list[HunkRow] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
     files: list[FileStat] = Field(default_factory=list)
+    disagreements: list[str] = Field(default_factory=list)  # where the other applier's verdict differs
 
 
 class SkippedRow(BaseModel):
@@ -107,17 +108,13 @@ def _row(patch: Patch, result: PatchResult, digests: dict[str, str]) -> PatchRow
         hunks=[HunkRow(**vars(h)) for h in result.hunks],
         problems=[str(p) for p in result.problems],
         files=[FileStat(path=f.path, added=f.added, removed=f.removed) for f in patch.files],
+        disagreements=list(result.disagreements),
     )
 
 
 def _explain(result: PatchResult) -> str:
-    """Why a patch did not land exactly: the hunks that did not, with their verdict."""
-    parts = [str(p) for p in result.problems]
-    for h in result.hunks:
-        if h.status not in APPLIED:
-            verdict = f"needs fuzz {h.fuzz}" if h.status == "fuzz" else h.status
-            parts.append(f"{h.file} hunk #{h.index} (line {h.stated}): {verdict}")
-    return f"{result.status}: " + "; ".join(dict.fromkeys(parts))
+    """Why a patch did not land exactly: the files and hunks that did not, with their verdict."""
+    return f"{result.status}: " + "; ".join(result.reasons())
 
 
 def whitespace_findings(patches: list[Patch]) -> list[Finding]:
@@ -210,13 +207,15 @@ def check_series(
     compiled: CompiledMemo | None = None,
     overlay_files: dict[str, bytes] | None = None,
     published: Published | None = None,
+    applier: Applier = "gnu-patch",
+    diffs: DiffMemo | None = None,
 ) -> CheckReport:
     """Run every check of the gate; the report's findings are empty only when all hold."""
     patches = list(series.patches)
     findings: list[Finding] = []
     require_contract(series, contract)
 
-    results, overlay = apply_series(read, patches)
+    results, overlay = apply_series(read, patches, applier)
     pass1 = [_row(p, r, series.digests) for p, r in zip(patches, results)]
     overlay_rows = apply_overlay(overlay, overlay_files or {})
     findings += [Finding(check="pass1", subject=r.name, message=_explain(r)) for r in results if not r.applies]
@@ -224,7 +223,7 @@ def check_series(
     pass2 = []
     for name in contract:
         patch = series.by_name(name)
-        result = apply_patch(read, patch)
+        result = apply_patch(read, patch, applier)
         pass2.append(_row(patch, result, series.digests))
         if not result.applies:
             findings.append(
@@ -274,7 +273,7 @@ def check_series(
         pass1=pass1,
         pass2=pass2,
         findings=findings,
-        overlay_hash=overlay_hash(changed) if changed else None,
+        overlay_hash=overlay_hash(changed, diffs) if changed else None,
         touched=touched_files(changed, patches, [row.path for row in overlay_rows]),
         skipped=[
             SkippedRow(name=s.name, reason=s.reason, after=s.after, sha256=series.digests.get(s.name, ""))

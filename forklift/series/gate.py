@@ -32,6 +32,22 @@ class CompiledMarkers:
         (self.folder / key).touch()
 
 
+class CachedDiffs:
+    """Rendered file diffs in the cache, one file each, keyed by what they depend on."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def get(self, key: str) -> str | None:
+        try:
+            return (self.folder / key[:2] / key).read_bytes().decode("utf-8", "surrogateescape")
+        except FileNotFoundError:
+            return None
+
+    def __setitem__(self, key: str, text: str) -> None:
+        write_atomic(self.folder / key[:2] / key, text)
+
+
 @dataclass(frozen=True)
 class GateResult:
     report: CheckReport
@@ -82,6 +98,8 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         compiled=CompiledMarkers(default_cache().root / "compiled"),
         overlay_files=overlay_files,
         published=published,
+        applier=config.data.series.applier,
+        diffs=CachedDiffs(default_cache().root / "diffs"),
     )
     receipt = new_receipt(
         "check",

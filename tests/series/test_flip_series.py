@@ -34,7 +34,7 @@ def test_flip_shows_skipped_rows_and_overlay_files_upstream_changed(tmp_path):
     proc = forklift("-c", str(dist), "flip", "v2", "--json", "--receipts", str(tmp_path / "r"))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert [(p["name"], p["verdict"]) for p in report["patches"]] == [("a.patch", "applies"), ("old.patch", "skipped")]
+    assert [(p["name"], p["verdict"]) for p in report["patches"]] == [("a.patch", "exact"), ("old.patch", "skipped")]
     assert report["overlay_changed"] == ["pkg/conf.py: upstream changed it (+2 -0) and the overlay replaces it whole"]
     table = forklift("-c", str(dist), "flip", "v2", "--receipts", str(tmp_path / "r")).stdout
     assert "skipped: went native in v1" in table and "overlay pkg/conf.py: upstream changed it (+2 -0)" in table

@@ -78,7 +78,7 @@ def test_flip_recuts_a_rooted_patch_against_the_root(tmp_path):
     moved = "v0 = 0\n" + MOD
     new = {**old, "vllm/v1/core/sched.py": moved.encode()}
     [sched, created] = triage(old.get, new.get, series.patches)[0]
-    assert sched.verdict == "offset" and created.verdict == "applies"
+    assert sched.verdict == "offset" and created.verdict == "exact"
     assert "--- a/v1/core/sched.py\n+++ b/v1/core/sched.py\n" in sched.refreshed
     tree = tmp_path / "new"
     write_files(tree, {"vllm/v1/core/sched.py": moved})
