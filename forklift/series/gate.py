@@ -74,7 +74,8 @@ def published_digests(config: Config, series: Series) -> Published | None:
         return None
     sums = parse_sums(path.read_text(encoding="utf-8"), path)
     actual = {name: file_sha256(path.parent / name) if (path.parent / name).is_file() else None for name in sums}
-    required = [os.path.relpath(series.folder / name, path.parent).replace(os.sep, "/") for name in series.digests]
+    # every applied patch must be published; a skipped one is held to its line only when listed
+    required = [os.path.relpath(series.folder / p.name, path.parent).replace(os.sep, "/") for p in series.patches]
     return Published(where=path, sums=sums, actual=actual, required=required)
 
 
