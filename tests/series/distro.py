@@ -70,3 +70,16 @@ def tree_bytes(root: Path, ignore: tuple[str, ...] = ()) -> dict[str, bytes]:
             continue
         out[rel.as_posix()] = path.read_bytes()
     return out
+
+
+def commit_all(repo: Path, files: dict[str, str | bytes], message: str, tag: str | None = None) -> str:
+    """Write `files` into the git repository at `repo` (made on first use), commit everything, tag; the commit."""
+    if not (repo / ".git").exists():
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    write_files(repo, files)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", message], check=True)
+    if tag:
+        subprocess.run(git + ["tag", tag], check=True)
+    return subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()

@@ -3,14 +3,12 @@ and `forklift import` (the series as fork commits), on a real git repository."""
 
 from __future__ import annotations
 
-import subprocess
-
 from forklift.fork.export import export_drift, export_fork, write_export
 from forklift.fork.git import Git
 from forklift.fork.importer import import_series
 from forklift.fork.upstream import UpstreamPaths
 from forklift.series.model import load_series
-from tests.series.distro import MOD, write_files
+from tests.series.distro import MOD, commit_all, write_files
 
 TREE = {"vllm/v1/core/sched.py": MOD, "setup.py": "x = 1\n"}
 SKIPPED = "--- a/v1/core/sched.py\n+++ b/v1/core/sched.py\n@@ -1 +1 @@\n-nothing\n+here\n"
@@ -18,14 +16,10 @@ SKIPPED = "--- a/v1/core/sched.py\n+++ b/v1/core/sched.py\n@@ -1 +1 @@\n-nothing
 
 def _repo(tmp_path):
     repo = tmp_path / "fork"
-    write_files(repo, TREE)
-    run = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(run + ["add", "-A"], check=True)
-    subprocess.run(run + ["commit", "-qm", "base"], check=True)
-    base = subprocess.run(run + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    (repo / "vllm/v1/core/sched.py").write_text(MOD.replace("v10 = 10\n", "v10 = 100\n"))
-    subprocess.run(run + ["commit", "-qam", "Scheduler: v10 is 100\n\nKind: fix"], check=True)
+    base = commit_all(repo, TREE, "base")
+    commit_all(
+        repo, {"vllm/v1/core/sched.py": MOD.replace("v10 = 10\n", "v10 = 100\n")}, "Scheduler: v10 is 100\n\nKind: fix"
+    )
     return Git(repo), base
 
 

@@ -4,25 +4,14 @@ and an overlay file whose upstream counterpart changed between the pins is flagg
 from __future__ import annotations
 
 import json
-import subprocess
 
-from tests.series.distro import MOD, edit, forklift, write_files
-
-
-def _tag(repo, files, tag):
-    write_files(repo, files)
-    run = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(run + ["add", "-A"], check=True)
-    subprocess.run(run + ["commit", "-qm", tag], check=True)
-    subprocess.run(run + ["tag", tag], check=True)
-    return subprocess.run(run + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+from tests.series.distro import MOD, commit_all, edit, forklift, write_files
 
 
 def test_flip_shows_skipped_rows_and_overlay_files_upstream_changed(tmp_path):
     repo = tmp_path / "upstream"
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    commit = _tag(repo, {"pkg/mod.py": MOD, "pkg/conf.py": "a = 1\n"}, "v1")
-    _tag(repo, {"pkg/conf.py": "a = 1\nb = 2\nc = 3\n"}, "v2")
+    commit = commit_all(repo, {"pkg/mod.py": MOD, "pkg/conf.py": "a = 1\n"}, "v1", tag="v1")
+    commit_all(repo, {"pkg/conf.py": "a = 1\nb = 2\nc = 3\n"}, "v2", tag="v2")
     dist = tmp_path / "dist"
     write_files(dist / "patches", {"a.patch": edit("pkg/mod.py", 5, "v5 = 50"), "old.patch": "stale\n"})
     (dist / "patches" / "series").write_text("a.patch\n# forklift: skip old.patch -- went native in v1\n")

@@ -13,7 +13,7 @@ from forklift.config.load import parse_config
 from forklift.errors import ConfigError
 from forklift.flip.triage import triage
 from forklift.series.model import load_series
-from tests.series.distro import MOD, distribution, edit, forklift, tree_bytes, write_files
+from tests.series.distro import MOD, commit_all, distribution, edit, forklift, tree_bytes, write_files
 
 # vllm's installed layout: site-packages/vllm/...; the patches say a/v1/core/sched.py.
 TREE = {"vllm/v1/core/sched.py": MOD, "vllm/envs.py": MOD, "setup.py": "x = 1\n"}
@@ -49,13 +49,7 @@ def test_check_and_tree_with_a_root_equal_patch_d(tmp_path):
 
 def test_git_apply_directory_agrees_and_a_git_pin_takes_the_root(tmp_path):
     upstream = tmp_path / "repo"
-    write_files(upstream, TREE)
-    git = ["git", "-C", str(upstream), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(upstream)], check=True)
-    subprocess.run(git + ["add", "-A"], check=True)
-    subprocess.run(git + ["commit", "-qm", "v1"], check=True)
-    subprocess.run(git + ["tag", "v1"], check=True)
-    commit = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    commit = commit_all(upstream, TREE, "v1", tag="v1")
     dist = _dist(tmp_path)
     toml = (dist / "forklift.toml").read_text()
     pinned = f'[upstream]\nsource = "git"\nurl = "{upstream}"\ntag = "v1"\ncommit = "{commit}"\n'
@@ -63,7 +57,9 @@ def test_git_apply_directory_agrees_and_a_git_pin_takes_the_root(tmp_path):
     report = json.loads(forklift("-c", str(dist), "check", "--json").stdout)
     assert report["ok"], report["findings"]
     for name in PATCHES:
-        subprocess.run(git + ["apply", "--directory=vllm", str(dist / "patches" / name)], check=True)
+        subprocess.run(
+            ["git", "-C", str(upstream), "apply", "--directory=vllm", str(dist / "patches" / name)], check=True
+        )
     assert forklift("-c", str(dist), "tree", str(tmp_path / "out")).returncode == 0
     ours = tree_bytes(tmp_path / "out")
     ours.pop("FORKLIFT-TREE.json")
