@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +103,27 @@ def test_a_root_outside_the_tree_is_refused_naming_the_key(tmp_path, root):
     with pytest.raises(ConfigError) as exc:
         parse_config(text, tmp_path / "forklift.toml")
     assert "series.root: " in str(exc.value) and "must be a relative folder inside the tree" in str(exc.value)
+
+
+@pytest.mark.network
+def test_the_example_series_rewritten_below_vllm_gives_the_same_overlay_hash_on_the_real_sdist(tmp_path, vllm_032_tree):
+    """A pypi pin takes the root as any other: the example patches re-rooted at vllm/ change the same bytes."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "vllm"
+    dist = tmp_path / "dist"
+    shutil.copytree(example, dist, ignore=shutil.ignore_patterns("receipts"))
+    for patch in (dist / "patches").glob("*.patch"):
+        text = patch.read_text()
+        for side in ("a", "b"):
+            text = text.replace(f" {side}/vllm/", f" {side}/")
+        patch.write_text(text)
+    toml = dist / "forklift.toml"
+    toml.write_text(
+        toml.read_text()
+        .replace("[series]\n", '[series]\nroot = "vllm"\npatches_md = ""\n')
+        .replace('patches_md = "PATCHES.md"\n', "")
+    )
+    rooted = json.loads(forklift("-c", str(dist), "check", "--json").stdout)
+    plain = json.loads(forklift("-c", str(example), "check", "--json", "--receipts", str(tmp_path / "r")).stdout)
+    assert rooted["ok"] and plain["ok"], rooted["findings"]
+    assert rooted["overlay_hash"] == plain["overlay_hash"]
+    assert [f["path"] for f in rooted["touched"]] == [f["path"] for f in plain["touched"]]
