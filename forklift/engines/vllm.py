@@ -18,19 +18,18 @@ def _float(text: str) -> float:
 _NUM = r"-?[\d,]+(?:\.\d+)?"
 
 FACTS = (
+    # 0.32 prints pool and concurrency on one line; 0.26 (the GPU runs) on two, so each is its own pattern.
     FactPattern(
-        regex=re.compile(
-            rf"(?P<device>\w+(?: \+ host)?) KV cache size: (?P<tokens>{_NUM}) tokens, "
-            rf"Maximum concurrency for (?P<per>{_NUM}) tokens per request: (?P<conc>{_NUM})x"
-        ),
-        facts={
-            "device": ("kv_pool_device", str),
-            "tokens": ("kv_pool_tokens", _int),
-            "per": ("max_concurrency_tokens", _int),
-            "conc": ("max_concurrency", _float),
-        },
+        regex=re.compile(rf"(?P<device>\w+(?: \+ host)?) KV cache size: (?P<tokens>{_NUM}) tokens"),
+        facts={"device": ("kv_pool_device", str), "tokens": ("kv_pool_tokens", _int)},
         source="vllm/v1/core/kv_cache_utils.py",
-        format="%s KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx",
+        format="%s KV cache size: %s tokens, ",
+    ),
+    FactPattern(
+        regex=re.compile(rf"Maximum concurrency for (?P<per>{_NUM}) tokens per request: (?P<conc>{_NUM})x"),
+        facts={"per": ("max_concurrency_tokens", _int), "conc": ("max_concurrency", _float)},
+        source="vllm/v1/core/kv_cache_utils.py",
+        format="Maximum concurrency for %s tokens per request: %.2fx",
     ),
     FactPattern(
         regex=re.compile(rf"Available KV cache memory: (?P<gib>{_NUM}) GiB"),
@@ -45,7 +44,7 @@ FACTS = (
         format="Explicitly set ({}/{}) GiB for KV cache on node {}.",
     ),
     FactPattern(
-        regex=re.compile(rf"Model loading took (?P<gib>{_NUM}) GiB memory and (?P<s>{_NUM}) seconds"),
+        regex=re.compile(rf"Model loading took (?P<gib>{_NUM}) GiB (?:memory )?and (?P<s>{_NUM}) seconds"),
         facts={"gib": ("model_load_gib", _float), "s": ("model_load_s", _float)},
         source="vllm/v1/worker/gpu_model_runner.py",
         format="Model loading took %s GiB memory and %.6f seconds",
@@ -55,6 +54,20 @@ FACTS = (
         facts={"s": ("graph_capture_s", _float), "gib": ("graph_capture_gib", _float)},
         source="vllm/v1/worker/gpu_model_runner.py",
         format="Graph capturing finished in %.0f secs, took %.2f GiB",
+    ),
+    FactPattern(
+        regex=re.compile(
+            rf"CUDA graph pool memory: (?P<actual>{_NUM}) GiB \(actual\), (?P<est>{_NUM}) GiB \(estimated\)"
+        ),
+        facts={"actual": ("graph_pool_gib", _float), "est": ("graph_pool_estimate_gib", _float)},
+        source="vllm/v1/worker/gpu_worker.py",
+        format="CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), ",
+    ),
+    FactPattern(
+        regex=re.compile(rf"Estimated CUDA graph memory: (?P<gib>{_NUM}) GiB total"),
+        facts={"gib": ("graph_pool_estimate_gib", _float)},
+        source="vllm/v1/worker/gpu_model_runner.py",
+        format="Estimated CUDA graph memory: %.2f GiB total",
     ),
     FactPattern(
         regex=re.compile(rf"torch\.compile took (?P<s>{_NUM}) s in total"),

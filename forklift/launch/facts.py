@@ -28,6 +28,8 @@ class BootFacts(BaseModel):
     compile_s: float | None = None
     graph_capture_s: float | None = None
     graph_capture_gib: float | None = None
+    graph_pool_gib: float | None = Field(default=None, description="CUDA graph pool memory the GPU worker measured")
+    graph_pool_estimate_gib: float | None = Field(default=None, description="what the profiler estimated it")
     engine_init_s: float | None = None
     unknown_env: list[str] = Field(default_factory=list)
     fatal: str | None = Field(default=None, description="the first fatal line: the cause of a failed boot")
