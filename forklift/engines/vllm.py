@@ -64,6 +64,27 @@ FACTS = (
         format="CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), ",
     ),
     FactPattern(
+        # The GPU worker's memory summary (0.26 and 0.32 word its middle differently; these parts agree).
+        regex=re.compile(
+            rf"Free memory on device \((?P<free>{_NUM})/(?P<total>{_NUM}) GiB\) on startup\. "
+            rf"Desired GPU memory utilization is \((?P<util>{_NUM}), (?P<want>{_NUM}) GiB\)"
+        ),
+        facts={
+            "free": ("gpu_free_gib", _float),
+            "total": ("gpu_total_gib", _float),
+            "util": ("gpu_memory_utilization", _float),
+            "want": ("gpu_requested_gib", _float),
+        },
+        source="vllm/v1/worker/gpu_worker.py",
+        format="Free memory on device ({}/{} GiB) on startup. Desired GPU memory utilization is ({}, {} GiB). ",
+    ),
+    FactPattern(
+        regex=re.compile(rf"and (?P<gib>{_NUM}) GiB for CUDAGraph memory\."),
+        facts={"gib": ("graph_pool_gib", _float)},
+        source="vllm/v1/worker/gpu_worker.py",
+        format="and {} GiB for CUDAGraph memory. ",
+    ),
+    FactPattern(
         regex=re.compile(rf"Estimated CUDA graph memory: (?P<gib>{_NUM}) GiB total"),
         facts={"gib": ("graph_pool_estimate_gib", _float)},
         source="vllm/v1/worker/gpu_model_runner.py",

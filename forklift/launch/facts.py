@@ -30,6 +30,10 @@ class BootFacts(BaseModel):
     graph_capture_gib: float | None = None
     graph_pool_gib: float | None = Field(default=None, description="CUDA graph pool memory the GPU worker measured")
     graph_pool_estimate_gib: float | None = Field(default=None, description="what the profiler estimated it")
+    gpu_free_gib: float | None = Field(default=None, description="free GPU memory when the worker started")
+    gpu_total_gib: float | None = None
+    gpu_memory_utilization: float | None = Field(default=None, description="the fraction the engine was asked to use")
+    gpu_requested_gib: float | None = Field(default=None, description="that fraction of the GPU, in GiB")
     engine_init_s: float | None = None
     unknown_env: list[str] = Field(default_factory=list)
     fatal: str | None = Field(default=None, description="the first fatal line: the cause of a failed boot")

@@ -29,6 +29,11 @@ SAMPLES = {
         {"graph_pool_gib": 0.41, "graph_pool_estimate_gib": 0.52},
     ),
     "Estimated CUDA graph memory: %.2f GiB total": ((0.52,), {"graph_pool_estimate_gib": 0.52}),
+    "Free memory on device ({}/{} GiB) on startup. Desired GPU memory utilization is ({}, {} GiB). ": (
+        ("139.29", "139.8", 0.92, "128.62"),
+        {"gpu_free_gib": 139.29, "gpu_total_gib": 139.8, "gpu_memory_utilization": 0.92, "gpu_requested_gib": 128.62},
+    ),
+    "and {} GiB for CUDAGraph memory. ": (("0.45",), {"graph_pool_gib": 0.45}),
     "Available KV cache memory: %s GiB": (("13.5",), {"kv_memory_gib": 13.5}),
     "Explicitly set ({}/{}) GiB for KV cache on node {}.": (("1.0", "11.34", 0), {"kv_memory_gib": 1.0}),
     "Model loading took %s GiB memory and %.6f seconds": (
