@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from forklift.cli.app import app, console, load, state
+from forklift.cli.app import app, console, err_console, load, state
 from forklift.errors import ForkliftError, UsageError
 
 bench_app = typer.Typer(help="Benchmark a server: single stream, concurrency sweep or batch; receipts per run.")
@@ -115,6 +115,10 @@ def render(body) -> None:
     if body.server_info:
         console.print("server: " + ", ".join(f"{k}={v}" for k, v in body.server_info.items()))
     console.print("aggregate decode = C x 1000 / median TPOT (ms); statistics over the kept runs only")
+    from forklift.bench.metrics import cache_reuse
+
+    for warning in cache_reuse(body):
+        err_console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
 
 
 @bench_app.callback(invoke_without_command=True)
