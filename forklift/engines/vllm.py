@@ -135,6 +135,14 @@ FATALS = (
     ),
     FatalPattern(re.compile(r"is less than (?:desired CPU memory utilization|requested memory for kv)"), rank=0),
     FatalPattern(re.compile(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError"), rank=0),
+    # A rank that stopped answering: torch's NCCL watchdog, and vLLM's executor waiting on a worker.
+    FatalPattern(re.compile(r"Watchdog caught collective operation timeout|NCCL communicator was aborted"), rank=0),
+    FatalPattern(
+        re.compile(r"RPC call to \S+ timed out"),
+        rank=0,
+        source="vllm/v1/executor/multiproc_executor.py",
+        format="RPC call to {} timed out.",
+    ),
     FatalPattern(re.compile(r"EngineDeadError"), rank=1),
     # The exception line that closes a traceback: its message is usually the cause.
     FatalPattern(re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): \S"), rank=2),
@@ -163,6 +171,14 @@ VLLM = EngineAdapter(
     # "(EngineCore pid=8241) INFO 11-30 09:12:57 [core.py:402] " and bare "[W1130 ...] " torch lines.
     log_prefix=re.compile(
         r"^(?:\(\w[\w-]* pid=\d+\) )?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d [\d:]+ \[[^\]]+\] )?"
+    ),
+    # vllm/logger.py: "(%(vllm_process_name)s pid=%(process)d) ..."; names: APIServer, EngineCore,
+    # EngineCore_DP<r>, Worker (before the parallel groups exist), Worker[_DP<r>][_PP<r>][_TP<r>]...
+    process_tag=re.compile(r"^\((?P<tag>\w[\w-]*) pid=(?P<pid>\d+)\)"),
+    # vllm/distributed/parallel_state.py (0.26 and 0.32 alike up to the TP rank)
+    rank_line=re.compile(
+        r"rank (?P<rank>\d+) in world size (?P<world>\d+) is assigned as "
+        r"DP rank (?P<dp>\d+), PP rank (?P<pp>\d+), (?:PCP rank \d+, )?TP rank (?P<tp>\d+)"
     ),
     metrics={
         "spec_drafts": "vllm:spec_decode_num_drafts",

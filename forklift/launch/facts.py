@@ -13,6 +13,20 @@ from pydantic import BaseModel, ConfigDict, Field
 Outcome = Literal["ready", "died", "timeout", "interrupted", "refused", "booting"]
 
 
+class RankFacts(BaseModel):
+    """What one process of a multi-process engine (a TP/PP/DP rank, an engine core) reported."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    process: str = Field(description="the engine's own name for it: Worker_TP1, EngineCore_DP0, ...")
+    pid: int
+    rank: int | None = Field(default=None, description="global rank, from the engine's rank assignment line")
+    tp_rank: int | None = None
+    dp_rank: int | None = None
+    pp_rank: int | None = None
+    facts: dict[str, float | int | str] = Field(default_factory=dict, description="BootFacts fields it stated")
+
+
 class BootFacts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -40,6 +54,11 @@ class BootFacts(BaseModel):
     listening: str | None = None
     extra: dict[str, str] = Field(default_factory=dict, description="facts added by a patch series' own log lines")
     warnings: list[str] = Field(default_factory=list, description="forklift's own warnings about the setting")
+    ranks: list[RankFacts] = Field(
+        default_factory=list,
+        description="per process, when more than one process stated boot facts (tensor/data parallel); "
+        "the top-level facts are then the last process's",
+    )
 
 
 class BootBody(BaseModel):
