@@ -59,6 +59,9 @@ class EngineAdapter:
     # the line that maps a process to its ranks; groups rank, world, dp, pp, tp
     rank_line: re.Pattern[str] | None = None
     metrics: dict[str, str] = field(default_factory=dict)  # role -> Prometheus metric name
+    forced_env: dict[str, str] = field(default_factory=dict)  # set in every launch; a profile may not change it
+    # flags whose product is the number of GPUs a launch uses (tensor x pipeline x data parallel)
+    parallel_flags: tuple[str, ...] = ()
     deprecated_env: dict[str, str] = field(default_factory=dict)  # variable -> the flag that supersedes it
 
     def serve_argv(self, python: str | None) -> list[str]:

@@ -71,3 +71,4 @@ class BootBody(BaseModel):
     log_path: str | None = None
     last_lines: list[str] = Field(default_factory=list)
     facts: BootFacts = Field(default_factory=BootFacts)
+    after_stop: str | None = Field(default=None, description="the GPUs of the profile after stop: idle, or why not")
