@@ -7,9 +7,9 @@ from pathlib import Path
 
 from forklift.config import Config
 from forklift.errors import ConfigError
-from forklift.receipts import new_receipt, write_receipt
-from forklift.receipts.store import write_atomic
-from forklift.series.check import CheckReport, check_series, tree_reader
+from forklift.fsio import tree_reader, write_atomic
+from forklift.receipts import new_receipt, receipts_folder, write_receipt
+from forklift.series.check import CheckReport, check_series
 from forklift.series.model import load_series
 from forklift.series.render import patches_md
 
@@ -26,6 +26,22 @@ class CompiledMarkers:
     def add(self, key: str) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / key).touch()
+
+
+class CachedDiffs:
+    """Rendered file diffs in the cache, one file each, keyed by what they depend on."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def get(self, key: str) -> str | None:
+        try:
+            return (self.folder / key[:2] / key).read_bytes().decode("utf-8", "surrogateescape")
+        except FileNotFoundError:
+            return None
+
+    def __setitem__(self, key: str, text: str) -> None:
+        write_atomic(self.folder / key[:2] / key, text)
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,8 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         digest=tree.digest,
         committed_patches_md=committed,
         compiled=CompiledMarkers(default_cache().root / "compiled"),
+        applier=config.data.series.applier,
+        diffs=CachedDiffs(default_cache().root / "diffs"),
     )
     receipt = new_receipt(
         "check",
@@ -58,7 +76,7 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         overlay_hash=report.overlay_hash,
         body=report.model_dump(),
     )
-    path = write_receipt(receipt, receipts_dir or config.root / "receipts")
+    path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
     return GateResult(report=report, receipt=path)
 
 
