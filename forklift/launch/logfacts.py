@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from forklift.engines import EngineAdapter
 from forklift.launch.facts import BootFacts, RankFacts
@@ -27,18 +28,19 @@ def parse_boot_log(lines: Iterable[str], adapter: EngineAdapter) -> BootFacts:
     unknown_env: list[str] = []
     extra: dict[str, str] = {}
     fatal: tuple[int, str] | None = None
-    by_pid: dict[int, dict[str, object]] = {}
+    by_pid: dict[int, dict[str, Any]] = {}
     tags: dict[int, str] = {}
     ranks: dict[int, dict[str, int]] = {}
     for raw in lines:
         tagged = adapter.process_tag.match(raw) if adapter.process_tag else None
-        pid = int(tagged.group("pid")) if tagged else None
-        if tagged:
-            tags[pid] = tagged.group("tag")  # the last name wins: "Worker" becomes "Worker_TP1" once ranks exist
+        pid: int | None = None
         line = strip_prefix(adapter, raw)
-        placed = adapter.rank_line.search(line) if adapter.rank_line and pid is not None else None
-        if placed:
-            ranks[pid] = {k: int(v) for k, v in placed.groupdict().items()}
+        if tagged:
+            pid = int(tagged.group("pid"))
+            tags[pid] = tagged.group("tag")  # the last name wins: "Worker" becomes "Worker_TP1" once ranks exist
+            placed = adapter.rank_line.search(line) if adapter.rank_line else None
+            if placed:
+                ranks[pid] = {k: int(v) for k, v in placed.groupdict().items()}
         if EXTRA_FACT_MARK in line:
             extra.update(_EXTRA_PAIR.findall(line.split(EXTRA_FACT_MARK, 1)[1]))
             continue
@@ -67,7 +69,7 @@ def parse_boot_log(lines: Iterable[str], adapter: EngineAdapter) -> BootFacts:
     )
 
 
-def _per_rank(by_pid: dict[int, dict[str, object]], tags: dict[int, str], ranks: dict[int, dict[str, int]]):
+def _per_rank(by_pid: dict[int, dict[str, Any]], tags: dict[int, str], ranks: dict[int, dict[str, int]]):
     """One entry per engine process that stated facts, ordered by rank, only when there is more than one.
 
     The API server (the HTTP front end, not a rank) is left out: it only says where it listens.

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from forklift.config.profile import ArgValue, EnvValue, Profile
+from forklift.config.profile import ArgValue, EnvValue, Profile, Ray
 from forklift.engines import EngineAdapter
 from forklift.errors import ConfigError, UsageError
 
@@ -49,7 +49,7 @@ class Resolved:
     gpus: list[int] = field(default_factory=list)  # the profile's GPU indices, one per rank
     world_size: int = 1  # tensor x pipeline x data parallel
     parallel: dict[str, int] = field(default_factory=dict)  # flag -> size, the ones given
-    ray: object | None = None  # launch.profile.Ray for a multi-node profile
+    ray: Ray | None = None  # a multi-node profile
 
     @property
     def argv(self) -> list[str]:
