@@ -33,9 +33,7 @@ def canary(
     ),
     requests: int = typer.Option(120, "--requests", help="soak: serial requests"),
     soak_tokens: int = typer.Option(64, "--soak-tokens", help="soak: tokens each request decodes (ignore_eos)"),
-    log: Path | None = typer.Option(
-        None, "--log", help="with --url: the server's log (logscan, grammar rejections)"
-    ),
+    log: Path | None = typer.Option(None, "--log", help="with --url: the server's log (logscan, grammar rejections)"),
     timeout: float = typer.Option(600.0, "--timeout", help="seconds per request"),
     engine: str = typer.Option("vllm", "--engine", help="engine adapter (metrics and log patterns)"),
     receipts: Path | None = typer.Option(None, "--receipts", help="receipt folder"),
