@@ -32,6 +32,7 @@ from filelock import FileLock
 from forklift.fsio import tree_reader
 from forklift.series.engine import Applier, Overlay, PatchResult, apply_patch
 from forklift.series.model import PatchError, parse_patch
+from tests.series.peers import offsets, run_tool
 
 DATA = Path(__file__).parent / "data" / "debian-corpus.toml"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -183,24 +184,16 @@ def _copy(tree: Path, dest: Path) -> Path:
 def run_quilt(tree: Path, work: Path) -> tuple[dict[str, PeerPatch], Path]:
     """`quilt push -a --fuzz=0` on a fresh copy: each patch's result until the first that fails."""
     copy = _copy(tree, work / "quilt")
-    env = {**os.environ, "QUILT_PATCHES": "debian/patches", "QUILT_PC": ".pc", "LC_ALL": "C"}
-    proc = subprocess.run(
-        ["quilt", "--quiltrc", "/dev/null", "push", "-a", "--fuzz=0"],
-        check=False,
-        cwd=copy,
-        env=env,
-        capture_output=True,
-        text=True,
-        errors="surrogateescape",
-    )
+    env = {**os.environ, "QUILT_PATCHES": "debian/patches", "QUILT_PC": ".pc"}
+    _, output = run_tool(["quilt", "--quiltrc", "/dev/null", "push", "-a", "--fuzz=0"], copy, env)
     results: dict[str, PeerPatch] = {}
     current = None
-    for line in (proc.stdout + proc.stderr).splitlines():
+    for line in output.splitlines():
         if m := re.match(r"Applying patch (?:debian/patches/)?(.+)$", line):
             current = m.group(1)
             results[current] = PeerPatch(True)
-        elif current and (m := re.match(r"Hunk #(\d+) succeeded at \d+ \(offset (-?\d+) lines?\)", line)):
-            results[current].offsets.append((int(m.group(1)), int(m.group(2))))
+        elif current and (found := offsets(line)):
+            results[current].offsets += found
         elif current and re.match(r"Patch (?:debian/patches/)?.+ does not apply", line):
             results[current].applies = False
         if current:
@@ -211,25 +204,12 @@ def run_quilt(tree: Path, work: Path) -> tuple[dict[str, PeerPatch], Path]:
 def run_git(tree: Path, work: Path, entries: list[tuple[str, int]]) -> tuple[dict[str, PeerPatch], Path]:
     """`git apply -v -pN` patch by patch on a fresh copy (outside any repository)."""
     copy = _copy(tree, work / "git")
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(work), "LC_ALL": "C"}
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(work)}
     results = {}
     for name, strip in entries:
         patch = tree / "debian" / "patches" / name
-        proc = subprocess.run(
-            ["git", "apply", "-v", f"-p{strip}", str(patch)],
-            check=False,
-            cwd=copy,
-            env=env,
-            capture_output=True,
-            text=True,
-            errors="surrogateescape",
-        )
-        out = proc.stdout + proc.stderr
-        offsets = [
-            (int(m.group(1)), int(m.group(2)))
-            for m in re.finditer(r"Hunk #(\d+) succeeded at \d+ \(offset (-?\d+) lines?\)", out)
-        ]
-        results[name] = PeerPatch(proc.returncode == 0, offsets, out)
+        ok, output = run_tool(["git", "apply", "-v", f"-p{strip}", str(patch)], copy, env)
+        results[name] = PeerPatch(ok, offsets(output), output)
     return results, copy
 
 
