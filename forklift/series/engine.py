@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from forklift.fsio import Link, Reader
+from forklift.fsio import Link, Reader, ThroughLink
 from forklift.series.diff import FilePatch, Hunk, split_lines
 from forklift.series.model import Patch
 
@@ -66,7 +66,7 @@ class HunkResult:
         return f"{self.file} hunk #{self.index} (line {self.stated}): {verdict}"
 
 
-ProblemKind = Literal["missing", "exists", "differs", "symlink", "binary", "binary-data", "empty"]
+ProblemKind = Literal["missing", "exists", "differs", "symlink", "beyond-link", "binary", "binary-data", "empty"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,7 @@ class FileProblem:
                 "exists": "file to create already exists",
                 "differs": "file to delete has other content",
                 "symlink": "is a symbolic link in the tree (GNU patch and git apply refuse to patch through it)",
+                "beyond-link": "is beyond a symbolic link in the tree (git apply refuses it; GNU patch follows it)",
                 "binary": "binary diff without data (git apply refuses it)",
                 "binary-data": "git binary patch (forklift does not apply binary data; GNU patch refuses it too)",
                 "empty": "empty patch file (quilt skips it; git apply refuses it: no valid patches in input)",
@@ -315,6 +316,8 @@ def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
     current = read(source if source is not None else path)
     if isinstance(current, Link) and not fp.symlink:
         return _FileOutcome({}, _all(fp, "fails"), [FileProblem(source or path, "symlink")])
+    if git and isinstance(current, ThroughLink):
+        return _FileOutcome({}, _all(fp, "fails"), [FileProblem(source or path, "beyond-link")])
     if source is None or (current is None and _creates(fp)):
         return _create(fp, current, git)
     if current is None:
