@@ -332,8 +332,10 @@ def main() -> int:
         agree = sum(o.agree for o in mine)
         files = sum(o.files for o in mine)
         wrong = sum(len(o.disagreements) for o in mine)
+        refused, split = sum(o.refused for o in mine), sum(o.split for o in mine)
         print(
-            f"{applier}: {len(mine)} packages, {total} patches, {agree} agree, {files} files compared, {wrong} disagreements"
+            f"{applier}: {len(mine)} packages, {total} patches, {agree} agree, {files} files compared, "
+            f"{refused} refused by the tool, {split} flagged as split between the tools, {wrong} disagreements"
         )
     return 1 if any(o.disagreements for o in outcomes) else 0
 
