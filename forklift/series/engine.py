@@ -432,16 +432,20 @@ def _disagreements(ours: PatchResult, theirs: PatchResult) -> tuple[str, ...]:
     other = TOOL[theirs.applier]
     notes = []
     ours_by = {(h.file, h.index): h for h in ours.hunks}
+    their_problems = {p.file: p for p in theirs.problems}
     for h in theirs.hunks:
         mine = ours_by.get((h.file, h.index))
         if mine is None or (mine.status in APPLIED) == (h.status in APPLIED):
+            continue
+        if h.file in their_problems:  # a whole-file refusal: say why, once
+            notes.append(f"{other} would refuse it: {their_problems.pop(h.file)}")
             continue
         verb = "would apply" if h.status in APPLIED else "would refuse"
         notes.append(f"{h.file} hunk #{h.index} (line {h.stated}): {other} {verb} this hunk")
     if not notes and ours.applies != theirs.applies:
         verb = "would apply" if theirs.applies else "would refuse"
         notes.append(f"{other} {verb} this patch" + (f" ({theirs.reasons()[0]})" if theirs.reasons() else ""))
-    return tuple(notes)
+    return tuple(dict.fromkeys(notes))
 
 
 def apply_patch(read: Reader, patch: Patch, applier: Applier = "gnu-patch") -> PatchResult:

@@ -257,6 +257,9 @@ def test_a_dataless_binary_stanza_follows_the_applier(tmp_path):
     assert results["gnu-patch"].files["x.bin"] == b"" and results["gnu-patch"].status == "exact"
     assert results["git-apply"].status == "fails"
     assert "binary diff without data" in results["git-apply"].reasons()[0]
+    assert results["gnu-patch"].disagreements == (
+        "git apply would refuse it: x.bin: binary diff without data (git apply refuses it)",
+    )
 
 
 def test_a_dataless_binary_stanza_does_not_take_down_the_series():
