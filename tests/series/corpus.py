@@ -26,9 +26,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tomllib
 from filelock import FileLock
 
+from forklift.config.toml import tomllib
 from forklift.fsio import tree_reader
 from forklift.series.engine import Applier, Overlay, PatchResult, apply_patch
 from forklift.series.model import PatchError, parse_patch
