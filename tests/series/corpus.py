@@ -38,6 +38,23 @@ DATA = Path(__file__).parent / "data" / "debian-corpus.toml"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 
 
+class ArchiveUnreachable(RuntimeError):
+    """apt could not reach Debian's archive (the network tests skip, saying so)."""
+
+
+_OFFLINE = ("Could not resolve", "Temporary failure", "Failed to fetch", "Could not connect", "Unable to connect")
+
+
+def _apt(argv: list[str], cwd: Path, env: dict[str, str], what: str) -> None:
+    proc = subprocess.run(argv, check=False, cwd=cwd, env=env, capture_output=True, text=True)
+    offline = any(m in proc.stderr for m in _OFFLINE)  # apt-get update exits 0 on a failed fetch
+    if proc.returncode == 0 and not offline:
+        return
+    if offline:
+        raise ArchiveUnreachable(f"{what}: Debian's archive is unreachable: {proc.stderr.strip().splitlines()[-1]}")
+    raise RuntimeError(f"{what}: {' '.join(argv[:2])} failed: {proc.stderr.strip()[-500:]}")
+
+
 @dataclass(frozen=True)
 class Package:
     key: str
@@ -128,20 +145,16 @@ def fetch(package: Package) -> Path:
             return found[0]
         env = {**os.environ, "APT_CONFIG": str(_apt_config(root))}
         if not any((root / "apt" / "state" / "lists").glob("*Sources")):
-            subprocess.run(["apt-get", "update", "-qq"], env=env, check=True, capture_output=True)
+            _apt(["apt-get", "update", "-qq"], root, env, package.label)
         partial = folder.with_name(folder.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        proc = subprocess.run(
+        _apt(
             ["apt-get", "source", "--download-only", "-qq", f"{package.name}={package.version}"],
-            check=False,
-            cwd=partial,
-            env=env,
-            capture_output=True,
-            text=True,
+            partial,
+            env,
+            package.label,
         )
-        if proc.returncode:
-            raise RuntimeError(f"{package.label}: apt-get source failed: {proc.stderr.strip()[-500:]}")
         partial.rename(folder)
         return min(folder.glob("*.dsc"))
 
