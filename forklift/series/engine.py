@@ -256,8 +256,8 @@ def _diagnose(lines: list[bytes], hunk: Hunk, file: str, index: int, in_offset: 
 
 def _git_hunks(content: bytes, file: str, hunks: Iterable[Hunk]) -> tuple[bytes, list[HunkResult]]:
     """git apply over one file: hunks go in order onto the image patched so far."""
-    image = split_lines(content)
-    original = image
+    original = split_lines(content)
+    image = list(original)
     results: list[HunkResult] = []
     for index, hunk in enumerate(hunks, 1):
         pos = hunk.new_start - 1 if hunk.new_start else 0
@@ -270,7 +270,7 @@ def _git_hunks(content: bytes, file: str, hunks: Iterable[Hunk]) -> tuple[bytes,
             continue
         offset = at - pos
         results.append(HunkResult(file, index, "exact" if offset == 0 else "offset", offset, 0, at + 1, hunk.first))
-        image = image[:at] + list(hunk.new) + image[at + len(hunk.old) :]
+        image[at : at + len(hunk.old)] = hunk.new
     return b"".join(image), results
 
 
