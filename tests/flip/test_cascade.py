@@ -78,7 +78,7 @@ def test_a_backport_upstream_took_and_edited_is_a_retire_candidate(flipped):
         ]
     ]
     assert (
-        "| 1 | `0001-backport-edited.patch` | retire candidate |  | 6 of 7 added lines present upstream |" in markdown
+        "| 1 | `0001-backport-edited.patch` | retire candidate | - | 6 of 7 added lines present upstream |" in markdown
     )
 
 
