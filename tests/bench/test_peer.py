@@ -12,13 +12,12 @@ Where the definitions differ (README, "Benchmarking"): vLLM's client counts ever
 a token event, also a chunk with empty text (a token that completes no character yet: a random model emits
 many lone non-ASCII byte tokens); forklift times content chunks only and divides each gap across the tokens
 the chunk carried (from the server's running usage). So forklift's ITL is the per-token figure that matches
-vLLM's, while a gap per content chunk reads ~1.4x higher here (the test checks that too).
+vLLM's, while a gap per content chunk would read ~1.4x higher here.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 from pathlib import Path
 
@@ -44,7 +43,12 @@ def vllm_bench(engine_python: Path, url: str, model: str, tokenizer: Path, folde
         "--save-result", "--result-dir", str(folder), "--result-filename", name,
     ]  # fmt: skip
     done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=600, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+        argv,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads((folder / name).read_text())
@@ -76,7 +80,6 @@ def test_forklift_and_vllm_bench_serve_agree_on_one_server(vllm_server, engine_p
     assert before["completed"] == after["completed"] == N and agg["requests"] == kept_n and not agg["failures"]
     assert before["total_output_tokens"] == N * OUT and agg["output_tokens"] == kept_n * OUT
     kept = [r for r in cell.requests if r.run in cell.kept_runs]
-    per_chunk_gaps = [now - prev for r in kept for (prev, _), (now, _) in zip(r.chunks, r.chunks[1:])]
     ours_by = {
         "median_ttft_ms": agg["ttft_ms"]["median"],
         "median_tpot_ms": agg["tpot_ms"]["median"],
@@ -89,8 +92,6 @@ def test_forklift_and_vllm_bench_serve_agree_on_one_server(vllm_server, engine_p
     assert not off, (
         f"forklift outside vllm bench serve's range +-{TOLERANCE:.0%}: {off} (forklift, vllm before, after: {table})"
     )
-    # a gap per content chunk is longer than vLLM's per-chunk ITL (it spans the text-less chunks vLLM counts)
-    assert statistics.median(per_chunk_gaps) * 1000 > ours_by["median_itl_ms"]
     # forklift's own ITL divides each gap across the chunk's tokens: per token, the gaps add up to the same time
     for record in kept:
         gaps = [(now - prev, tokens) for (prev, _), (now, tokens) in zip(record.chunks, record.chunks[1:]) if tokens]
