@@ -155,6 +155,9 @@ def bench(
     timeout: float = typer.Option(600.0, "--timeout", help="seconds per request"),
     engine: str = typer.Option("vllm", "--engine", help="engine adapter naming the server's metrics"),
     receipts: Optional[Path] = typer.Option(None, "--receipts", help="receipt folder"),
+    build: Optional[str] = typer.Option(
+        None, "--build", help="label the receipts with this build (default: engine version + overlay hash)"
+    ),
 ) -> None:
     """Stream a workload at a server; prints a table and writes a bench receipt with every request."""
     if ctx.invoked_subcommand is not None:
@@ -231,10 +234,14 @@ def bench(
                 folder=folder,
                 logs=logs or config.root / "logs",
                 progress=RichProgress(progress),
+                build=build,
             )
     else:
         with Progress(*columns, console=console, transient=True) as progress:
-            outcome = run(make_plan(url), mode=mode, folder=folder, progress=RichProgress(progress))
+            labels = {"build": build} if build else None
+            outcome = run(
+                make_plan(url), mode=mode, folder=folder, progress=RichProgress(progress), receipt_fields=labels
+            )
     render(outcome.body)
     console.print(f"receipt: {outcome.path} ({outcome.status})")
     if outcome.status == "interrupted":

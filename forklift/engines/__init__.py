@@ -56,6 +56,8 @@ class EngineAdapter:
     log_prefix: re.Pattern[str]  # process/level/time/location prefix stripped from reported lines
     metrics: dict[str, str] = field(default_factory=dict)  # role -> Prometheus metric name
     deprecated_env: dict[str, str] = field(default_factory=dict)  # variable -> the flag that supersedes it
+    # Variables naming the engine's compile caches: a cold boot points each at a fresh empty folder.
+    cache_env: tuple[str, ...] = ()
 
     def serve_argv(self, python: str | None) -> list[str]:
         """The command that starts the server, before the model and flags."""

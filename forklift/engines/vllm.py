@@ -145,6 +145,8 @@ VLLM = EngineAdapter(
     # Legacy variables that overlap a CLI flag: when both are set, one silently beats the
     # other (the 0.29 retention-interval bug). vLLM keeps no machine-readable list; each
     # entry names the source line that proves the overlap.
+    # vllm/envs.py VLLM_CACHE_ROOT holds torch_compile_cache; inductor and triton keep their own.
+    cache_env=("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"),
     deprecated_env={
         # vllm/platforms/cpu.py: "# Legacy setting" -> cache_config.kv_cache_memory_bytes
         "VLLM_CPU_KVCACHE_SPACE": "--kv-cache-memory-bytes",

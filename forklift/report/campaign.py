@@ -32,7 +32,7 @@ class Boot:
     @property
     def setting(self) -> str:
         """Labelled as bench receipts are (BenchRun.setting): the stated setting, else the profile name."""
-        return self.body.setting or (self.receipt.profile or {}).get("name") or "default"
+        return self.receipt.setting or self.body.setting or (self.receipt.profile or {}).get("name") or "default"
 
     @property
     def build(self) -> str:

@@ -20,16 +20,18 @@ from forklift.bench.schema import BenchBody, Cell
 from forklift.client.records import RequestRecord
 from forklift.errors import ForkliftError
 from forklift.receipts import Receipt
+from forklift.receipts.envelope import default_build
 
 Key = tuple[str, int, int]
 BodyModel = TypeVar("BodyModel", bound=BaseModel)
 
 
 def build_label(receipt: Receipt) -> str:
-    """Which engine build measured a receipt: engine version plus the overlay hash when patched."""
-    version = receipt.engine_version or (receipt.pin or {}).get("version") or "unknown"
-    overlay = receipt.overlay_hash
-    return f"{version}+{overlay[:8]}" if overlay else str(version)
+    """Which engine build measured a receipt: its label, else engine version plus the overlay hash when patched."""
+    if receipt.build:
+        return receipt.build
+    version = receipt.engine_version or (receipt.pin or {}).get("version")
+    return default_build(str(version) if version else None, receipt.overlay_hash)
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class BenchRun:
     @property
     def setting(self) -> str:
         profile_name = (self.receipt.profile or {}).get("name")
-        return self.body.setting or profile_name or "default"
+        return self.receipt.setting or self.body.setting or profile_name or "default"
 
     @property
     def build(self) -> str:
