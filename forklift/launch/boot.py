@@ -107,6 +107,14 @@ def boot(
     return Booted(server, body, path, receipt_fields)
 
 
+def engine_reason(body: BootBody) -> str | None:
+    """The engine's own words for a failed boot: its memory figures when it gave them, else its fatal line."""
+    facts = body.facts
+    if facts.memory_available_gib is not None and facts.memory_needed_gib is not None:
+        return f"{facts.memory_available_gib:.2f} GiB available, {facts.memory_needed_gib:.2f} needed"
+    return facts.fatal
+
+
 def failure_message(body: BootBody) -> str:
     """One line: the fatal line when the log has one, else the timeout and the log's last line."""
     where = f" (log: {body.log_path})" if body.log_path else ""

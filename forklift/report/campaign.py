@@ -17,6 +17,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from forklift.errors import ForkliftError, UsageError
+from forklift.launch.boot import engine_reason
 from forklift.launch.facts import BootBody
 from forklift.receipts import Receipt, read_receipts
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
@@ -43,11 +44,9 @@ def boot_state(boot: Boot | None) -> str:
     """Why a side has no numbers, in the engine's own figures."""
     if boot is None:
         return "not run"
-    facts, outcome = boot.body.facts, boot.body.outcome
-    if facts.memory_available_gib is not None and facts.memory_needed_gib is not None:
-        return f"{outcome} ({facts.memory_available_gib:.2f} GiB available, {facts.memory_needed_gib:.2f} needed)"
+    outcome = boot.body.outcome
     if outcome in ("refused", "died"):
-        return f"{outcome} ({(facts.fatal or 'no fatal line in the log')[:120]})"
+        return f"{outcome} ({(engine_reason(boot.body) or 'no fatal line in the log')[:120]})"
     if outcome == "timeout":
         waited = f" after {boot.body.boot_seconds:.0f} s" if boot.body.boot_seconds is not None else ""
         return f"boot timed out{waited}"
