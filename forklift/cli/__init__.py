@@ -22,6 +22,7 @@ from forklift.cli import launch as _launch  # noqa: F401,E402
 from forklift.cli import knobs as _knobs  # noqa: F401,E402
 from forklift.cli import installed as _installed  # noqa: F401,E402
 from forklift.cli import ladder as _ladder  # noqa: F401,E402
+from forklift.cli import campaign as _campaign  # noqa: F401,E402
 
 
 def main() -> None:

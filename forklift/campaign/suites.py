@@ -1,0 +1,192 @@
+"""The suites a campaign can run: a registry, so quality and canary plug in beside bench and ladder.
+
+A served suite is a plain function `run(endpoint, options) -> status` measured against one
+booted setting (the campaign boots, runs every served suite, stops). A booting suite (the
+ladder) boots by itself, once per build and setting, and gets the pieces to do so. Options
+are a pydantic model per suite, so a typo in campaign.toml is one line naming the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forklift.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A booted setting, as a served suite sees it: where to send, where to write, what to label."""
+
+    url: str
+    model: str
+    folder: Path
+    setting: str
+    labels: dict[str, Any]  # envelope fields for every receipt (build, setting, aa, pin, ...)
+    boot: dict[str, Any]  # the boot body (KV pool and other facts)
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    options: type[BaseModel]
+    run: Callable[..., str]  # served: run(endpoint, options); booting: run(context, options) -> receipt status
+    boots: bool = False
+
+
+SUITES: dict[str, Suite] = {}
+
+
+def register(suite: Suite) -> Suite:
+    SUITES[suite.name] = suite
+    return suite
+
+
+def suite(kind: str) -> Suite:
+    if kind not in SUITES:
+        raise UsageError(f"suite kind {kind!r}: unknown (known: {', '.join(sorted(SUITES))})")
+    return SUITES[kind]
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(default=None, description="shown in the plan; default: the kind")
+
+
+class BenchOptions(_Options):
+    """As `forklift bench` takes them: one workload (cohort or synthetic) and the cells to measure."""
+
+    cohort: str | None = None
+    synthetic: str | None = Field(default=None, description="IN:OUT tokens")
+    prompts: int = Field(default=16, ge=1)
+    endpoint: Literal["chat", "completions"] = "completions"
+    max_tokens: int | None = Field(default=None, ge=1)
+    ignore_eos: bool = False
+    sampling: str = "default"
+    seed: int = 0
+    mode: Literal["single", "sweep", "batch"] | None = None
+    concurrency: list[int] = Field(default_factory=lambda: [1])
+    requests: int | None = Field(default=None, ge=1)
+    runs: int = Field(default=2, ge=1, description="the first is warm-up unless keep = all")
+    keep: Literal["last", "all"] = "last"
+    timeout: float = Field(default=600.0, gt=0)
+
+    def relative_to(self, root: Path) -> BenchOptions:
+        """A cohort path in campaign.toml is relative to the campaign file."""
+        return self if self.cohort is None else self.model_copy(update={"cohort": str(root / self.cohort)})
+
+
+def bench_plan(endpoint: Endpoint, options: BenchOptions):
+    """The bench plan for one endpoint."""
+    from forklift.bench.runner import BenchPlan, cell_specs
+    from forklift.workload import load_cohort, synthetic_workload
+
+    if (options.cohort is None) == (options.synthetic is None):
+        raise UsageError("bench suite: give exactly one workload: cohort = FILE.jsonl or synthetic = IN:OUT")
+    if options.synthetic is not None:
+        try:
+            inp, out = (int(part) for part in options.synthetic.split(":"))
+        except ValueError:
+            raise UsageError(f"bench suite: synthetic = {options.synthetic!r}: expected IN:OUT, e.g. 128:512") from None
+        workload = synthetic_workload(
+            input_tokens=inp,
+            output_tokens=out,
+            count=options.prompts,
+            endpoint=options.endpoint,
+            preset=options.sampling,
+            seed=options.seed,
+        )
+    else:
+        workload = load_cohort(
+            Path(str(options.cohort)),
+            max_tokens=options.max_tokens,
+            ignore_eos=options.ignore_eos,
+            preset=options.sampling,
+            seed=options.seed,
+        )
+    mode = options.mode or ("sweep" if len(options.concurrency) > 1 else "single")
+    return BenchPlan(
+        url=endpoint.url,
+        model=endpoint.model,
+        workload=workload,
+        cells=cell_specs(mode, options.concurrency, options.requests, None, 1.0),
+        runs=options.runs,
+        keep=options.keep,
+        timeout=options.timeout,
+        seed=options.seed,
+    ), mode
+
+
+def run_bench_suite(endpoint: Endpoint, options: BenchOptions) -> str:
+    from forklift.bench.session import bench
+
+    plan, mode = bench_plan(endpoint, options)
+    outcome = bench(
+        plan,
+        mode=mode,
+        folder=endpoint.folder,
+        setting=endpoint.setting,
+        boot=endpoint.boot,
+        receipt_fields=endpoint.labels,
+    )
+    if outcome.status == "interrupted":
+        raise KeyboardInterrupt
+    return outcome.status
+
+
+class LadderOptions(_Options):
+    axis: str = Field(description="KEY=V1,V2,... or KEY=START:STOP:STEP")
+    requests: int = Field(default=16, ge=1)
+    concurrency: int = Field(default=4, ge=1)
+    input_tokens: int = Field(default=128, ge=1)
+    output_tokens: int = Field(default=64, ge=1)
+    cold: bool = False
+    margin: str | None = None
+    stop_at_fail: bool = False
+
+
+@dataclass(frozen=True)
+class LadderContext:
+    config: Any
+    profile: str
+    sets: list[str]
+    folder: Path
+    logs: Path
+    python: str | None
+    command: list[str] | None
+    labels: dict[str, Any]
+
+
+def run_ladder_suite(context: LadderContext, options: LadderOptions) -> str:
+    from forklift.ladder import Burst, parse_axis
+    from forklift.ladder.run import Engine, run_ladder
+
+    burst = Burst(
+        requests=options.requests,
+        concurrency=options.concurrency,
+        input_tokens=options.input_tokens,
+        output_tokens=options.output_tokens,
+    )
+    body, _ = run_ladder(
+        context.config,
+        context.profile,
+        context.sets,
+        parse_axis(options.axis),
+        burst,
+        receipts=context.folder,
+        logs=context.logs,
+        cold=options.cold,
+        margin=options.margin,
+        stop_at_fail=options.stop_at_fail,
+        engine=Engine(context.python, context.command, context.labels),
+    )
+    return "ok" if body.highest_pass is not None else "failed"
+
+
+register(Suite("bench", BenchOptions, run_bench_suite))
+register(Suite("ladder", LadderOptions, run_ladder_suite, boots=True))
