@@ -123,7 +123,13 @@ class Campaign:
 
 
 def _boots(receipts: list[tuple[Path, Receipt]]) -> list[Boot]:
-    return [Boot(path, r, validated_body(path, r, BootBody)) for path, r in receipts if r.kind == "boot"]
+    """Boot receipts, less a ladder's own boots: those are rows of its ladder table, not settings to compare."""
+    ladder = {str(r.body.get("boot_receipt")) for _, r in receipts if r.kind == "ladder-cell"}
+    return [
+        Boot(path, r, validated_body(path, r, BootBody))
+        for path, r in receipts
+        if r.kind == "boot" and path.name not in ladder
+    ]
 
 
 def _build_order(runs: list[BenchRun], boots: list[Boot]) -> list[str]:

@@ -90,3 +90,12 @@ def cell_notes(cell: CellResult) -> list[str]:
     if cell.failed_a or cell.failed_b:
         notes.append(f"failed requests: A {cell.failed_a}, B {cell.failed_b} (left out of pairs)")
     return notes
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table; a pipe inside a cell is escaped."""
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    return "\n".join([line(header), line(["---"] * len(header)), *(line(r) for r in rows)])

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import forklift
 from forklift.report import format as fmt
+from forklift.report.aa import aa_shift
 from forklift.report.campaign import Campaign, Row, Side, boot_state
+from forklift.report.cells import extra_sections
 from forklift.stats import GroupComparison
 
 # The summary's verdict: decode speed when measured, else end-to-end latency (a server that
@@ -25,13 +27,6 @@ cohort would catch 80% of the time at the 5% level: (t₀.₉₇₅ + t₀.₈�
 When both sides decode greedily and a prompt's output hash differs, the texts diverged: tok/step, acceptance
 and output-length deltas of that cell are confounded by trajectory. Boxes are never averaged: each is its own row.
 """
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
-
-    return "\n".join([line(header), line(["---"] * len(header)), *(line(r) for r in rows)])
 
 
 def _tok_s(side: Side, cell: str) -> str:
@@ -77,7 +72,7 @@ def _summary(campaign: Campaign) -> str:
             + [r.cell, _tok_s(r.old, r.cell), _pool(r.old), r.old.tok_step(r.cell) if r.old.runs else "–"]
             for r in rows
         ]
-        return f"One build ({campaign.builds[0]}): numbers only, nothing to compare.\n\n" + _table(header, body)
+        return f"One build ({campaign.builds[0]}): numbers only, nothing to compare.\n\n" + fmt.table(header, body)
     header = lead + [
         f"{words[0]} tok/s",
         f"{words[1]} tok/s",
@@ -86,6 +81,9 @@ def _summary(campaign: Campaign) -> str:
         "tok/step",
         "verdict",
     ]
+    with_aa = any(run.receipt.aa for run in campaign.runs)
+    if with_aa:
+        header.append(f"A/A shift ({words[0]}, 2nd vs 1st)")
     candidates = list(dict.fromkeys((r.new.build, r.new.setting if campaign.by_setting else "") for r in rows))
     for build, setting in candidates:
         mine = [r for r in rows if r.new.build == build and (not campaign.by_setting or r.new.setting == setting)]
@@ -109,14 +107,20 @@ def _summary(campaign: Campaign) -> str:
                     tok_step,
                     _verdict(r),
                 ]
+                + ([aa_shift(r.old.runs, r.cell, SUMMARY_METRICS) or "–"] if with_aa else [])
             )
-        out.append(_table(header, body))
+        out.append(fmt.table(header, body))
     caption = (
         "tok/s: output tokens per second of the cell (completion tokens over wall time, kept runs). verdict: the "
         "paired per-prompt change of decode tok/s (1/TPOT), or of E2E latency where the server delivered answers "
         "in bursts (no decode timing). pool: KV cache tokens the server stated. tok/step: 1 + accepted/drafts from the "
         'server\'s speculative-decoding counters ("no spec": counters read, no drafts).'
     )
+    if with_aa:
+        caption += (
+            " A/A shift: the same build and setting benched twice in the campaign, second copy against first, "
+            "on the verdict's metric: a change no larger than it is the box, not the build."
+        )
     return "\n\n".join(out + [caption])
 
 
@@ -128,7 +132,7 @@ def _detail(comparison: GroupComparison) -> str:
     body = [
         [cell.cell, *fmt.metric_cells(result), result.verdict] for cell in comparison.cells for result in cell.metrics
     ]
-    table = _table(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body)
+    table = fmt.table(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body)
     notes = []
     for cell in comparison.cells:
         notes.append(f"- **{cell.cell}**: " + "; ".join(fmt.cell_notes(cell)))
@@ -159,7 +163,7 @@ def _boots(campaign: Campaign) -> str:
                 detail,
             ]
         )
-    return _table(["box", "build", "setting", "outcome", "KV pool (tokens)", "boot s", "detail"], body)
+    return fmt.table(["box", "build", "setting", "outcome", "KV pool (tokens)", "boot s", "detail"], body)
 
 
 def _receipts(campaign: Campaign, out_dir: Path) -> str:
@@ -178,7 +182,7 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
                 f"{receipt.created:%Y-%m-%d %H:%M:%S}",
             ]
         )
-    return _table(["receipt", "kind", "status", "engine", "overlay", "setting", "box", "created (UTC)"], body)
+    return fmt.table(["receipt", "kind", "status", "engine", "overlay", "setting", "box", "created (UTC)"], body)
 
 
 def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
@@ -194,6 +198,7 @@ def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
     if campaign.comparisons:
         parts += ["## Paired detail", METHODS, *(_detail(c) for c in campaign.comparisons)]
     parts += ["## Boots", _boots(campaign)]
+    parts += extra_sections(campaign.receipts)
     if images:
         parts.append("## Plots")
         parts += [f"![{title}]({os.path.relpath(path, out_dir)})" for title, path in images.items()]
