@@ -109,7 +109,7 @@ def bench_plan(endpoint: Endpoint, options: BenchOptions):
             preset=options.sampling,
             seed=options.seed,
         )
-    mode = options.mode or ("sweep" if len(options.concurrency) > 1 else "single")
+    mode = options.mode or ("single" if options.concurrency == [1] else "sweep")  # as `forklift bench` decides
     return BenchPlan(
         url=endpoint.url,
         model=endpoint.model,

@@ -58,6 +58,8 @@ def _verdict(row: Row) -> str:
 
 def _summary(campaign: Campaign) -> str:
     rows = campaign.rows
+    if not rows:
+        return "No bench or boot receipts outside the ladders below."
     many_hosts = len({r.host for r in rows}) > 1
     many_workloads = len({r.workload for r in rows}) > 1
     words = ("old", "new") if not campaign.by_setting else ("A", "B")
