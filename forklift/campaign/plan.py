@@ -135,10 +135,18 @@ def make_plan(campaign: CampaignFile, config: Config) -> Plan:
                 for position, (build, mark) in enumerate(build_order(builds, campaign.order, campaign.aa), 1):
                     key = f"r{repeat}-{slug(setting.name)}-{position}-{slug(build)}"
                     slots.append(Slot(key, repeat, position, build, setting, mark))
+    known = {s.name for s in all_settings}
+    for index, (_, options) in enumerate(chosen):
+        unknown = sorted(set(getattr(options, "settings", None) or ()) - known)
+        if unknown:
+            raise ConfigError(
+                f"{campaign.path}: suites[{index}].settings: no setting {unknown[0]!r} (settings: {', '.join(sorted(known))})"
+            )
     ladders = [
         LadderJob(f"{s.name}{i + 1}-{slug(setting.name)}-{slug(build)}", build, setting, s, options)
         for i, (s, options) in enumerate(booting)
         for setting in all_settings
+        if options.runs_on(setting.name)  # type: ignore[attr-defined]
         for build in builds
     ]
     return Plan(slots, ladders, served)

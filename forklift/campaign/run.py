@@ -123,6 +123,8 @@ class Runner:
                 boot=booted.body.model_dump(mode="json"),
             )
             for chosen, options in self.plan.served:
+                if not options.runs_on(setting.name):  # type: ignore[attr-defined]
+                    continue
                 status = chosen.run(endpoint, options)
                 results.append({"kind": chosen.name, "name": getattr(options, "name", None), "status": status})
 

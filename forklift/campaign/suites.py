@@ -56,6 +56,10 @@ class _Options(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = Field(default=None, description="shown in the plan; default: the kind")
+    settings: list[str] | None = Field(default=None, description="run only on these settings (default: every one)")
+
+    def runs_on(self, setting: str) -> bool:
+        return self.settings is None or setting in self.settings
 
 
 class BenchOptions(_Options):

@@ -103,3 +103,11 @@ def test_a_campaign_needs_builds_settings_and_suites(tmp_path):
         files(tmp_path, "suites = []\n" + CAMPAIGN.split("[[suites]]")[0])
     with pytest.raises(ConfigError, match=r"campaign.toml: builds: missing"):
         files(tmp_path, "[[settings]]\nprofile = 'tiny'\n")
+
+
+def test_a_suite_can_be_kept_to_some_settings_and_an_unknown_one_is_named(tmp_path):
+    only = CAMPAIGN.replace('axis = "VLLM', 'settings = ["tiny spec=ngram"]\naxis = "VLLM')
+    plan = make_plan(*files(tmp_path, only))
+    assert [(j.setting.name, j.build) for j in plan.ladders] == [("tiny spec=ngram", "old"), ("tiny spec=ngram", "new")]
+    with pytest.raises(ConfigError, match=r"suites\[1\]\.settings: no setting 'tiny spec=eagle'"):
+        make_plan(*files(tmp_path, only.replace("tiny spec=ngram", "tiny spec=eagle")))
