@@ -76,8 +76,8 @@ class BenchOptions(_Options):
     mode: Literal["single", "sweep", "batch"] | None = None
     concurrency: list[int] = Field(default_factory=lambda: [1])
     requests: int | None = Field(default=None, ge=1)
-    runs: int = Field(default=2, ge=1, description="the first is warm-up unless keep = all")
-    keep: Literal["last", "all"] = "last"
+    runs: int = Field(default=4, ge=1, description="kept runs of each cell (compare needs 2+ a side to claim)")
+    warmup: int = Field(default=1, ge=0, description="runs before the kept ones, discarded")
     timeout: float = Field(default=600.0, gt=0)
 
     def relative_to(self, root: Path) -> BenchOptions:
@@ -120,7 +120,7 @@ def bench_plan(endpoint: Endpoint, options: BenchOptions):
         workload=workload,
         cells=cell_specs(mode, options.concurrency, options.requests, None, 1.0),
         runs=options.runs,
-        keep=options.keep,
+        warmup=options.warmup,
         timeout=options.timeout,
         seed=options.seed,
     ), mode

@@ -61,7 +61,8 @@ def burst_plan(url: str, model: str, burst: Burst, nonce: str):
         salt_nonce=nonce,
     )
     cells = cell_specs("batch", [burst.concurrency], burst.requests, None, 1.0)
-    return BenchPlan(url=url, model=model, workload=workload, cells=cells, timeout=burst.timeout_s)
+    # one run, no warm-up: the burst is the load the setting must survive, not a measurement to compare
+    return BenchPlan(url=url, model=model, workload=workload, cells=cells, runs=1, warmup=0, timeout=burst.timeout_s)
 
 
 def _late_fatal(log_path: Path, offset: int, adapter) -> str | None:

@@ -19,9 +19,9 @@ from packaging.version import InvalidVersion, Version
 from forklift.errors import ForkliftError, UsageError
 from forklift.launch.boot import engine_reason
 from forklift.launch.facts import BootBody
-from forklift.receipts import Receipt, read_receipts
+from forklift.receipts import Receipt, read_receipts, validated_body
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
-from forklift.stats.sample import build_label, output_throughput, server_tok_step, validated_body
+from forklift.stats.sample import build_label, output_throughput, server_tok_step
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,10 @@ def _rows(old: Side, new: Side, host: str, workload: str, seed: int) -> tuple[li
     if not (old.runs and new.runs):
         return [Row(host, workload, name, old, new) for name in cells], None
     try:
-        comparison = compare_groups(old.runs, new.runs, seed=seed)
+        # a campaign's A/A control (the baseline side benched twice, aa = 1 and 2) floors every interval
+        control = [run for run in old.runs if run.receipt.aa]
+        aa_runs = control if len({run.receipt.aa for run in control}) > 1 else None
+        comparison = compare_groups(old.runs, new.runs, seed=seed, aa_runs=aa_runs)
     except ForkliftError as refused:
         return [Row(host, workload, name, old, new, refused=str(refused)) for name in cells], None
     results = {c.cell: c for c in comparison.cells}

@@ -6,9 +6,10 @@ from pathlib import Path
 
 from forklift.ladder.schema import LadderBody
 from forklift.receipts import Receipt
-from forklift.report.format import table
+from forklift.mdtable import table as md_table
 from forklift.report.ladder import ladder_rows
-from forklift.stats.sample import build_label, validated_body
+from forklift.receipts import validated_body
+from forklift.stats.sample import build_label
 
 
 def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
@@ -46,7 +47,7 @@ def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
         "suites",
         "cell",
     ]
-    return table(header, rows)
+    return "\n".join(md_table(header, rows))
 
 
 def ladder_tables(receipts: list[tuple[Path, Receipt]]) -> list[str]:
@@ -64,7 +65,7 @@ def ladder_tables(receipts: list[tuple[Path, Receipt]]) -> list[str]:
             f"ignore_eos, unique salts). Highest pass: {body.highest_pass or 'none'}; recommended: "
             f"{body.recommended or 'none'} ({body.note}). Receipt status: {receipt.status}."
         )
-        out.append("\n\n".join([title, about, table(header, rows)]))
+        out.append("\n\n".join([title, about, "\n".join(md_table(header, rows))]))
     return out
 
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import forklift
+from forklift.mdtable import table
 from forklift.report import format as fmt
 from forklift.report.aa import aa_shift
 from forklift.report.campaign import Campaign, Row, Side, boot_state
@@ -19,14 +20,22 @@ SUMMARY_METRICS = ("decode_tps", "e2e")
 METHODS = """\
 **How to read this.** Requests are paired by prompt id and kept run: the same prompt on A and B is one pair.
 Δ is the geometric mean of the per-prompt ratios B/A, minus one (log ratios: swapping A and B flips the sign
-exactly, and pure noise is not biased). The 95% interval is a seeded percentile bootstrap over prompts, widened
-for small cohorts (Hesterberg's expanded percentile). A verdict names a winner only when that interval excludes
+exactly, and pure noise is not biased). With several kept runs a side the run is the unit: the 95% interval is
+Student's t over the runs' mean log ratios, so run-to-run variation of the box is inside it. With one kept run a
+side it is a seeded percentile bootstrap over prompts (Hesterberg's expanded percentile for small cohorts), which
+cannot see that variation: an effect is then reported as "not claimable" unless an A/A control (benches of one
+build on the same box) floors the interval. A verdict names a winner only when a claimable interval excludes
 zero; otherwise it reads "within noise (±Y%)", Y being the interval's half-width. Higher tok/s and tok/step are
 better; lower TTFT, TPOT and E2E are better ("faster" = lower latency). MDE is the smallest true change this
-cohort would catch 80% of the time at the 5% level: (t₀.₉₇₅ + t₀.₈₀) × SE of the mean log ratio, about 2.8 × SE.
+design would catch 80% of the time at the 5% level: (t₀.₉₇₅ + t₀.₈₀) × SE with the interval's own degrees of
+freedom (none is given for two runs a side: t with one degree of freedom makes it meaningless).
 When both sides decode greedily and a prompt's output hash differs, the texts diverged: tok/step, acceptance
 and output-length deltas of that cell are confounded by trajectory. Boxes are never averaged: each is its own row.
 """
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    return "\n".join(table(header, rows))
 
 
 def _tok_s(side: Side, cell: str) -> str:
@@ -74,7 +83,7 @@ def _summary(campaign: Campaign) -> str:
             + [r.cell, _tok_s(r.old, r.cell), _pool(r.old), r.old.tok_step(r.cell) if r.old.runs else "–"]
             for r in rows
         ]
-        return f"One build ({campaign.builds[0]}): numbers only, nothing to compare.\n\n" + fmt.table(header, body)
+        return f"One build ({campaign.builds[0]}): numbers only, nothing to compare.\n\n" + _table(header, body)
     header = lead + [
         f"{words[0]} tok/s",
         f"{words[1]} tok/s",
@@ -111,7 +120,7 @@ def _summary(campaign: Campaign) -> str:
                 ]
                 + ([aa_shift(r.old.runs, r.cell, SUMMARY_METRICS) or "–"] if with_aa else [])
             )
-        out.append(fmt.table(header, body))
+        out.append(_table(header, body))
     caption = (
         "tok/s: output tokens per second of the cell (completion tokens over wall time, kept runs). verdict: the "
         "paired per-prompt change of decode tok/s (1/TPOT), or of E2E latency where the server delivered answers "
@@ -134,7 +143,7 @@ def _detail(comparison: GroupComparison) -> str:
     body = [
         [cell.cell, *fmt.metric_cells(result), result.verdict] for cell in comparison.cells for result in cell.metrics
     ]
-    table = fmt.table(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body)
+    table = _table(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body)
     notes = []
     for cell in comparison.cells:
         notes.append(f"- **{cell.cell}**: " + "; ".join(fmt.cell_notes(cell)))
@@ -165,7 +174,7 @@ def _boots(campaign: Campaign) -> str:
                 detail,
             ]
         )
-    return fmt.table(["box", "build", "setting", "outcome", "KV pool (tokens)", "boot s", "detail"], body)
+    return _table(["box", "build", "setting", "outcome", "KV pool (tokens)", "boot s", "detail"], body)
 
 
 def _receipts(campaign: Campaign, out_dir: Path) -> str:
@@ -184,7 +193,7 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
                 f"{receipt.created:%Y-%m-%d %H:%M:%S}",
             ]
         )
-    return fmt.table(["receipt", "kind", "status", "engine", "overlay", "setting", "box", "created (UTC)"], body)
+    return _table(["receipt", "kind", "status", "engine", "overlay", "setting", "box", "created (UTC)"], body)
 
 
 def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from forklift.errors import ForkliftError
-from forklift.receipts.store import write_atomic
+from forklift.fsio import write_atomic
 
 ABANDONED_AFTER_SECONDS = 24 * 3600
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UnreachableError
 from forklift.source.cache import Cache
-from forklift.source.index import IndexFile, UnreachableError, http_client, reason, redact
+from forklift.source.index import IndexFile, http_client, reason, redact
 
 CHUNK_BYTES = 1 << 20
 

@@ -15,9 +15,9 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UnreachableError
 from forklift.source.cache import Cache
-from forklift.source.index import UnreachableError, redact
+from forklift.source.index import redact
 
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 

@@ -22,15 +22,11 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from forklift.errors import ForkliftError, UsageError
+from forklift.errors import ForkliftError, UnreachableError, UsageError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 PEP691_JSON = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_SECONDS = 30.0
-
-
-class UnreachableError(ForkliftError):
-    """The index, a download host or a git remote did not answer (the network, not the input)."""
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ synthetic = "16:16"
 prompts = 4
 concurrency = [2]
 runs = 2
+warmup = 1
 """
 
 
