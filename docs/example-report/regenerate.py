@@ -74,6 +74,8 @@ cohort = "../../tests/stats/data/cohort.jsonl"
 max_tokens = 64
 ignore_eos = true
 sampling = "greedy"
+runs = 2
+warmup = 1
 
 [[suites]]
 kind = "bench"
@@ -82,6 +84,8 @@ synthetic = "64:64"
 prompts = 8
 sampling = "greedy"
 concurrency = [1, 2, 4]
+runs = 2
+warmup = 1
 
 [[suites]]
 kind = "ladder"
