@@ -12,6 +12,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -75,17 +76,13 @@ class Runner:
             moved = set_aside(self.receipts, key)
             if moved:
                 self.say(f"{key}: unfinished cell moved aside to {moved}")
-        for slot in self.plan.slots:
-            if finished(self.receipts / slot.key):
+        cells = [(s.key, partial(self.run_slot, s)) for s in self.plan.slots]
+        cells += [(j.key, partial(self.run_ladder, j)) for j in self.plan.ladders]
+        for key, run_cell in cells:
+            if finished(self.receipts / key):
                 skipped += 1
                 continue
-            self.run_slot(slot)
-            ran += 1
-        for job in self.plan.ladders:
-            if finished(self.receipts / job.key):
-                skipped += 1
-                continue
-            self.run_ladder(job)
+            run_cell()
             ran += 1
         return ran, skipped
 

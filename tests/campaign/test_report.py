@@ -15,36 +15,23 @@ def labelled(folder, build, setting, *, aa=None, speed=1.0, seed=0):
 
 
 def ladder(folder):
+    def cell(value, outcome, seconds, **facts):
+        return LadderCell(
+            key="K", value=value, setting=f"tiny K={value}", outcome=outcome, boot_seconds=seconds, **facts
+        )
+
     cells = [
-        LadderCell(
-            key="K",
-            value="1",
-            setting="tiny K=1",
-            outcome="pass",
+        cell(
+            "1",
+            "pass",
+            30.0,
             kv_pool_tokens=1_048_576,
             requests=4,
             requests_ok=4,
-            boot_seconds=30.0,
             memory={"engine_rss_gib": 2.5, "host_available_gib": 12.0},
         ),
-        LadderCell(
-            key="K",
-            value="2",
-            setting="tiny K=2",
-            outcome="pass",
-            kv_pool_tokens=2_097_152,
-            requests=4,
-            requests_ok=4,
-            boot_seconds=31.0,
-        ),
-        LadderCell(
-            key="K",
-            value="4096",
-            setting="tiny K=4096",
-            outcome="boot-failed",
-            boot_seconds=20.0,
-            reason="died: 14.02 GiB available, 4096.00 needed",
-        ),
+        cell("2", "pass", 31.0, kv_pool_tokens=2_097_152, requests=4, requests_ok=4),
+        cell("4096", "boot-failed", 20.0, reason="died: 14.02 GiB available, 4096.00 needed"),
     ]
     body = LadderBody(
         profile="tiny",
