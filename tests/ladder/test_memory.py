@@ -7,6 +7,12 @@ from forklift.ladder.memory import MemoryWatch, host_available, parse_nvidia_smi
 from forklift.launch.supervise import Server, stop
 
 
+def test_nvidia_smi_output_of_a_real_h200_parses():
+    # what `nvidia-smi --query-gpu=index,memory.used,memory.free --format=csv,noheader,nounits` printed on an
+    # idle NVIDIA H200 (143771 MiB) lent to this project, 2026-12-01
+    assert parse_nvidia_smi("0, 0, 143156\n") == {"gpu0_used_gib": 0.0, "gpu0_free_gib": 143156 / 1024}
+
+
 def test_nvidia_smi_query_lines_become_per_gpu_readings():
     # `nvidia-smi --query-gpu=index,memory.used,memory.free --format=csv,noheader,nounits` on a 2-GPU box
     text = "0, 130516, 12555\n1, 512, [N/A]\n"
