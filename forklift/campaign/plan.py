@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,19 +43,34 @@ class Slot:
 
 
 @dataclass(frozen=True)
+class Prepared:
+    """A suite's options as campaign.toml gave them (name, settings) and as its run() takes them."""
+
+    given: BaseModel
+    ready: Any
+
+    @property
+    def title(self) -> str | None:
+        return getattr(self.given, "name", None)
+
+    def runs_on(self, setting: str) -> bool:
+        return self.given.runs_on(setting)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
 class LadderJob:
     key: str
     build: str
     setting: Setting
     suite: Suite
-    options: BaseModel
+    options: Prepared
 
 
 @dataclass(frozen=True)
 class Plan:
     slots: list[Slot]
     ladders: list[LadderJob]
-    served: list[tuple[Suite, BaseModel]]
+    served: list[tuple[Suite, Prepared]]
 
     @property
     def keys(self) -> list[str]:
@@ -86,7 +102,7 @@ def settings(campaign: CampaignFile, config: Config) -> list[Setting]:
     return out
 
 
-def suite_options(campaign: CampaignFile) -> list[tuple[Suite, BaseModel]]:
+def suite_options(campaign: CampaignFile, config: Config) -> list[tuple[Suite, Prepared]]:
     out = []
     for index, raw in enumerate(campaign.suites):
         where = f"{campaign.path}: suites[{index}]"
@@ -100,10 +116,12 @@ def suite_options(campaign: CampaignFile) -> list[tuple[Suite, BaseModel]]:
             raise ConfigError(f"{where}.kind: {exc}") from None
         try:
             options = chosen.options.model_validate(entry)
+            ready = chosen.prepare(options, config, campaign.root) if chosen.prepare else options
         except ValidationError as exc:
             raise ConfigError(f"{where}.{describe(exc.errors()[0])}") from None
-        relative_to = getattr(options, "relative_to", None)
-        out.append((chosen, relative_to(campaign.root) if relative_to else options))
+        except ForkliftError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        out.append((chosen, Prepared(options, ready)))
     return out
 
 
@@ -123,7 +141,7 @@ def build_order(builds: list[str], order: str, aa: bool) -> list[tuple[str, int 
 
 
 def make_plan(campaign: CampaignFile, config: Config) -> Plan:
-    chosen = suite_options(campaign)
+    chosen = suite_options(campaign, config)
     served = [(s, o) for s, o in chosen if not s.boots]
     booting = [(s, o) for s, o in chosen if s.boots]
     builds = list(campaign.builds)
@@ -137,7 +155,7 @@ def make_plan(campaign: CampaignFile, config: Config) -> Plan:
                     slots.append(Slot(key, repeat, position, build, setting, mark))
     known = {s.name for s in all_settings}
     for index, (_, options) in enumerate(chosen):
-        unknown = sorted(set(getattr(options, "settings", None) or ()) - known)
+        unknown = sorted(set(getattr(options.given, "settings", None) or ()) - known)
         if unknown:
             raise ConfigError(
                 f"{campaign.path}: suites[{index}].settings: no setting {unknown[0]!r} (settings: {', '.join(sorted(known))})"
@@ -146,7 +164,7 @@ def make_plan(campaign: CampaignFile, config: Config) -> Plan:
         LadderJob(f"{s.name}{i + 1}-{slug(setting.name)}-{slug(build)}", build, setting, s, options)
         for i, (s, options) in enumerate(booting)
         for setting in all_settings
-        if options.runs_on(setting.name)  # type: ignore[attr-defined]
+        if options.runs_on(setting.name)
         for build in builds
     ]
     return Plan(slots, ladders, served)

@@ -118,12 +118,18 @@ class Runner:
                 setting=setting.name,
                 labels=booted.labels,
                 boot=booted.body.model_dump(mode="json"),
+                log_path=booted.server.log_path,
+                engine=plan.adapter.name,
+                engine_roots=engine_roots(build, plan.adapter.package),
             )
             for chosen, options in self.plan.served:
-                if not options.runs_on(setting.name):  # type: ignore[attr-defined]
+                if not options.runs_on(setting.name):
                     continue
-                status = chosen.run(endpoint, options)
-                results.append({"kind": chosen.name, "name": getattr(options, "name", None), "status": status})
+                try:
+                    status = chosen.run(endpoint, options.ready)
+                except ForkliftError as exc:  # the suite could not run (its receipt says so): the cell failed
+                    status = f"failed: {exc}"
+                results.append({"kind": chosen.name, "name": options.title, "status": status})
 
         booted = launch(
             self.config,
@@ -163,10 +169,15 @@ class Runner:
             build.command,
             labels,
         )
-        status = job.suite.run(context, job.options)
-        self._finish(
-            job.key, status, {"ladder": getattr(job.options, "axis", None)}, {**labels, "setting": job.setting.name}
-        )
+        status = job.suite.run(context, job.options.ready)
+        self._finish(job.key, status, {"ladder": job.options.ready.axis}, {**labels, "setting": job.setting.name})
+
+
+def engine_roots(build: Build, package: str) -> tuple[Path, ...]:
+    """Where the build's engine package is installed (a quality corpus there would move with the pin)."""
+    from forklift.installed.package import site_from_python
+
+    return (site_from_python(Path(build.python), package) / package,) if build.python else ()
 
 
 def plan_lines(runner: Runner) -> list[str]:
@@ -185,7 +196,7 @@ def plan_lines(runner: Runner) -> list[str]:
         out.append(
             f"  {build.name}: {build.proof}; labels build={build.name} version={build.version} overlay={build.overlay_hash}"
         )
-    served = ", ".join(getattr(o, "name", None) or s.name for s, o in runner.plan.served) or "none"
+    served = ", ".join(o.title or s.name for s, o in runner.plan.served) or "none"
     out.append(f"boots: {len(runner.plan.slots)} (each: positive control, then {served})")
     for slot in runner.plan.slots:
         build = runner.builds[slot.build]
@@ -199,7 +210,7 @@ def plan_lines(runner: Runner) -> list[str]:
         from forklift.ladder import parse_axis
 
         build = runner.builds[job.build]
-        axis = parse_axis(job.options.axis)  # type: ignore[attr-defined]
+        axis = parse_axis(job.options.ready.axis)
         state = "finished, skipped" if finished(runner.receipts / job.key) else "to run"
         out.append(f"{job.key} [{state}] ladder {axis.key} over {', '.join(axis.values)}: one boot per value")
         for value in axis.values:

@@ -28,6 +28,9 @@ class Endpoint:
     setting: str
     labels: dict[str, Any]  # envelope fields for every receipt (build, setting, aa, pin, ...)
     boot: dict[str, Any]  # the boot body (KV pool and other facts)
+    log_path: Path | None = None
+    engine: str = "vllm"
+    engine_roots: tuple[Path, ...] = ()  # where the build's engine is installed (quality refuses corpora there)
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,8 @@ class Suite:
     options: type[BaseModel]
     run: Callable[..., str]  # served: run(endpoint, options); booting: run(context, options) -> receipt status
     boots: bool = False
+    # what run() takes, from the validated options, the distribution's config and the campaign's folder
+    prepare: Callable[[Any, Any, Path], Any] | None = None
 
 
 SUITES: dict[str, Suite] = {}
@@ -80,9 +85,10 @@ class BenchOptions(_Options):
     warmup: int = Field(default=1, ge=0, description="runs before the kept ones, discarded")
     timeout: float = Field(default=600.0, gt=0)
 
-    def relative_to(self, root: Path) -> BenchOptions:
-        """A cohort path in campaign.toml is relative to the campaign file."""
-        return self if self.cohort is None else self.model_copy(update={"cohort": str(root / self.cohort)})
+
+def bench_options(options: BenchOptions, config: Any, root: Path) -> BenchOptions:
+    """A cohort path in campaign.toml is relative to the campaign file."""
+    return options if options.cohort is None else options.model_copy(update={"cohort": str(root / options.cohort)})
 
 
 def bench_plan(endpoint: Endpoint, options: BenchOptions):
@@ -192,5 +198,67 @@ def run_ladder_suite(context: LadderContext, options: LadderOptions) -> str:
     return "ok" if body.highest_pass is not None else "failed"
 
 
-register(Suite("bench", BenchOptions, run_bench_suite))
+class QualityOptions(_Options):
+    """A quality or canary suite's own options, as its `forklift quality`/`canary` flags name them."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+def quality_options(options_class: type) -> Callable[[QualityOptions, Any, Path], Any]:
+    """Turn the campaign's keys into the suite's options: a corpus by its [quality.corpora] name, paths from here."""
+    from pydantic import TypeAdapter
+
+    def prepare(options: QualityOptions, config: Any, root: Path) -> Any:
+        from forklift.quality.corpus import corpus_from_config
+
+        given = dict(options.model_extra or {})
+        if "corpus" in given:
+            given["corpus"] = corpus_from_config(config, str(given["corpus"]))
+        for key in ("data", "log"):
+            if isinstance(given.get(key), str):
+                given[key] = root / given[key]
+        return TypeAdapter(options_class).validate_python(given)
+
+    return prepare
+
+
+def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[Endpoint, Any], str]:
+    """A quality/canary suite run against the campaign's boot, its receipt written by forklift.quality.session."""
+
+    def run_against(endpoint: Endpoint, options: Any) -> str:
+        from functools import partial
+
+        from forklift.quality.endpoint import Endpoint as Target
+        from forklift.quality.session import Suite as Ready
+        from forklift.quality.session import run_suite
+
+        target = Target(
+            url=endpoint.url,
+            model=endpoint.model,
+            log_path=endpoint.log_path,
+            engine=endpoint.engine,
+            engine_roots=endpoint.engine_roots,
+        )
+        outcome = run_suite(
+            Ready(kind, name, partial(run, options=options)),
+            target,
+            endpoint.folder,
+            setting=endpoint.setting,
+            boot=endpoint.boot,
+            receipt_fields=endpoint.labels,
+        )
+        return outcome.status
+
+    return run_against
+
+
+def _register_quality() -> None:
+    from forklift.canary import SUITES as QUALITY_SUITES
+
+    for name, (kind, run, options_class) in QUALITY_SUITES.items():
+        register(Suite(name, QualityOptions, quality_runner(kind, name, run), prepare=quality_options(options_class)))
+
+
+register(Suite("bench", BenchOptions, run_bench_suite, prepare=bench_options))
 register(Suite("ladder", LadderOptions, run_ladder_suite, boots=True))
+_register_quality()
