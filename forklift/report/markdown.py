@@ -199,15 +199,18 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
 def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
     hosts = sorted({receipt.fingerprint.hostname for _, receipt in campaign.receipts})
     builds = ", ".join(f"{b} (baseline)" if b == campaign.baseline else b for b in campaign.builds)
+    from forklift.report.quality import sections  # quality and canary tables (imports this module)
+
     parts = [
         f"# forklift report: {campaign.folder.name}",
         f"{len(campaign.receipts)} receipts ({len(campaign.runs)} bench, {len(campaign.boots)} boot) from "
         f"{', '.join(hosts)}; builds: {builds}. Rendered by forklift {forklift.__version__}.",
-        "## Summary",
-        _summary(campaign),
     ]
+    if campaign.rows:
+        parts += ["## Summary", _summary(campaign)]
     if campaign.comparisons:
         parts += ["## Paired detail", METHODS, *(_detail(c) for c in campaign.comparisons)]
+    parts += sections(campaign.receipts, campaign.baseline if not campaign.by_setting else None)
     parts += ["## Boots", _boots(campaign)]
     parts += extra_sections(campaign.receipts)
     if images:

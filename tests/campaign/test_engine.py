@@ -1,4 +1,4 @@
-"""`forklift campaign` on the real vLLM CPU build: two builds, two settings, bench, Ctrl-C, resume, report.
+"""`forklift campaign` on the real vLLM CPU build: two builds, two settings, bench + GSM8K, Ctrl-C, resume, report.
 
 The two builds are one install under two names (A/A: a second 3.4 GB venv costs more than the
 box can spare); `verify --installed` proves the series in it for both before anything boots.
@@ -15,6 +15,7 @@ import pytest
 
 from forklift.receipts.store import read_receipts
 from tests.fixtures.engine import NGRAM, distribution_toml, free_port, tiny_profile_toml
+from tests.quality.test_gsm8k import TEST_SET
 
 pytestmark = pytest.mark.engine
 
@@ -35,6 +36,11 @@ prompts = 4
 concurrency = [2]
 runs = 2
 warmup = 1
+[[suites]]
+kind = "gsm8k"
+data = "{gsm8k}"
+n = 2
+max_tokens = 16
 """
 
 
@@ -63,7 +69,7 @@ def test_campaign_runs_resumes_after_ctrl_c_and_reports_with_no_relabelling(engi
         f"[profiles.tiny.axes.spec.ngram.args]\nspeculative-config = {ngram}\n"
     )
     (tmp_path / "forklift.toml").write_text(distribution_toml(profiles))
-    (tmp_path / "campaign.toml").write_text(CAMPAIGN.format(python=engine_python))
+    (tmp_path / "campaign.toml").write_text(CAMPAIGN.format(python=engine_python, gsm8k=TEST_SET))
     env = {**os.environ, "COLUMNS": "250"}
     receipts = tmp_path / "receipts"
 
@@ -100,6 +106,9 @@ def test_campaign_runs_resumes_after_ctrl_c_and_reports_with_no_relabelling(engi
 
     found = [r for _, r in read_receipts([receipts])]
     benches = [r for r in found if r.kind == "bench"]
+    quality = [r for r in found if r.kind == "quality"]
+    assert sorted((r.build, r.setting) for r in quality) == sorted((r.build, r.setting) for r in benches)
+    assert all(r.body["summary"]["questions"] == 2 for r in quality)
     assert sorted((r.build, r.setting) for r in benches) == sorted(
         (b, f"tiny spec={s}") for b in "AB" for s in ("off", "ngram")
     )

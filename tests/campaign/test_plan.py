@@ -79,7 +79,10 @@ def test_plan_interleaves_every_setting_and_runs_ladders_once_per_build_and_sett
         (('order = "ABBA"', 'order = "BA"'), "order: Input should be 'ABBA' or 'AB'"),
         (("pristine = true", 'pristine = true\ncommand = ["x"]'), "builds.old: Value error, give exactly one of"),
         (("concurrency = [1, 2]", "concurency = [1, 2]"), "suites[0].concurency: unknown key"),
-        (('kind = "ladder"', 'kind = "soak"'), "suites[1].kind: suite kind 'soak': unknown (known: bench, ladder"),
+        (
+            ('kind = "ladder"', 'kind = "stress"'),
+            "suites[1].kind: suite kind 'stress': unknown (known: bench, cold-pair",
+        ),
         (
             ('axes = { spec = ["off", "ngram"] }', 'axes = { spec = ["off", "eagle"] }'),
             "settings[0]: profile tiny: axis spec: unknown value 'eagle'",
@@ -111,3 +114,14 @@ def test_a_suite_can_be_kept_to_some_settings_and_an_unknown_one_is_named(tmp_pa
     assert [(j.setting.name, j.build) for j in plan.ladders] == [("tiny spec=ngram", "old"), ("tiny spec=ngram", "new")]
     with pytest.raises(ConfigError, match=r"suites\[1\]\.settings: no setting 'tiny spec=eagle'"):
         make_plan(*files(tmp_path, only.replace("tiny spec=ngram", "tiny spec=eagle")))
+
+
+def test_quality_and_canary_suites_plug_in_with_their_own_options_checked(tmp_path):
+    gsm8k = CAMPAIGN + '[[suites]]\nkind = "gsm8k"\ndata = "gsm8k.jsonl"\nn = 3\n'
+    plan = make_plan(*files(tmp_path, gsm8k))
+    chosen, options = plan.served[1]
+    assert chosen.name == "gsm8k" and options.ready.n == 3 and options.ready.data == tmp_path / "gsm8k.jsonl"
+    with pytest.raises(ConfigError, match=r"suites\[2\]\.n: Input should be a valid integer"):
+        make_plan(*files(tmp_path, gsm8k.replace("n = 3", 'n = "three"')))
+    with pytest.raises(ConfigError, match=r"suites\[2\]: --corpus 'wiki': not in \[quality.corpora\]"):
+        make_plan(*files(tmp_path, CAMPAIGN + '[[suites]]\nkind = "ppl"\ncorpus = "wiki"\n'))
