@@ -30,6 +30,7 @@ from tests.fixtures.engine_install import ensure_engine_venv, ensure_series_appl
 
 PROFILES = """\
 [profiles.plain]
+python = {python}
 model = {model}
 served_name = "{served}"
 port = 8765
@@ -107,7 +108,9 @@ def main() -> None:
     ensure_series_applied(python)
     model = ensure_tiny_model(python)
     env = ", ".join(f"{k} = {json.dumps(v)}" for k, v in ENGINE_ENV.items())
-    profiles = PROFILES.format(model=json.dumps(str(model)), served=SERVED_NAME, env=env, ngram=toml_table(NGRAM))
+    profiles = PROFILES.format(
+        python=json.dumps(str(python)), model=json.dumps(str(model)), served=SERVED_NAME, env=env, ngram=toml_table(NGRAM)
+    )
     (HERE / "forklift.toml").write_text(distribution_toml(profiles).replace(str(ROOT), "../.."))
     (HERE / "campaign.toml").write_text(CAMPAIGN.format(python=json.dumps(str(python))))
     for stale in ("receipts", "receipts.interrupted", "logs"):

@@ -129,8 +129,9 @@ def _summary(campaign: Campaign) -> str:
     )
     if with_aa:
         caption += (
-            " A/A shift: the same build and setting benched twice in the campaign, second copy against first, "
-            "on the verdict's metric: a change no larger than it is the box, not the build."
+            " A/A shift: the A side benched twice in the campaign (aa = 1 and 2), the second copy against the first, "
+            "on decode tok/s, or on E2E where decode has no interval (the metric is named): a change no larger "
+            "than it is the box, not the change; the same control floors the verdict's interval."
         )
     return "\n\n".join(out + [caption])
 
