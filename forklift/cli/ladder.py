@@ -44,6 +44,7 @@ def ladder(
     logs: Path | None = typer.Option(None, "--logs", help="engine log folder (default: logs/ beside it)"),
 ) -> None:
     """Find the highest value of a memory setting that still boots and serves a burst; recommend one below."""
+    from forklift.config import Config
     from forklift.errors import ForkliftError, UsageError
     from forklift.ladder import Burst, parse_axis
     from forklift.ladder.run import Engine, run_ladder
@@ -51,7 +52,7 @@ def ladder(
     parsed = parse_axis(axis)
     if requests < 1 or concurrency < 1 or input_tokens < 1 or output_tokens < 1 or timeout <= 0:
         raise UsageError("--requests, --concurrency, --input, --output and --timeout must all be positive")
-    config = load()
+    config: Config = load()  # type: ignore[assignment]  # load() is typed loosely to keep startup lazy
     burst = Burst(
         requests=requests,
         concurrency=concurrency,
