@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from forklift.cli.app import app, console, load
-from forklift.config import Config
 from forklift.cli.bench import receipts_folder
 from forklift.errors import ForkliftError, UsageError
+
+if TYPE_CHECKING:
+    from forklift.config import Config
 
 
 def suite_names(given: list[str], known: tuple[str, ...]) -> list[str]:

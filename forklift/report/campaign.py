@@ -20,6 +20,7 @@ from forklift.errors import ForkliftError, UsageError
 from forklift.launch.boot import engine_reason
 from forklift.launch.facts import BootBody
 from forklift.receipts import Receipt, read_receipts, validated_body
+from forklift.report.format import box_name
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
 from forklift.stats.sample import build_label, output_throughput, server_tok_step
 
@@ -149,7 +150,7 @@ def _build_order(runs: list[BenchRun], boots: list[Boot]) -> list[str]:
 def _host(machine_id: str, runs: list[BenchRun], boots: list[Boot]) -> str:
     for item in [*runs, *boots]:
         if item.receipt.fingerprint.machine_id == machine_id:
-            return item.receipt.fingerprint.hostname
+            return box_name(item.receipt.fingerprint)
     return machine_id
 
 
