@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from pydantic import BaseModel, Field
 
 from forklift.flip.triage import BLOCKING, PatchTriage
@@ -64,25 +66,11 @@ class FlipRow(BaseModel):
             verdict=t.verdict,
             description=description,
             files=list(t.files),
-            hunks=[
-                HunkNote(
-                    file=h.file,
-                    index=h.index,
-                    status=h.status,
-                    text=h.text,
-                    line=h.line,
-                    was=list(h.was),
-                    now=list(h.now),
-                    blocked_by=h.blocked_by,
-                )
-                for h in t.hunks
-            ],
+            hunks=[HunkNote(**asdict(h)) for h in t.hunks],
             blocked_by=t.blocked_by,
             via=t.via,
             look=list(t.look),
-            retire=RetireNote(present=t.retire.present, total=t.retire.total, differing=list(t.retire.differing))
-            if t.retire
-            else None,
+            retire=RetireNote(**asdict(t.retire)) if t.retire else None,
         )
 
     def verdict_text(self) -> str:

@@ -12,7 +12,7 @@ from forklift.engines import adapter
 from forklift.errors import ForkliftError, UsageError
 from forklift.flip.knobs import knob_deltas
 from forklift.flip.move import follow_manifest, moved_toml, new_pin, pin_version
-from forklift.flip.report import FlipReport, FlipRow
+from forklift.flip.report import FlipReport, FlipRow, KnobDelta
 from forklift.flip.triage import PatchTriage, triage
 from forklift.fork.base import base_tag
 from forklift.fork.create import release_commit
@@ -57,6 +57,8 @@ def run_flip(
     verdicts, new_overlay = triage(old_read, new_read, series.patches, applier)
     _, old_overlay = apply_series(old_read, series.patches, applier)
     unlanded = sum(1 for t in verdicts if not t.landed)
+    knobs: list[KnobDelta]
+    skipped: str | None
     if config.data.engine.kind == "generic":
         knobs, skipped = [], "not compared: engine.kind is generic (no knob registry)"
     elif unlanded:  # a registry read off a tree the series did not land on reports the series' absence
@@ -142,8 +144,8 @@ def write_flip(
         if t.refreshed is not None:
             write_atomic(config.series_dir / t.name, t.refreshed)
             written.append(config.series_dir / t.name)
-    for name in sorted(retired):
-        (config.series_dir / name).unlink()
+    for gone in sorted(retired):
+        (config.series_dir / gone).unlink()
     fresh = load_series(config.series_dir)
     written += follow_manifest(config, fresh)
     if config.patches_md is not None:

@@ -131,7 +131,8 @@ class _Diffs:
     def opcodes(self, old: bytes, new: bytes) -> list[tuple[str, int, int, int, int]]:
         key = (old, new)
         if key not in self._cache:
-            self._cache[key] = [op for op in _opcodes(split_lines(old), split_lines(new)) if op[0] != "equal"]
+            lines = (split_lines(old), split_lines(new))  # difflib matches bytes lines as well as text
+            self._cache[key] = [op for op in _opcodes(*lines) if op[0] != "equal"]  # type: ignore[arg-type]
         return self._cache[key]
 
 

@@ -82,7 +82,7 @@ class _Committed:
     text: str | None = None  # the series file as committed
 
     @classmethod
-    def read(cls, series_dir: Path) -> "_Committed":
+    def read(cls, series_dir: Path) -> _Committed:
         series_file = series_dir / SERIES_FILE
         if not series_file.exists():
             return cls()

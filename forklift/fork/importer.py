@@ -48,8 +48,8 @@ def commit_message(header: Header, patch_name: str) -> str:
     """Subject and body from Description, then the other header fields back as trailers."""
     # a mail's Subject is its description and the mail body the rest of the message; free text of a
     # DEP-3 header follows the Description the same way
-    parts = (header.fields.get("description", "").strip(), header.body.strip())
-    subject, _, body = ("\n\n".join(part for part in parts if part) or patch_name).partition("\n")
+    given = (header.fields.get("description", "").strip(), header.body.strip())
+    subject, _, body = ("\n\n".join(part for part in given if part) or patch_name).partition("\n")
     trailers = [
         f"{_field_name(k)}: {v}"
         for k, v in header.fields.items()

@@ -6,6 +6,7 @@ pristine file contents; series/gate.py materializes the tree and writes the rece
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 from typing import Literal, Protocol
@@ -175,6 +176,7 @@ def check_series(
     patches = list(series.patches)
     findings: list[Finding] = []
     require_contract(series, contract)
+    read = functools.cache(read)  # the pristine tree does not change under a check: each file is read once
 
     results, overlay = apply_series(read, patches, applier)
     pass1 = [_row(p, r) for p, r in zip(patches, results)]
