@@ -75,8 +75,12 @@ def bench(
     label: str | None = None,
     boot: dict[str, Any] | None = None,
     receipt_fields: dict[str, Any] | None = None,
+    kind: str = "bench",
 ) -> BenchOutcome:
-    """Run the plan. Ctrl-C ends it with status interrupted: the outcome, not an exception."""
+    """Run the plan. Ctrl-C ends it with status interrupted: the outcome, not an exception.
+
+    `kind` names the receipt: a ladder's burst is measured like a bench but is not one to compare.
+    """
     body = BenchBody(
         url=plan.url,
         model=plan.model,
@@ -87,7 +91,7 @@ def bench(
         boot=boot,
         client=client_facts(plan),
     )
-    recorder = BenchRecorder(new_receipt("bench", **(receipt_fields or {})), body, folder)
+    recorder = BenchRecorder(new_receipt(kind, **(receipt_fields or {})), body, folder)
     try:
         status: Status = asyncio.run(run_bench(plan, recorder, progress))
     except KeyboardInterrupt:
@@ -113,13 +117,15 @@ def bench_launched(
     logs: Path,
     progress: Progress | None = None,
     label: str | None = None,
+    build: str | None = None,
 ) -> BenchOutcome:
     """Launch the profile (forklift.launch), bench it once healthy, stop it: nothing left running.
 
     `make_plan(url, served_name)` builds the bench plan once the launch is resolved. The
-    boot facts (KV pool, ...) go into the bench receipt; the boot receipt is written beside it.
+    boot facts (KV pool, ...) go into the bench receipt; the boot receipt is written beside it,
+    and both carry the launch's labels (build, setting).
     """
-    from forklift.launch.boot import profile_record, setting_name
+    from forklift.launch.boot import profile_record
     from forklift.launch.run import launch
     from forklift.launch.run import make_plan as launch_plan
 
@@ -134,18 +140,14 @@ def bench_launched(
                 mode=mode,
                 folder=folder,
                 progress=progress,
-                setting=setting_name(resolved),
+                setting=booted.labels["setting"],
                 label=label,
                 boot=booted.body.model_dump(mode="json"),
-                receipt_fields={
-                    "profile": profile_record(resolved),
-                    "pin": config.data.upstream.model_dump(),
-                    "engine_version": planned.checked_against,
-                },
+                receipt_fields={"profile": profile_record(resolved), **booted.labels},
             )
         )
 
-    launch(config, planned, folder, logs, on_ready=on_ready, serve=False)
+    launch(config, planned, folder, logs, on_ready=on_ready, serve=False, labels={"build": build} if build else None)
     return outcomes[0]
 
 

@@ -20,6 +20,8 @@ from forklift.cli import quality as _quality, canary as _canary  # noqa: F401,E4
 # Command modules register themselves on `app` when imported.
 from forklift.cli import series as _series  # noqa: F401,E402
 from forklift.cli import source as _source  # noqa: F401,E402
+from forklift.cli import ladder as _ladder  # noqa: F401,E402
+from forklift.cli import campaign as _campaign  # noqa: F401,E402
 from forklift.cli.app import app, err_console
 from forklift.errors import ForkliftError
 

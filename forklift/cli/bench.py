@@ -167,6 +167,9 @@ def bench(
     engine: str = typer.Option("vllm", "--engine", help="engine adapter naming the server's metrics"),
     label: Optional[str] = typer.Option(None, "--label", help="your name for what is benched, shown by compare"),
     receipts: Optional[Path] = typer.Option(None, "--receipts", help="receipt folder"),
+    build: Optional[str] = typer.Option(
+        None, "--build", help="label the receipts with this build (default: engine version + overlay hash)"
+    ),
 ) -> None:
     """Stream a workload at a server; prints a table and writes a bench receipt with every request."""
     if ctx.invoked_subcommand is not None:
@@ -245,10 +248,19 @@ def bench(
                 logs=logs or config.root / "logs",
                 progress=RichProgress(progress),
                 label=label,
+                build=build,
             )
     else:
         with Progress(*columns, console=console, transient=True) as progress:
-            outcome = run(make_plan(url), mode=mode, folder=folder, progress=RichProgress(progress), label=label)
+            labels = {"build": build} if build else None
+            outcome = run(
+                make_plan(url),
+                mode=mode,
+                folder=folder,
+                progress=RichProgress(progress),
+                label=label,
+                receipt_fields=labels,
+            )
     render(outcome.body)
     console.print(f"receipt: {outcome.path} ({outcome.status})")
     if outcome.status == "interrupted":

@@ -30,6 +30,9 @@ def launch(
         None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
     ),
     logs: Optional[Path] = typer.Option(None, "--logs", help="engine log folder (default: logs/ beside forklift.toml)"),
+    build: Optional[str] = typer.Option(
+        None, "--build", help="label the receipt with this build (default: engine version + overlay hash)"
+    ),
 ) -> None:
     """Boot a profile as a supervised server (Ctrl-C or `forklift stop` ends it), or --print its command."""
     from forklift.launch.resolve import printed_lines
@@ -97,6 +100,7 @@ def launch(
         control=control,
         on_ready=ready,
         serve=not control,
+        labels={"build": build} if build else None,
     )
     console.print("stopped: the engine's process group is gone")
     if booted.body.after_stop:

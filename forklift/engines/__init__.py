@@ -71,6 +71,8 @@ class EngineAdapter:
     # flags whose product is the number of GPUs a launch uses (tensor x pipeline x data parallel)
     parallel_flags: tuple[str, ...] = ()
     deprecated_env: dict[str, str] = field(default_factory=dict)  # variable -> the flag that supersedes it
+    # Variables naming the engine's compile caches: a cold boot points each at a fresh empty folder.
+    cache_env: tuple[str, ...] = ()
     scan_patterns: tuple[ScanPattern, ...] = ()  # what `canary logscan` counts
     scan_until: re.Pattern[str] | None = None  # a deliberate stop begins: what follows is teardown, not faults
 

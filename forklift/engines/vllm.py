@@ -218,13 +218,15 @@ VLLM = EngineAdapter(
         "prompt_tokens": "vllm:prompt_tokens",
         "cache_config": "vllm:cache_config_info",  # an info gauge: its labels carry kv_cache_size_tokens
     },
-    # Legacy variables that overlap a CLI flag: when both are set, one silently beats the
-    # other (the 0.29 retention-interval bug). vLLM keeps no machine-readable list; each
-    # entry names the source line that proves the overlap.
+    # vllm/envs.py VLLM_CACHE_ROOT holds torch_compile_cache; inductor and triton keep their own.
+    cache_env=("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"),
     # NVLink multicast (NVLS) kept off on every launch: on the shared multi-GPU hosts it is not usable
     # (the GPU kit and the device notes say so) and NCCL, torch symmetric memory and NVSHMEM each try it.
     forced_env={"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"},
     parallel_flags=("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size"),
+    # Legacy variables that overlap a CLI flag: when both are set, one silently beats the
+    # other (the 0.29 retention-interval bug). vLLM keeps no machine-readable list; each
+    # entry names the source line that proves the overlap.
     deprecated_env={
         # vllm/platforms/cpu.py: "# Legacy setting" -> cache_config.kv_cache_memory_bytes
         "VLLM_CPU_KVCACHE_SPACE": "--kv-cache-memory-bytes",

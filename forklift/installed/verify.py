@@ -117,10 +117,9 @@ def reverse(patch: Patch) -> Patch:
     return replace(patch, name=f"{patch.name} (reversed)", files=files)
 
 
-def verify(package: InstalledPackage, series: Series, trimmed: bool = False) -> Verification:
-    """Every file's state; with `trimmed`, RECORD files not on disk (and untouched by the series) are absent."""
-    read = package.read
-    forward, _ = apply_series(read, series.patches)
+def _undo_applied(package: InstalledPackage, series: Series) -> tuple[list[PatchCheck], Overlay]:
+    """Each patch's state on the installed files, and those files with the applied patches undone."""
+    forward, _ = apply_series(package.read, series.patches)
     patches = [
         PatchCheck(
             p.name,
@@ -130,12 +129,33 @@ def verify(package: InstalledPackage, series: Series, trimmed: bool = False) -> 
         for p, r in zip(series.patches, forward)
     ]
     # Undo the applied patches, last first: what is left should be the wheel's bytes.
-    undone = Overlay(read)
+    undone = Overlay(package.read)
     for patch, check in reversed(list(zip(series.patches, patches))):
         if check.state == "applied":
             result = apply_patch(undone.read, reverse(patch))
             if result.status in ("exact", "offset"):
                 undone.files.update(result.files)
+    return patches, undone
+
+
+def installed_overlay_hash(package: InstalledPackage, series: Series) -> str | None:
+    """The overlay hash of what the series changed in the installed files (None: none of it is there).
+
+    Reads only the files the series touches, so it is cheap enough for every launch; it equals
+    `forklift check`'s overlay hash when the whole series is applied to pristine files (verify proves that).
+    """
+    from forklift.series.render import overlay_hash
+
+    _, undone = _undo_applied(package, series)
+    touched = {p for patch in series.patches for p in patch.paths}
+    changed = {p: (undone.read(p), package.read(p)) for p in touched if undone.read(p) != package.read(p)}
+    return overlay_hash(changed) if changed else None
+
+
+def verify(package: InstalledPackage, series: Series, trimmed: bool = False) -> Verification:
+    """Every file's state; with `trimmed`, RECORD files not on disk (and untouched by the series) are absent."""
+    read = package.read
+    patches, undone = _undo_applied(package, series)
     _, expected = apply_series(undone.read, series.patches)
     touched = {p for patch in series.patches for p in patch.paths}
 

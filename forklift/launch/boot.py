@@ -7,7 +7,7 @@ the verdict, so a boot cut short still leaves a record of what was tried.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,6 +26,7 @@ class Booted:
     server: Server
     body: BootBody
     receipt_path: Path | None
+    labels: dict[str, Any] = field(default_factory=dict)  # the receipt's envelope fields (pin, build, setting...)
 
 
 def profile_record(resolved: Resolved) -> dict[str, Any]:
@@ -39,7 +40,10 @@ def profile_record(resolved: Resolved) -> dict[str, Any]:
 
 
 def setting_name(resolved: Resolved) -> str:
-    return " ".join([resolved.profile, *(f"{k}={v}" for k, v in resolved.choices.items())])
+    """The setting as a label: profile, axis choices, then what --set changed (args and env)."""
+    sets = [f"{f.name[2:]}={' '.join(f.values) or 'true'}" for f in resolved.flags if f.source == "--set"]
+    sets += [f"{k}={v}" for k, v in resolved.env.items() if resolved.env_sources.get(k) == "--set"]
+    return " ".join([resolved.profile, *(f"{k}={v}" for k, v in resolved.choices.items()), *sets])
 
 
 def control_variable(adapter: EngineAdapter) -> str:
@@ -63,13 +67,14 @@ def boot(
     KeyboardInterrupt (Ctrl-C, or SIGTERM from `forklift stop` turned into one) stops the
     server, marks the receipt interrupted and propagates.
     """
-    setting = setting_name(resolved)
+    receipt_fields = {"setting": setting_name(resolved), **(receipt_fields or {})}
+    setting = receipt_fields["setting"]
     receipt = new_receipt(
         "boot",
         status="partial",
         profile=profile_record(resolved),
         body=BootBody(outcome="booting", setting=setting, log_path=str(log_path)).model_dump(),
-        **(receipt_fields or {}),
+        **receipt_fields,
     )
     path = write_receipt(receipt, receipts) if receipts else None
 
@@ -99,7 +104,15 @@ def boot(
     if body.outcome != "ready":
         stop(server)  # a dead leader can leave workers behind; a timed-out one is still running
     record(body)
-    return Booted(server, body, path)
+    return Booted(server, body, path, receipt_fields)
+
+
+def engine_reason(body: BootBody) -> str | None:
+    """The engine's own words for a failed boot: its memory figures when it gave them, else its fatal line."""
+    facts = body.facts
+    if facts.memory_available_gib is not None and facts.memory_needed_gib is not None:
+        return f"{facts.memory_available_gib:.2f} GiB available, {facts.memory_needed_gib:.2f} needed"
+    return facts.fatal
 
 
 def failure_message(body: BootBody) -> str:

@@ -17,7 +17,9 @@ NVIDIA_PROC = Path("/proc/driver/nvidia/version")
 
 
 def port_free(host: str, port: int) -> None:
+    """Bind as the server will (SO_REUSEADDR, as uvicorn does): a listener is busy; the last boot's TIME_WAIT is not."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:

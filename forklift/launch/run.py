@@ -14,7 +14,7 @@ from forklift.config import Config
 from forklift.engines import EngineAdapter
 from forklift.engines import adapter as engine_adapter
 from forklift.errors import ForkliftError
-from forklift.launch.boot import Booted, boot, check_control, control_variable, failure_message
+from forklift.launch.boot import Booted, boot, check_control, control_variable, failure_message, setting_name
 from forklift.launch.resolve import Resolved, parse_sets, resolve
 from forklift.launch.running import Running, register, unregister
 from forklift.launch.supervise import Server, start_time, stop
@@ -29,8 +29,19 @@ class Plan:
     knobs_from: str | None = None  # with no engine installed: where the knobs were checked
 
 
-def make_plan(config: Config, name: str, sets: list[str], port: int | None = None, check: bool = True) -> Plan:
-    """Resolve the profile; when the engine is installed (and check), check flags and knobs against it."""
+def make_plan(
+    config: Config,
+    name: str,
+    sets: list[str],
+    port: int | None = None,
+    check: bool = True,
+    python: str | None = None,
+    command: list[str] | None = None,
+) -> Plan:
+    """Resolve the profile; when the engine is installed (and check), check flags and knobs against it.
+
+    `python` or `command` replace the profile's engine (a campaign's build runs every setting).
+    """
     from dataclasses import replace
 
     from forklift.launch.engine_checks import check_flags, check_knobs, legacy_warnings
@@ -39,6 +50,8 @@ def make_plan(config: Config, name: str, sets: list[str], port: int | None = Non
     adapter = engine_adapter(config.data.engine.kind)
     choices, overrides = parse_sets(sets)
     resolved = resolve(config.data.profiles, name, choices, overrides, adapter)
+    if python is not None or command is not None:
+        resolved = replace(resolved, python=python, command=command or adapter.serve_argv(python))
     if port is not None:
         flags = [replace(f, values=(str(port),)) if f.name == "--port" else f for f in resolved.flags]
         resolved = replace(resolved, port=port, flags=flags)
@@ -67,6 +80,39 @@ def make_plan(config: Config, name: str, sets: list[str], port: int | None = Non
     except UnreachableError as exc:
         plan.warnings.append(f"knobs not checked: the pinned upstream tree is not cached and {exc}")
     return plan
+
+
+def receipt_labels(config: Config, plan: Plan, python: str | None, build: str | None) -> dict[str, object]:
+    """The envelope fields every receipt of this launch carries: pin, engine version, overlay hash, build, setting.
+
+    The overlay hash is what the distribution's series changed in the installed engine (none
+    when it is not applied, or when the engine runs through a command forklift cannot see into).
+    """
+    from forklift.knobs.flags import engine_version
+    from forklift.receipts.envelope import default_build
+
+    version = plan.checked_against or (engine_version(python, plan.adapter) if python else None)
+    overlay = installed_overlay(config, python, plan.adapter) if python else None
+    return {
+        "pin": config.data.upstream.model_dump(),
+        "engine_version": version,
+        "overlay_hash": overlay,
+        "build": build or default_build(version, overlay),
+        "setting": setting_name(plan.resolved),
+    }
+
+
+def installed_overlay(config: Config, python: str, adapter: EngineAdapter) -> str | None:
+    from forklift.installed.package import locate
+    from forklift.installed.verify import installed_overlay_hash
+    from forklift.series.model import load_series
+
+    try:
+        return installed_overlay_hash(
+            locate(Path(python), adapter.package, adapter.serve_script), load_series(config.series_dir)
+        )
+    except ForkliftError:  # no RECORD, no series: the build is labelled by its version alone
+        return None
 
 
 def _sigterm_as_interrupt(signum, frame):  # `forklift stop` sends SIGTERM: stop like Ctrl-C
@@ -122,18 +168,22 @@ def launch(
     control: bool = False,
     on_ready: Callable[[Booted], None] | None = None,
     serve: bool = True,
+    labels: dict[str, object] | None = None,
+    extra_env: dict[str, str] | None = None,
+    raise_failed: bool = True,
 ) -> Booted:
     """Preflight, boot, report; then keep serving until Ctrl-C / `forklift stop` (unless serve=False).
 
     With control, a made-up engine variable is exported and the boot fails unless the
-    engine warned about exactly that one.
+    engine warned about exactly that one. `labels` override the receipts' envelope fields
+    (a campaign's build name); `extra_env` is exported unchecked (a fresh compile cache).
+    With raise_failed=False a boot that never got ready is returned (stopped), not raised.
     """
-    from forklift.knobs.flags import engine_version
     from forklift.launch.preflight import preflight
 
     resolved, adapter = plan.resolved, plan.adapter
     python = preflight(resolved, adapter)
-    version = plan.checked_against or (engine_version(python, adapter) if python else None)
+    fields = {**receipt_labels(config, plan, python, None), **(labels or {})}
     variable = control_variable(adapter) if control else None
     log_path = logs / f"{time.strftime('%Y%m%dT%H%M%S')}-{resolved.profile}-{resolved.port}.log"
     main_thread = threading.current_thread() is threading.main_thread()  # signals can only be set there
@@ -165,12 +215,14 @@ def launch(
             adapter,
             log_path,
             receipts,
-            extra_env={variable: "1"} if variable else None,
+            extra_env={**(extra_env or {}), **({variable: "1"} if variable else {})},
             warnings=plan.warnings,
-            receipt_fields={"pin": config.data.upstream.model_dump(), "engine_version": version},
+            receipt_fields=fields,
             on_start=started,
         )
         if booted.body.outcome != "ready":
+            if not raise_failed:
+                return booted
             raise ForkliftError(failure_message(booted.body))
         try:
             if variable:

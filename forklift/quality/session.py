@@ -94,7 +94,7 @@ def run_launched(
     `endpoint` carries options of the caller (timeout, model name); url, log and engine
     roots come from the launch.
     """
-    from forklift.launch.boot import profile_record, setting_name
+    from forklift.launch.boot import profile_record
     from forklift.launch.run import launch, make_plan
 
     planned = make_plan(config, profile, sets)
@@ -111,18 +111,14 @@ def run_launched(
             engine=planned.adapter.name,
             engine_roots=engine_roots(resolved, planned.adapter),
         )
-        fields = {
-            "profile": profile_record(resolved),
-            "pin": config.data.upstream.model_dump(),
-            "engine_version": planned.checked_against,
-        }
+        fields = {"profile": profile_record(resolved), **booted.labels}  # build, setting, pin, version, overlay
         for suite in suites:
             outcomes.append(
                 run_suite(
                     suite,
                     target,
                     folder,
-                    setting=setting_name(resolved),
+                    setting=booted.labels["setting"],
                     boot=booted.body.model_dump(mode="json"),
                     receipt_fields=fields,
                 )

@@ -54,6 +54,10 @@ class Receipt(BaseModel):
     overlay_hash: str | None = None
     engine_version: str | None = None
     profile: dict[str, Any] | None = Field(default=None, description="name, choices, argv and redacted env")
+    # Labels compare and report group by, so a folder of receipts needs no flags and no relabelling.
+    build: str | None = Field(default=None, description="the engine build: --build NAME, else version+overlay hash")
+    setting: str | None = Field(default=None, description="the run setting: profile, axis choices, --set overrides")
+    aa: int | None = Field(default=None, description="A/A control: which copy (1 or 2) of the same build and setting")
     body: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -115,6 +119,12 @@ def fingerprint() -> Fingerprint:
         python=platform.python_version(),
         forklift=forklift.__version__,
     )
+
+
+def default_build(version: str | None, overlay_hash: str | None) -> str:
+    """The build label when none is given: engine version, plus the overlay hash's head when patched."""
+    version = version or "unknown"
+    return f"{version}+{overlay_hash.removeprefix('sha256:')[:8]}" if overlay_hash else version
 
 
 def new_receipt(kind: str, **fields: Any) -> Receipt:

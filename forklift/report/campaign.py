@@ -17,6 +17,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from forklift.errors import ForkliftError, UsageError
+from forklift.launch.boot import engine_reason
 from forklift.launch.facts import BootBody
 from forklift.receipts import Receipt, read_receipts, validated_body
 from forklift.report.format import box_name
@@ -33,7 +34,7 @@ class Boot:
     @property
     def setting(self) -> str:
         """Labelled as bench receipts are (BenchRun.setting): the stated setting, else the profile name."""
-        return self.body.setting or (self.receipt.profile or {}).get("name") or "default"
+        return self.receipt.setting or self.body.setting or (self.receipt.profile or {}).get("name") or "default"
 
     @property
     def build(self) -> str:
@@ -44,11 +45,9 @@ def boot_state(boot: Boot | None) -> str:
     """Why a side has no numbers, in the engine's own figures."""
     if boot is None:
         return "not run"
-    facts, outcome = boot.body.facts, boot.body.outcome
-    if facts.memory_available_gib is not None and facts.memory_needed_gib is not None:
-        return f"{outcome} ({facts.memory_available_gib:.2f} GiB available, {facts.memory_needed_gib:.2f} needed)"
+    outcome = boot.body.outcome
     if outcome in ("refused", "died"):
-        return f"{outcome} ({(facts.fatal or 'no fatal line in the log')[:120]})"
+        return f"{outcome} ({(engine_reason(boot.body) or 'no fatal line in the log')[:120]})"
     if outcome == "timeout":
         waited = f" after {boot.body.boot_seconds:.0f} s" if boot.body.boot_seconds is not None else ""
         return f"boot timed out{waited}"
@@ -125,7 +124,13 @@ class Campaign:
 
 
 def _boots(receipts: list[tuple[Path, Receipt]]) -> list[Boot]:
-    return [Boot(path, r, validated_body(path, r, BootBody)) for path, r in receipts if r.kind == "boot"]
+    """Boot receipts, less a ladder's own boots: those are rows of its ladder table, not settings to compare."""
+    ladder = {str(r.body.get("boot_receipt")) for _, r in receipts if r.kind == "ladder-cell"}
+    return [
+        Boot(path, r, validated_body(path, r, BootBody))
+        for path, r in receipts
+        if r.kind == "boot" and path.name not in ladder
+    ]
 
 
 def _build_order(runs: list[BenchRun], boots: list[Boot]) -> list[str]:
@@ -177,7 +182,10 @@ def _rows(old: Side, new: Side, host: str, workload: str, seed: int) -> tuple[li
     if not (old.runs and new.runs):
         return [Row(host, workload, name, old, new) for name in cells], None
     try:
-        comparison = compare_groups(old.runs, new.runs, seed=seed)
+        # a campaign's A/A control (the baseline side benched twice, aa = 1 and 2) floors every interval
+        control = [run for run in old.runs if run.receipt.aa]
+        aa_runs = control if len({run.receipt.aa for run in control}) > 1 else None
+        comparison = compare_groups(old.runs, new.runs, seed=seed, aa_runs=aa_runs)
     except ForkliftError as refused:
         return [Row(host, workload, name, old, new, refused=str(refused)) for name in cells], None
     results = {c.cell: c for c in comparison.cells}
@@ -187,8 +195,8 @@ def _rows(old: Side, new: Side, host: str, workload: str, seed: int) -> tuple[li
 def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -> Campaign:
     receipts = read_receipts([folder])
     runs, boots = bench_runs(receipts), _boots(receipts)
-    if not runs and not boots and not any(r.kind in ("quality", "canary") for _, r in receipts):
-        raise ForkliftError(f"{folder}: no bench or boot receipts to report (nor quality or canary ones)")
+    if not runs and not boots and not any(r.kind in ("quality", "canary", "ladder") for _, r in receipts):
+        raise ForkliftError(f"{folder}: no bench, boot, ladder, quality or canary receipts to report")
     builds = _build_order(runs, boots)
     settings = list(dict.fromkeys([r.setting for r in runs] + [b.setting for b in boots]))
     by_setting = baseline is not None and baseline not in builds

@@ -8,7 +8,9 @@ from pathlib import Path
 import forklift
 from forklift.mdtable import table
 from forklift.report import format as fmt
+from forklift.report.aa import aa_shift
 from forklift.report.campaign import Campaign, Row, Side, boot_state
+from forklift.report.cells import extra_sections
 from forklift.stats import GroupComparison
 
 # The summary's verdict: decode speed when measured, else end-to-end latency (a server that
@@ -65,6 +67,8 @@ def _verdict(row: Row) -> str:
 
 def _summary(campaign: Campaign) -> str:
     rows = campaign.rows
+    if not rows:
+        return "No bench or boot receipts outside the ladders below."
     many_hosts = len({r.host for r in rows}) > 1
     many_workloads = len({r.workload for r in rows}) > 1
     words = ("old", "new") if not campaign.by_setting else ("A", "B")
@@ -88,6 +92,9 @@ def _summary(campaign: Campaign) -> str:
         "tok/step",
         "verdict",
     ]
+    with_aa = any(run.receipt.aa for run in campaign.runs)
+    if with_aa:
+        header.append(f"A/A shift ({words[0]}, 2nd vs 1st)")
     candidates = list(dict.fromkeys((r.new.build, r.new.setting if campaign.by_setting else "") for r in rows))
     for build, setting in candidates:
         mine = [r for r in rows if r.new.build == build and (not campaign.by_setting or r.new.setting == setting)]
@@ -111,6 +118,7 @@ def _summary(campaign: Campaign) -> str:
                     tok_step,
                     _verdict(r),
                 ]
+                + ([aa_shift(r.old.runs, r.cell, SUMMARY_METRICS) or "–"] if with_aa else [])
             )
         out.append(_table(header, body))
     caption = (
@@ -119,6 +127,12 @@ def _summary(campaign: Campaign) -> str:
         "in bursts (no decode timing). pool: KV cache tokens the server stated. tok/step: 1 + accepted/drafts from the "
         'server\'s speculative-decoding counters ("no spec": counters read, no drafts).'
     )
+    if with_aa:
+        caption += (
+            " A/A shift: the A side benched twice in the campaign (aa = 1 and 2), the second copy against the first, "
+            "on decode tok/s, or on E2E where decode has no interval (the metric is named): a change no larger "
+            "than it is the box, not the change; the same control floors the verdict's interval."
+        )
     return "\n\n".join(out + [caption])
 
 
@@ -199,6 +213,7 @@ def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
         parts += ["## Paired detail", METHODS, *(_detail(c) for c in campaign.comparisons)]
     parts += sections(campaign.receipts, campaign.baseline if not campaign.by_setting else None)
     parts += ["## Boots", _boots(campaign)]
+    parts += extra_sections(campaign.receipts)
     if images:
         parts.append("## Plots")
         parts += [f"![{title}]({os.path.relpath(path, out_dir)})" for title, path in images.items()]

@@ -16,15 +16,17 @@ from forklift.bench.aggregate import run_duration
 from forklift.bench.schema import BenchBody, Cell
 from forklift.client.records import RequestRecord
 from forklift.receipts import Receipt, validated_body
+from forklift.receipts.envelope import default_build
 
 Key = tuple[str, int, int]
 
 
 def build_label(receipt: Receipt) -> str:
-    """Which engine build measured a receipt: engine version plus the overlay hash when patched."""
-    version = receipt.engine_version or (receipt.pin or {}).get("version") or "unknown"
-    overlay = receipt.overlay_hash
-    return f"{version}+{overlay[:8]}" if overlay else str(version)
+    """Which engine build measured a receipt: its label, else engine version plus the overlay hash when patched."""
+    if receipt.build:
+        return receipt.build
+    version = receipt.engine_version or (receipt.pin or {}).get("version")
+    return default_build(str(version) if version else None, receipt.overlay_hash)
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class BenchRun:
     @property
     def setting(self) -> str:
         profile_name = (self.receipt.profile or {}).get("name")
-        return self.body.setting or profile_name or "default"
+        return self.receipt.setting or self.body.setting or profile_name or "default"
 
     @property
     def build(self) -> str:

@@ -160,7 +160,7 @@ def test_boot_outcomes_are_spelled_out(tmp_path):
 
 def test_bad_campaigns_are_refused(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ForkliftError, match="empty: no bench or boot receipts to report"):
+    with pytest.raises(ForkliftError, match="empty: no bench, boot, ladder, quality or canary receipts to report"):
         load_campaign(tmp_path / "empty")
     bench(tmp_path / "c", "0.32.0", "plain")
     with pytest.raises(ForkliftError, match=r"--baseline 'x': not a build \(0.32.0\) or setting \(plain\)"):

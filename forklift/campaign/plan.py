@@ -1,0 +1,170 @@
+"""The campaign's plan (pure): which boot runs when, for which build and setting, with which suites.
+
+Order per setting and repeat: the builds forward ("AB"), or forward then back ("ABBA"), so
+a drift of the box over the session lands on both sides alike. With the A/A control the
+first build runs twice per setting (ABBA already does; AB gets a closing A), and those two
+copies are marked aa = 1 and 2: their shift is the noise floor the A/B rows are read against.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from forklift.campaign.schema import CampaignFile
+from forklift.campaign.suites import Suite, suite
+from forklift.config import Config
+from forklift.config.load import describe
+from forklift.errors import ConfigError, ForkliftError
+from forklift.launch.boot import setting_name
+
+
+@dataclass(frozen=True)
+class Setting:
+    profile: str
+    sets: tuple[str, ...]
+    name: str  # the label receipts carry (launch's setting_name)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One boot of one build in one setting, every served suite run against it."""
+
+    key: str
+    repeat: int
+    position: int
+    build: str
+    setting: Setting
+    aa: int | None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A suite's options as campaign.toml gave them (name, settings) and as its run() takes them."""
+
+    given: BaseModel
+    ready: Any
+
+    @property
+    def title(self) -> str | None:
+        return getattr(self.given, "name", None)
+
+    def runs_on(self, setting: str) -> bool:
+        return self.given.runs_on(setting)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class LadderJob:
+    key: str
+    build: str
+    setting: Setting
+    suite: Suite
+    options: Prepared
+
+
+@dataclass(frozen=True)
+class Plan:
+    slots: list[Slot]
+    ladders: list[LadderJob]
+    served: list[tuple[Suite, Prepared]]
+
+    @property
+    def keys(self) -> list[str]:
+        return [s.key for s in self.slots] + [j.key for j in self.ladders]
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.=+-]+", "_", text).strip("_")
+
+
+def settings(campaign: CampaignFile, config: Config) -> list[Setting]:
+    """Every setting: each entry's profile with each combination of its axis choices."""
+    from forklift.launch.run import make_plan as launch_plan
+
+    out = []
+    for index, spec in enumerate(campaign.settings):
+        axes = list(spec.axes.items())
+        for choices in itertools.product(*(values for _, values in axes)):
+            sets = (*spec.set, *(f"{axis}={choice}" for (axis, _), choice in zip(axes, choices)))
+            try:
+                resolved = launch_plan(config, spec.profile, list(sets), check=False).resolved
+            except ForkliftError as exc:
+                raise ConfigError(f"{campaign.path}: settings[{index}]: {exc}") from None
+            out.append(Setting(spec.profile, sets, setting_name(resolved)))
+    names = [s.name for s in out]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise ConfigError(f"{campaign.path}: settings: {duplicate!r} is listed twice")
+    return out
+
+
+def suite_options(campaign: CampaignFile, config: Config) -> list[tuple[Suite, Prepared]]:
+    out = []
+    for index, raw in enumerate(campaign.suites):
+        where = f"{campaign.path}: suites[{index}]"
+        entry = dict(raw)
+        kind = entry.pop("kind", None)
+        if not isinstance(kind, str):
+            raise ConfigError(f"{where}.kind: missing (one of bench, ladder, ...)")
+        try:
+            chosen = suite(kind)
+        except ForkliftError as exc:
+            raise ConfigError(f"{where}.kind: {exc}") from None
+        try:
+            options = chosen.options.model_validate(entry)
+            ready = chosen.prepare(options, config, campaign.root) if chosen.prepare else options
+        except ValidationError as exc:
+            raise ConfigError(f"{where}.{describe(exc.errors()[0])}") from None
+        except ForkliftError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        out.append((chosen, Prepared(options, ready)))
+    return out
+
+
+def build_order(builds: list[str], order: str, aa: bool) -> list[tuple[str, int | None]]:
+    """One setting-repeat's boots: (build, A/A mark); the first build's first two copies are marked when aa."""
+    sequence = builds + builds[::-1] if order == "ABBA" else list(builds)
+    if aa and sequence.count(builds[0]) < 2:
+        sequence.append(builds[0])
+    marks, seen = [], 0
+    for build in sequence:
+        mark = None
+        if aa and build == builds[0] and seen < 2:
+            seen += 1
+            mark = seen
+        marks.append((build, mark))
+    return marks
+
+
+def make_plan(campaign: CampaignFile, config: Config) -> Plan:
+    chosen = suite_options(campaign, config)
+    served = [(s, o) for s, o in chosen if not s.boots]
+    booting = [(s, o) for s, o in chosen if s.boots]
+    builds = list(campaign.builds)
+    slots = []
+    all_settings = settings(campaign, config)
+    if served:
+        for repeat in range(1, campaign.repeats + 1):
+            for setting in all_settings:
+                for position, (build, mark) in enumerate(build_order(builds, campaign.order, campaign.aa), 1):
+                    key = f"r{repeat}-{slug(setting.name)}-{position}-{slug(build)}"
+                    slots.append(Slot(key, repeat, position, build, setting, mark))
+    known = {s.name for s in all_settings}
+    for index, (_, options) in enumerate(chosen):
+        unknown = sorted(set(getattr(options.given, "settings", None) or ()) - known)
+        if unknown:
+            raise ConfigError(
+                f"{campaign.path}: suites[{index}].settings: no setting {unknown[0]!r} (settings: {', '.join(sorted(known))})"
+            )
+    ladders = [
+        LadderJob(f"{s.name}{i + 1}-{slug(setting.name)}-{slug(build)}", build, setting, s, options)
+        for i, (s, options) in enumerate(booting)
+        for setting in all_settings
+        if options.runs_on(setting.name)
+        for build in builds
+    ]
+    return Plan(slots, ladders, served)

@@ -1,0 +1,105 @@
+"""campaign.toml: builds, settings, suites and the order they run in (schema and loading only).
+
+config = "forklift.toml"        # the distribution whose profiles the settings name
+receipts = "receipts"           # one folder for every receipt of the campaign
+order = "ABBA"                  # per setting: builds forward then back ("AB": forward only)
+repeats = 1
+aa = true                       # A/A control: the first build twice per setting, marked 1 and 2
+
+[builds.old]
+python = "/opt/vllm-0.32/bin/python"
+pristine = true                 # no series in it: verified pristine against its RECORD
+
+[builds.new]
+python = "/opt/vllm-0.33/bin/python"
+config = "../dist-0.33"         # built from this pin + series: verified applied
+
+[[settings]]
+profile = "serve"
+axes = { spec = ["off", "ngram"] }   # one setting per choice (per combination of several axes)
+
+[[suites]]
+kind = "bench"
+synthetic = "128:128"
+concurrency = [1, 4]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from forklift.config.load import describe
+from forklift.config.toml import tomllib
+from forklift.errors import ConfigError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BuildSpec(_Strict):
+    """One engine install: its interpreter (or command), and the distribution it was built from."""
+
+    python: str | None = None
+    command: list[str] | None = None
+    config: str | None = Field(default=None, description="forklift.toml (or its folder) this build was built from")
+    pristine: bool = Field(default=False, description="the install carries no series (verified pristine)")
+
+    @model_validator(mode="after")
+    def _one_engine(self) -> BuildSpec:
+        if (self.python is None) == (self.command is None):
+            raise ValueError("give exactly one of python (the engine's interpreter) or command")
+        return self
+
+
+class SettingSpec(_Strict):
+    profile: str
+    set: list[str] = Field(default_factory=list, description="--set items every setting of this entry gets")
+    axes: dict[str, list[str]] = Field(default_factory=dict, description="axis -> choices: one setting per combination")
+
+
+class CampaignFile(_Strict):
+    path: Path
+    config: str = "forklift.toml"
+    receipts: str = "receipts"
+    logs: str = "logs"
+    report: str | None = Field(default="report.md", description="rendered at the end, beside the receipts")
+    baseline: str | None = Field(default=None, description="report baseline: a build or a setting")
+    order: Literal["ABBA", "AB"] = "ABBA"
+    repeats: int = Field(default=1, ge=1)
+    aa: bool = False
+    control: bool = Field(default=True, description="export a made-up knob on every boot; the engine must warn")
+    builds: dict[str, BuildSpec]
+    settings: list[SettingSpec]
+    suites: list[dict[str, Any]]
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    def at(self, relative: str) -> Path:
+        return (self.root / relative).resolve()
+
+
+def load_campaign_file(path: Path) -> CampaignFile:
+    """Read and validate campaign.toml; suite options are checked by each suite (plan.py)."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such campaign file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    try:
+        campaign = CampaignFile.model_validate({**raw, "path": path})
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {describe(exc.errors()[0])}") from None
+    if not campaign.builds:
+        raise ConfigError(f"{path}: builds: name at least one build")
+    if not campaign.settings:
+        raise ConfigError(f"{path}: settings: name at least one setting")
+    if not campaign.suites:
+        raise ConfigError(f"{path}: suites: name at least one suite")
+    return campaign

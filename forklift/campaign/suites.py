@@ -1,0 +1,264 @@
+"""The suites a campaign can run: a registry, so quality and canary plug in beside bench and ladder.
+
+A served suite is a plain function `run(endpoint, options) -> status` measured against one
+booted setting (the campaign boots, runs every served suite, stops). A booting suite (the
+ladder) boots by itself, once per build and setting, and gets the pieces to do so. Options
+are a pydantic model per suite, so a typo in campaign.toml is one line naming the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forklift.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A booted setting, as a served suite sees it: where to send, where to write, what to label."""
+
+    url: str
+    model: str
+    folder: Path
+    setting: str
+    labels: dict[str, Any]  # envelope fields for every receipt (build, setting, aa, pin, ...)
+    boot: dict[str, Any]  # the boot body (KV pool and other facts)
+    log_path: Path | None = None
+    engine: str = "vllm"
+    engine_roots: tuple[Path, ...] = ()  # where the build's engine is installed (quality refuses corpora there)
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    options: type[BaseModel]
+    run: Callable[..., str]  # served: run(endpoint, options); booting: run(context, options) -> receipt status
+    boots: bool = False
+    # what run() takes, from the validated options, the distribution's config and the campaign's folder
+    prepare: Callable[[Any, Any, Path], Any] | None = None
+
+
+SUITES: dict[str, Suite] = {}
+
+
+def register(suite: Suite) -> Suite:
+    SUITES[suite.name] = suite
+    return suite
+
+
+def suite(kind: str) -> Suite:
+    if kind not in SUITES:
+        raise UsageError(f"suite kind {kind!r}: unknown (known: {', '.join(sorted(SUITES))})")
+    return SUITES[kind]
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(default=None, description="shown in the plan; default: the kind")
+    settings: list[str] | None = Field(default=None, description="run only on these settings (default: every one)")
+
+    def runs_on(self, setting: str) -> bool:
+        return self.settings is None or setting in self.settings
+
+
+class BenchOptions(_Options):
+    """As `forklift bench` takes them: one workload (cohort or synthetic) and the cells to measure."""
+
+    cohort: str | None = None
+    synthetic: str | None = Field(default=None, description="IN:OUT tokens")
+    prompts: int = Field(default=16, ge=1)
+    endpoint: Literal["chat", "completions"] = "completions"
+    max_tokens: int | None = Field(default=None, ge=1)
+    ignore_eos: bool = False
+    sampling: str = "default"
+    seed: int = 0
+    mode: Literal["single", "sweep", "batch"] | None = None
+    concurrency: list[int] = Field(default_factory=lambda: [1])
+    requests: int | None = Field(default=None, ge=1)
+    runs: int = Field(default=4, ge=1, description="kept runs of each cell (compare needs 2+ a side to claim)")
+    warmup: int = Field(default=1, ge=0, description="runs before the kept ones, discarded")
+    timeout: float = Field(default=600.0, gt=0)
+
+
+def bench_options(options: BenchOptions, config: Any, root: Path) -> BenchOptions:
+    """A cohort path in campaign.toml is relative to the campaign file."""
+    return options if options.cohort is None else options.model_copy(update={"cohort": str(root / options.cohort)})
+
+
+def bench_plan(endpoint: Endpoint, options: BenchOptions):
+    """The bench plan for one endpoint."""
+    from forklift.bench.runner import BenchPlan, cell_specs
+    from forklift.workload import load_cohort, synthetic_workload
+
+    if (options.cohort is None) == (options.synthetic is None):
+        raise UsageError("bench suite: give exactly one workload: cohort = FILE.jsonl or synthetic = IN:OUT")
+    if options.synthetic is not None:
+        try:
+            inp, out = (int(part) for part in options.synthetic.split(":"))
+        except ValueError:
+            raise UsageError(f"bench suite: synthetic = {options.synthetic!r}: expected IN:OUT, e.g. 128:512") from None
+        workload = synthetic_workload(
+            input_tokens=inp,
+            output_tokens=out,
+            count=options.prompts,
+            endpoint=options.endpoint,
+            preset=options.sampling,
+            seed=options.seed,
+        )
+    else:
+        workload = load_cohort(
+            Path(str(options.cohort)),
+            max_tokens=options.max_tokens,
+            ignore_eos=options.ignore_eos,
+            preset=options.sampling,
+            seed=options.seed,
+        )
+    mode = options.mode or ("single" if options.concurrency == [1] else "sweep")  # as `forklift bench` decides
+    return BenchPlan(
+        url=endpoint.url,
+        model=endpoint.model,
+        workload=workload,
+        cells=cell_specs(mode, options.concurrency, options.requests, None, 1.0),
+        runs=options.runs,
+        warmup=options.warmup,
+        timeout=options.timeout,
+        seed=options.seed,
+    ), mode
+
+
+def run_bench_suite(endpoint: Endpoint, options: BenchOptions) -> str:
+    from forklift.bench.session import bench
+
+    plan, mode = bench_plan(endpoint, options)
+    outcome = bench(
+        plan,
+        mode=mode,
+        folder=endpoint.folder,
+        setting=endpoint.setting,
+        boot=endpoint.boot,
+        receipt_fields=endpoint.labels,
+    )
+    if outcome.status == "interrupted":
+        raise KeyboardInterrupt
+    return outcome.status
+
+
+class LadderOptions(_Options):
+    axis: str = Field(description="KEY=V1,V2,... or KEY=START:STOP:STEP")
+    requests: int = Field(default=16, ge=1)
+    concurrency: int = Field(default=4, ge=1)
+    input_tokens: int = Field(default=128, ge=1)
+    output_tokens: int = Field(default=64, ge=1)
+    cold: bool = False
+    margin: str | None = None
+    stop_at_fail: bool = False
+
+
+@dataclass(frozen=True)
+class LadderContext:
+    config: Any
+    profile: str
+    sets: list[str]
+    folder: Path
+    logs: Path
+    python: str | None
+    command: list[str] | None
+    labels: dict[str, Any]
+
+
+def run_ladder_suite(context: LadderContext, options: LadderOptions) -> str:
+    from forklift.ladder import Burst, parse_axis
+    from forklift.ladder.run import Engine, run_ladder
+
+    burst = Burst(
+        requests=options.requests,
+        concurrency=options.concurrency,
+        input_tokens=options.input_tokens,
+        output_tokens=options.output_tokens,
+    )
+    body, _ = run_ladder(
+        context.config,
+        context.profile,
+        context.sets,
+        parse_axis(options.axis),
+        burst,
+        receipts=context.folder,
+        logs=context.logs,
+        cold=options.cold,
+        margin=options.margin,
+        stop_at_fail=options.stop_at_fail,
+        engine=Engine(context.python, context.command, context.labels),
+    )
+    return "ok" if body.highest_pass is not None else "failed"
+
+
+class QualityOptions(_Options):
+    """A quality or canary suite's own options, as its `forklift quality`/`canary` flags name them."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+def quality_options(options_class: type) -> Callable[[QualityOptions, Any, Path], Any]:
+    """Turn the campaign's keys into the suite's options: a corpus by its [quality.corpora] name, paths from here."""
+    from pydantic import TypeAdapter
+
+    def prepare(options: QualityOptions, config: Any, root: Path) -> Any:
+        from forklift.quality.corpus import corpus_from_config
+
+        given = dict(options.model_extra or {})
+        if "corpus" in given:
+            given["corpus"] = corpus_from_config(config, str(given["corpus"]))
+        for key in ("data", "log"):
+            if isinstance(given.get(key), str):
+                given[key] = root / given[key]
+        return TypeAdapter(options_class).validate_python(given)
+
+    return prepare
+
+
+def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[Endpoint, Any], str]:
+    """A quality/canary suite run against the campaign's boot, its receipt written by forklift.quality.session."""
+
+    def run_against(endpoint: Endpoint, options: Any) -> str:
+        from functools import partial
+
+        from forklift.quality.endpoint import Endpoint as Target
+        from forklift.quality.session import Suite as Ready
+        from forklift.quality.session import run_suite
+
+        target = Target(
+            url=endpoint.url,
+            model=endpoint.model,
+            log_path=endpoint.log_path,
+            engine=endpoint.engine,
+            engine_roots=endpoint.engine_roots,
+        )
+        outcome = run_suite(
+            Ready(kind, name, partial(run, options=options)),
+            target,
+            endpoint.folder,
+            setting=endpoint.setting,
+            boot=endpoint.boot,
+            receipt_fields=endpoint.labels,
+        )
+        return outcome.status
+
+    return run_against
+
+
+def _register_quality() -> None:
+    from forklift.canary import SUITES as QUALITY_SUITES
+
+    for name, (kind, run, options_class) in QUALITY_SUITES.items():
+        register(Suite(name, QualityOptions, quality_runner(kind, name, run), prepare=quality_options(options_class)))
+
+
+register(Suite("bench", BenchOptions, run_bench_suite, prepare=bench_options))
+register(Suite("ladder", LadderOptions, run_ladder_suite, boots=True))
+_register_quality()

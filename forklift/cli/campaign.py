@@ -1,0 +1,61 @@
+"""`forklift campaign campaign.toml`: every build in every setting, interleaved, resumable, then the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from forklift.cli.app import app, console
+
+
+@app.command()
+def campaign(
+    file: Path = typer.Argument(..., help="campaign.toml: builds, settings, suites, order"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="verify the builds and print the plan: every boot's argv"),
+) -> None:
+    """Run a campaign into one folder of labelled receipts; run it again to resume where it stopped."""
+    from forklift.campaign import load_campaign_file, make_plan
+    from forklift.campaign.builds import verify_builds
+    from forklift.campaign.run import Runner, finished, plan_lines
+    from forklift.config import load_config
+    from forklift.errors import ForkliftError
+
+    spec = load_campaign_file(file)
+    config = load_config(spec.at(spec.config))
+    plan = make_plan(spec, config)
+    builds = {b.name: b for b in verify_builds(spec, config)}
+
+    def say(line: str) -> None:
+        console.print(line, soft_wrap=True, markup=False)
+
+    runner = Runner(spec, config, builds, plan, say=say)
+    if dry_run:
+        for line in plan_lines(runner):
+            say(line)
+        return
+    for build in builds.values():
+        say(f"build {build.name}: {build.proof}")
+    try:
+        ran, skipped = runner.run()
+    except KeyboardInterrupt:
+        done = sum(1 for key in plan.keys if finished(runner.receipts / key))
+        say(f"interrupted: {done} of {len(plan.keys)} cells finished; run the same command again to resume")
+        raise typer.Exit(130) from None
+    say(f"{ran} cells run, {skipped} finished before and skipped; receipts in {runner.receipts}")
+    if spec.report:
+        from forklift.report import render_report
+
+        _, files = render_report(runner.receipts, spec.at(spec.report), baseline=spec.baseline)
+        say(f"report: {files[0]}")
+    failed = [key for key in plan.keys if _status(runner, key) != "ok"]
+    if failed:
+        raise ForkliftError(f"campaign: {len(failed)} cell(s) did not pass: {', '.join(failed)} (see the report)")
+
+
+def _status(runner, key: str) -> str | None:
+    from forklift.campaign.run import CELL_KIND
+    from forklift.receipts.store import read_receipt
+
+    found = sorted((runner.receipts / key).glob(f"*-{CELL_KIND}-*.json"))
+    return read_receipt(found[-1]).status if found else None

@@ -1,0 +1,215 @@
+"""Run a ladder: per value a fresh supervised boot, a burst, a stop; cell receipts, then the verdict.
+
+A cell passes when the boot reached health, every request of the burst succeeded and the
+log written while it ran holds no fatal line. Every boot goes through forklift.launch (so
+its boot receipt, labels and clean stop are launch's own) and every burst through the bench
+runner (its receipt, kind `ladder-burst`, keeps every request). The ladder receipt is
+rewritten after each cell, so Ctrl-C leaves every finished cell in it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from forklift.config import Config
+from forklift.errors import ForkliftError
+from forklift.ladder.axis import Axis, recommend
+from forklift.ladder.memory import MemoryWatch, samplers_for
+from forklift.ladder.schema import Burst, LadderBody, LadderCell
+from forklift.launch.boot import Booted, engine_reason, setting_name
+from forklift.launch.logfacts import parse_boot_log
+from forklift.launch.run import Plan, launch, make_plan
+from forklift.receipts import new_receipt, write_receipt
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Which engine the ladder boots, when not the profile's own (a campaign's build)."""
+
+    python: str | None = None
+    command: list[str] | None = None
+    labels: dict[str, Any] | None = None  # envelope fields every receipt gets (build, ...)
+
+
+def plans(config: Config, profile: str, sets: list[str], axis: Axis, engine: Engine, check: bool) -> list[Plan]:
+    """Every cell's plan, made before the first boot: a value the engine refuses stops the ladder at once."""
+    return [
+        make_plan(config, profile, [*sets, axis.set_item(v)], check=check, python=engine.python, command=engine.command)
+        for v in axis.values
+    ]
+
+
+def cold_env(adapter_cache_env: tuple[str, ...], folder: Path) -> dict[str, str]:
+    """Each compile-cache variable of the engine pointed at a fresh empty folder under `folder`."""
+    root = Path(tempfile.mkdtemp(prefix="cold-", dir=folder))
+    return {name: str(root / name.lower()) for name in adapter_cache_env}
+
+
+def burst_plan(url: str, model: str, burst: Burst, nonce: str):
+    from forklift.bench.runner import BenchPlan, cell_specs
+    from forklift.workload import synthetic_workload
+
+    workload = synthetic_workload(
+        input_tokens=burst.input_tokens,
+        output_tokens=burst.output_tokens,
+        count=burst.requests,
+        ignore_eos=True,
+        salt_nonce=nonce,
+    )
+    cells = cell_specs("batch", [burst.concurrency], burst.requests, None, 1.0)
+    # one run, no warm-up: the burst is the load the setting must survive, not a measurement to compare
+    return BenchPlan(url=url, model=model, workload=workload, cells=cells, runs=1, warmup=0, timeout=burst.timeout_s)
+
+
+def _late_fatal(log_path: Path, offset: int, adapter) -> str | None:
+    """A fatal line the engine logged after it became healthy (the burst's own failures)."""
+    with open(log_path, encoding="utf-8", errors="replace") as fh:
+        fh.seek(offset)
+        return parse_boot_log(fh, adapter).fatal
+
+
+def run_cell(
+    config: Config,
+    plan: Plan,
+    axis: Axis,
+    value: str,
+    burst: Burst,
+    *,
+    receipts: Path,
+    logs: Path,
+    cold: bool,
+    engine: Engine,
+) -> LadderCell:
+    """One boot + burst + stop; KeyboardInterrupt propagates after the cell is recorded as interrupted."""
+    from forklift.bench.session import bench
+
+    resolved = plan.resolved
+    setting = setting_name(resolved)
+    extra_env = cold_env(plan.adapter.cache_env, logs) if cold else None
+    cell = LadderCell(key=axis.key, value=value, setting=setting, outcome="interrupted", cold=cold)
+    burst_result: dict[str, Any] = {}
+
+    def on_ready(booted: Booted) -> None:
+        offset = booted.server.log_path.stat().st_size
+        with MemoryWatch(samplers_for(booted.server.pid)) as watch:
+            outcome = bench(
+                burst_plan(resolved.url, resolved.served_name, burst, nonce=f"ladder-{value}"),
+                mode="batch",
+                folder=receipts,
+                setting=setting,
+                boot=booted.body.model_dump(mode="json"),
+                receipt_fields=booted.labels,
+                kind="ladder-burst",
+            )
+        burst_result.update(
+            outcome=outcome, memory=watch.peak(), fatal=_late_fatal(booted.server.log_path, offset, plan.adapter)
+        )
+
+    logs.mkdir(parents=True, exist_ok=True)
+    booted = launch(
+        config,
+        plan,
+        receipts,
+        logs,
+        on_ready=on_ready,
+        serve=False,
+        labels=engine.labels,
+        extra_env=extra_env,
+        raise_failed=False,
+    )
+    body = booted.body
+    cell.boot_outcome, cell.boot_seconds = body.outcome, body.boot_seconds
+    cell.kv_pool_tokens, cell.kv_memory_gib = body.facts.kv_pool_tokens, body.facts.kv_memory_gib
+    cell.log_path = body.log_path
+    cell.boot_receipt = booted.receipt_path.name if booted.receipt_path else None
+    if body.outcome != "ready":
+        cell.outcome = "boot-failed"
+        cell.reason = f"{body.outcome}: {engine_reason(body) or 'no fatal line in the log'}"
+        return cell
+    outcome = burst_result.get("outcome")
+    if outcome is None:
+        raise ForkliftError(f"ladder {axis.key}={value}: the engine stopped before the burst (log: {body.log_path})")
+    cell.burst_receipt = outcome.path.name
+    cell.memory = burst_result["memory"]
+    records = [r for c in outcome.body.cells for r in c.requests]
+    cell.requests, cell.requests_ok = len(records), sum(r.ok for r in records)
+    for record in records:
+        if not record.ok:
+            kind = record.error_kind or "failed"
+            cell.failures[kind] = cell.failures.get(kind, 0) + 1
+    if outcome.status == "interrupted":
+        raise KeyboardInterrupt
+    if burst_result["fatal"]:
+        cell.outcome, cell.reason = "fatal-in-log", burst_result["fatal"]
+    elif cell.requests_ok < burst.requests:
+        cell.outcome = "requests-failed"
+        kinds = ", ".join(f"{k} {n}" for k, n in cell.failures.items())
+        cell.reason = f"{cell.requests_ok}/{burst.requests} requests ok ({kinds or 'never sent'})"
+    else:
+        cell.outcome = "pass"
+    return cell
+
+
+def run_ladder(
+    config: Config,
+    profile: str,
+    sets: list[str],
+    axis: Axis,
+    burst: Burst,
+    *,
+    receipts: Path,
+    logs: Path,
+    cold: bool = False,
+    margin: str | None = None,
+    stop_at_fail: bool = False,
+    check: bool = True,
+    engine: Engine | None = None,
+    on_cell: Callable[[LadderCell], None] | None = None,
+) -> tuple[LadderBody, Path]:
+    """Climb the axis from its lowest value; returns the ladder body and its receipt's path."""
+    engine = engine or Engine()
+    cell_plans = plans(config, profile, sets, axis, engine, check)
+    base = make_plan(config, profile, sets, check=False, python=engine.python, command=engine.command)
+    body = LadderBody(
+        profile=profile,
+        setting=setting_name(base.resolved),
+        key=axis.key,
+        values=list(axis.values),
+        burst=burst,
+        cold=cold,
+        margin=margin,
+    )
+    receipt = new_receipt("ladder", status="partial", setting=body.setting, **(engine.labels or {}))
+    path = write_receipt(receipt, receipts)
+
+    def record(status: str) -> None:
+        result = recommend(axis, {c.value: c.outcome == "pass" for c in body.cells}, margin)
+        body.highest_pass, body.recommended, body.note = result.highest_pass, result.recommended, result.note
+        receipt.status = status  # type: ignore[assignment]
+        receipt.body = body.model_dump(mode="json")
+        write_receipt(receipt, receipts, path)
+
+    try:
+        for value, plan in zip(axis.values, cell_plans):
+            cell = run_cell(config, plan, axis, value, burst, receipts=receipts, logs=logs, cold=cold, engine=engine)
+            body.cells.append(cell)
+            labels = {**(engine.labels or {}), "setting": cell.setting}
+            write_receipt(
+                new_receipt("ladder-cell", status="ok", body=cell.model_dump(mode="json"), **labels), receipts
+            )
+            record("partial")
+            if on_cell:
+                on_cell(cell)
+            passed_below = any(c.outcome == "pass" for c in body.cells[:-1])
+            if stop_at_fail and cell.outcome != "pass" and passed_below:
+                body.stopped_early = True
+                break
+    except KeyboardInterrupt:
+        record("interrupted")
+        raise
+    record("ok")
+    return body, path

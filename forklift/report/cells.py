@@ -1,0 +1,79 @@
+"""Sections a campaign adds to the report: its cells in the order they ran, and each ladder's table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from forklift.ladder.schema import LadderBody
+from forklift.mdtable import table as md_table
+from forklift.receipts import Receipt, validated_body
+from forklift.report.ladder import ladder_rows
+from forklift.stats.sample import build_label
+
+
+def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
+    """Every campaign cell per box, in the order it ran: build, setting, A/A copy, boot, control, suites."""
+    cells = sorted((r for _, r in receipts if r.kind == "campaign-cell"), key=lambda r: r.created)
+    if not cells:
+        return None
+    many_hosts = len({r.fingerprint.machine_id for r in cells}) > 1
+    rows = []
+    for r in cells:
+        body = r.body
+        suites = ", ".join(f"{s.get('name') or s['kind']} {s['status']}" for s in body.get("suites", [])) or "–"
+        rows.append(
+            ([r.fingerprint.hostname] if many_hosts else [])
+            + [
+                f"{r.created:%H:%M:%S}",
+                str(body.get("key")),
+                build_label(r),
+                r.setting or "–",
+                str(r.aa) if r.aa else "–",
+                str(body.get("boot") or ("ladder " + str(body.get("ladder")))),
+                str(body.get("control") or "–"),
+                suites if "suites" in body else "–",
+                r.status,
+            ]
+        )
+    header = (["box"] if many_hosts else []) + [
+        "ran (UTC)",
+        "cell",
+        "build",
+        "setting",
+        "A/A",
+        "boot",
+        "positive control",
+        "suites",
+        "cell",
+    ]
+    return "\n".join(md_table(header, rows))
+
+
+def ladder_tables(receipts: list[tuple[Path, Receipt]]) -> list[str]:
+    out = []
+    for path, receipt in receipts:
+        if receipt.kind != "ladder":
+            continue
+        body = validated_body(path, receipt, LadderBody)
+        header, rows = ladder_rows(body)
+        title = f"### {body.key} on {build_label(receipt)} / {body.setting} ({receipt.fingerprint.hostname})"
+        burst = body.burst
+        about = (
+            f"Each value: a fresh boot{' with a cold compile cache' if body.cold else ''}, then {burst.requests} "
+            f"requests at concurrency {burst.concurrency} ({burst.input_tokens} tokens in, {burst.output_tokens} out, "
+            f"ignore_eos, unique salts). Highest pass: {body.highest_pass or 'none'}; recommended: "
+            f"{body.recommended or 'none'} ({body.note}). Receipt status: {receipt.status}."
+        )
+        out.append("\n\n".join([title, about, "\n".join(md_table(header, rows))]))
+    return out
+
+
+def extra_sections(receipts: list[tuple[Path, Receipt]]) -> list[str]:
+    parts = []
+    ladders = ladder_tables(receipts)
+    if ladders:
+        parts += ["## Memory ladders", *ladders]
+    cells = cells_table(receipts)
+    if cells:
+        parts += ["## Campaign cells", cells]
+    return parts
