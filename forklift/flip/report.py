@@ -135,6 +135,7 @@ class FlipReport(BaseModel):
     patches: list[FlipRow]
     knobs: list[KnobDelta] = Field(default_factory=list)
     knobs_skipped: str | None = None  # why there is no knob section (not a vLLM tree, the series did not land)
+    overlay_changed: list[str] = Field(default_factory=list)  # overlay files whose upstream file changed
 
     def count(self, verdict: str) -> int:
         return sum(1 for p in self.patches if p.verdict == verdict)
@@ -193,6 +194,8 @@ def render_markdown(report: FlipReport) -> str:
             if h.was or h.now:
                 lines += ["", "  ```diff", *(f"  -{t}" for t in h.was), *(f"  +{t}" for t in h.now), "  ```", ""]
         lines.append("")
+    if report.overlay_changed:
+        lines += ["", "## Overlay files upstream changed", ""] + [f"- {line}" for line in report.overlay_changed]
     lines += ["", "## Environment knobs", ""]
     if report.knobs_skipped:
         lines.append(report.knobs_skipped)
