@@ -25,7 +25,7 @@ diff --git a/vllm/v1/core/sched/scheduler.py b/vllm/v1/core/sched/scheduler.py
 +_DRAFT_LIMIT = int(os.environ.get("VLLM_FORKLIFT_DRAFT_LIMIT", "0"))
  # SPDX-License-Identifier: Apache-2.0
  # SPDX-FileCopyrightText: Copyright contributors to the vLLM project
- 
+ import itertools
 """
 
 
@@ -44,7 +44,11 @@ def test_example_series_adds_one_registered_knob():
 
 def test_lint_fails_on_a_bare_read_the_series_introduces(tmp_path, vllm_032_tree):
     head = (vllm_032_tree.path / "vllm/v1/core/sched/scheduler.py").read_text().splitlines()[:3]
-    assert head[0] == "# SPDX-License-Identifier: Apache-2.0"  # the context BARE_READ relies on
+    assert head == [  # the context BARE_READ relies on: it must apply at fuzz 0, as GNU patch would
+        "# SPDX-License-Identifier: Apache-2.0",
+        "# SPDX-FileCopyrightText: Copyright contributors to the vLLM project",
+        "import itertools",
+    ]
     shutil.copy(EXAMPLE / "forklift.toml", tmp_path / "forklift.toml")
     patches = tmp_path / "patches"
     shutil.copytree(EXAMPLE / "patches", patches)
