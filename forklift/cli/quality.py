@@ -188,7 +188,11 @@ def quality(
         if "ppl" in names:
             if config is None:
                 raise UsageError("--suite ppl: corpora are named in forklift.toml; none found (give --config)")
-            unit, size = ("tokens", window_tokens) if window_tokens is not None else ("chars", window_chars or 1200)
+            unit, size = (
+                ("tokens", window_tokens)
+                if window_tokens is not None
+                else ("chars", 1200 if window_chars is None else window_chars)
+            )
             for name in corpus:
                 ppl = PplOptions(corpus_from_config(config, name), unit=unit, size=size, windows=windows)  # type: ignore[arg-type]
                 suites.append(Suite("quality", "ppl", partial(run_ppl, options=ppl)))
