@@ -43,6 +43,8 @@ def render(report) -> None:
     for number, (p, verdict) in enumerate(zip(report.patches, verdicts), 1):
         table.add_row(str(number), p.name, f"[{STYLE[p.verdict]}]{verdict}[/]", "; ".join(p.look), p.detail())
     console.print(table)
+    for line in report.overlay_changed:
+        console.print(f"[yellow]overlay[/] {line}", soft_wrap=True)
     if report.knobs_skipped:
         console.print(f"knobs: {report.knobs_skipped}")
     for k in report.knobs:

@@ -70,7 +70,9 @@ def export_command(
     tree = _pristine(config) if move is None else _release(config, move)
     base = move.new_base if move is not None else find_base(config, base, fork)
     upstream = UpstreamPaths.from_tree(tree.path)
-    export = export_fork(fork, base, ref, upstream, drop_outside=drop_outside, series_dir=config.series_dir)
+    export = export_fork(
+        fork, base, ref, upstream, drop_outside=drop_outside, series_dir=config.series_dir, root=config.data.series.root
+    )
     for patch in export.patches:
         for path in patch.dropped:
             console.print(
@@ -172,7 +174,7 @@ def replay(
     from forklift.fork.binding import SOURCE_FILE, load_binding
     from forklift.fork.git import Git
     from forklift.fork.replay import replay as run_replay
-    from forklift.series.model import load_series
+    from forklift.series.gate import configured_series
 
     config = load()
     ref = against or load_binding(config.root / SOURCE_FILE).commit
@@ -185,7 +187,7 @@ def replay(
         base = None if mismatch else find_base(config, None, fork)
     except UsageError:
         base = None  # without a known base every upstream file is compared
-    result = run_replay(fork, ref, _pristine(config).path, load_series(config.series_dir).patches, base)
+    result = run_replay(fork, ref, _pristine(config).path, configured_series(config).patches, base)
     if result.not_in_base:
         shown = ", ".join(result.not_in_base[:3]) + (" ..." if len(result.not_in_base) > 3 else "")
         console.print(
@@ -262,10 +264,10 @@ def manifest(
     """Check the lost-work manifest against the series, or write one requiring every file it changes today."""
     from forklift.fsio import tree_reader
     from forklift.series.manifest import changed_paths, check_manifest, write_manifest
-    from forklift.series.model import load_series
+    from forklift.series.gate import configured_series
 
     config = load()
-    series = load_series(config.series_dir)
+    series = configured_series(config)
     changed = changed_paths(tree_reader(_pristine(config).path), series.patches)
     if write:
         console.print(f"wrote {write_manifest(config.series_dir, changed)}: {len(changed)} files")

@@ -19,11 +19,11 @@ INSTALLED = typer.Option(False, "--installed", help="work on the installed engin
 def _package(path: Optional[Path]):
     from forklift.engines import adapter
     from forklift.installed.package import locate
-    from forklift.series.model import load_series
+    from forklift.series.gate import configured_series
 
     config = load()
     engine = adapter(config.data.engine.kind)
-    return locate(path, engine.package, engine.serve_script), load_series(config.series_dir)
+    return locate(path, engine.package, engine.serve_script), configured_series(config)
 
 
 def _require(installed: bool, command: str) -> None:

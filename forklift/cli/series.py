@@ -1,4 +1,4 @@
-"""Commands of the series stage: check (the CI gate) and patches-md."""
+"""Commands of the series stage: check (the CI gate), patches-md and tree (the patched tree, out)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ STYLE = {
     "already-applied": "red",
     "partly-applied": "red",
     "file-missing": "red",
+    "new": "green",  # overlay files
+    "replaces": "yellow",
+    "same": "red",
 }
 
 
@@ -36,7 +39,7 @@ def _hunks(row) -> str:
     return "; ".join([f"{exact}/{len(row.hunks)} exact"] + parts + row.problems + row.disagreements)
 
 
-def print_check_report(report) -> None:
+def print_check_report(report, digests: bool = False) -> None:
     from rich.table import Table
 
     standalone = {row.name: row for row in report.pass2}
@@ -47,24 +50,36 @@ def print_check_report(report) -> None:
     table.add_column("pass 2", no_wrap=True)
     table.add_column("hunks", overflow="fold")
     table.add_column("+/-", no_wrap=True)
+    if digests:
+        table.add_column("sha256", no_wrap=True)
+    skipped = sorted(report.skipped, key=lambda s: s.after)
     for number, row in enumerate(report.pass1, 1):
+        while skipped and skipped[0].after < number:
+            _skipped_row(table, skipped.pop(0), digests)
         added = sum(f.added for f in row.files)
         removed = sum(f.removed for f in row.files)
         alone = standalone.get(row.name)
-        table.add_row(
-            str(number),
-            row.name,
-            _status(row.status),
-            _status(alone.status) if alone else "-",
-            _hunks(row),
-            f"+{added} -{removed}",
-        )
+        cells = [str(number), row.name, _status(row.status), _status(alone.status) if alone else "-"]
+        cells += [_hunks(row), f"+{added} -{removed}"] + ([row.sha256[:16]] if digests else [])
+        table.add_row(*cells)
+    for skip in skipped:
+        _skipped_row(table, skip, digests)
+    for file in report.overlay_files:
+        cells = ["", f"overlay: {file.path}", _status(file.status), "-", "whole file", f"+{file.added} -{file.removed}"]
+        table.add_row(*cells, *([file.sha256[:16]] if digests else []))
     console.print(table)
+    for note in report.notes:
+        console.print(f"[yellow]note[/] {note}", soft_wrap=True)
     for finding in report.findings:
         console.print(f"[red]FAIL[/] {finding.check}: {finding.subject}: {finding.message}", soft_wrap=True)
     touched = ", ".join(f"{f.path} (+{f.added} -{f.removed})" for f in report.touched)
     console.print(f"files touched: {touched or 'none'}", soft_wrap=True)
     console.print(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}", soft_wrap=True)
+
+
+def _skipped_row(table, skip, digests: bool) -> None:
+    cells = ["-", skip.name, "[dim]skipped[/]", "-", f"skipped: {skip.reason}", ""]
+    table.add_row(*cells, *([skip.sha256[:16]] if digests else []))
 
 
 def _status(status: str) -> str:
@@ -74,6 +89,7 @@ def _status(status: str) -> str:
 @app.command()
 def check(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON instead of a table"),
+    digests: bool = typer.Option(False, "--digests", help="show each patch file's sha256 in the table"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="also write a JUnit XML file for CI"),
     receipts: Optional[Path] = typer.Option(
         None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
@@ -92,7 +108,7 @@ def check(
     if as_json:
         console.print_json(json.dumps({"ok": report.ok, "receipt": str(result.receipt), **report.model_dump()}))
     else:
-        print_check_report(report)
+        print_check_report(report, digests=digests)
         verdict = "[green]OK[/]" if report.ok else f"[red]FAILED[/] ({len(report.findings)} finding(s))"
         console.print(f"{verdict} — receipt {result.receipt}", soft_wrap=True)
     if not report.ok:
@@ -105,3 +121,19 @@ def patches_md_command() -> None:
     from forklift.series.gate import write_patches_md
 
     console.print(f"wrote {write_patches_md(load())}")
+
+
+@app.command()
+def tree(
+    out: Path = typer.Argument(..., help="folder to write the patched tree to (must be empty or absent)"),
+    force: bool = typer.Option(False, "--force", help="replace a non-empty OUT"),
+) -> None:
+    """Write the pinned tree with the series and the overlay applied to OUT, with FORKLIFT-TREE.json."""
+    from forklift.series.gate import run_tree
+
+    written, record = run_tree(load(), out, force=force, progress=console)
+    console.print(
+        f"wrote {written}: {record['upstream']} + {len(record['patches'])} patches"
+        f" + {len(record['overlay_files'])} overlay files (overlay hash {record['overlay_hash'] or 'none'})",
+        soft_wrap=True,
+    )

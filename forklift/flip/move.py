@@ -74,7 +74,7 @@ def drop_from_contract(text: str, names: set[str]) -> str:
         quoted = rf"""(?:"{re.escape(name)}"|'{re.escape(name)}')"""
         items = re.sub(rf"(?m)^[ \t]*{quoted}[ \t]*,?[ \t]*(?:#[^\n]*)?\n", "", items)
         items = re.sub(rf"{quoted}[ \t]*,[ \t]*|,?[ \t]*{quoted}", "", items)
-    start = section.start(1)
+    start = section.start(1)  # type: ignore[union-attr]
     return text[: start + array.start(1)] + items + text[start + array.end(1) :]
 
 

@@ -12,7 +12,7 @@ from forklift.engines import adapter
 from forklift.errors import ForkliftError, UsageError
 from forklift.flip.knobs import knob_deltas
 from forklift.flip.move import follow_manifest, moved_toml, new_pin, pin_version
-from forklift.flip.report import FlipReport, FlipRow
+from forklift.flip.report import FlipReport, FlipRow, KnobDelta
 from forklift.flip.triage import PatchTriage, triage
 from forklift.fork.base import base_tag
 from forklift.fork.create import release_commit
@@ -21,8 +21,10 @@ from forklift.fork.git import Git
 from forklift.fsio import tree_reader, write_atomic
 from forklift.receipts import new_receipt, receipts_folder, write_receipt
 from forklift.series.engine import apply_series
-from forklift.series.model import SERIES_FILE, Series, load_series
-from forklift.series.render import patches_md
+from forklift.series.files import upstream_drift
+from forklift.series.gate import configured_overlay, configured_series
+from forklift.series.model import SERIES_FILE, Series
+from forklift.series.render import series_patches_md
 from forklift.source import Tree
 
 
@@ -48,7 +50,7 @@ def run_flip(
         raise UsageError(f"{config.path}: upstream.source is 'path': a local pin has no versions to flip to")
     if version == (pin.version if isinstance(pin, PypiPin) else pin.tag):
         raise UsageError(f"{config.path}: the pin is already at {version}")
-    series = load_series(config.series_dir)
+    series = configured_series(config)
     target = new_pin(pin, version, config.root)
     old_tree = materialize(pin, config.root, progress=progress)
     new_tree = materialize(target, config.root, progress=progress)
@@ -57,6 +59,8 @@ def run_flip(
     verdicts, new_overlay = triage(old_read, new_read, series.patches, applier)
     _, old_overlay = apply_series(old_read, series.patches, applier)
     unlanded = sum(1 for t in verdicts if not t.landed)
+    knobs: list[KnobDelta]
+    skipped: str | None
     if config.data.engine.kind == "generic":
         knobs, skipped = [], "not compared: engine.kind is generic (no knob registry)"
     elif unlanded:  # a registry read off a tree the series did not land on reports the series' absence
@@ -69,9 +73,10 @@ def run_flip(
         old=old_tree.label,
         new=new_tree.label,
         new_pin=target.model_dump(exclude_none=True),
-        patches=[FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)],
+        patches=with_skipped([FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)], series),
         knobs=knobs,
         knobs_skipped=skipped,
+        overlay_changed=[str(d) for d in upstream_drift(old_read, new_read, list(configured_overlay(config)))],
     )
     written = (
         write_flip(config, series, target, verdicts, report, new_tree, fork) if write and not report.blocked else []
@@ -84,6 +89,15 @@ def run_flip(
     )
     path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
     return FlipResult(report=report, receipt=path, written=written)
+
+
+def with_skipped(rows: list[FlipRow], series: Series) -> list[FlipRow]:
+    """The skipped entries back in their place in the series, as rows that say why."""
+    out = list(rows)
+    for offset, skip in enumerate(series.skipped):
+        row = FlipRow(name=skip.name, verdict="skipped", skipped=skip.reason, files=[], hunks=[])
+        out.insert(skip.after + offset, row)
+    return out
 
 
 def write_flip(
@@ -142,11 +156,11 @@ def write_flip(
         if t.refreshed is not None:
             write_atomic(config.series_dir / t.name, t.refreshed)
             written.append(config.series_dir / t.name)
-    for name in sorted(retired):
-        (config.series_dir / name).unlink()
-    fresh = load_series(config.series_dir)
+    for gone in sorted(retired):
+        (config.series_dir / gone).unlink()
+    fresh = configured_series(config)
     written += follow_manifest(config, fresh)
     if config.patches_md is not None:
-        write_atomic(config.patches_md, patches_md(list(fresh.patches), list(fresh.retired)))
+        write_atomic(config.patches_md, series_patches_md(fresh))
         written.append(config.patches_md)
     return written
