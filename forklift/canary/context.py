@@ -17,8 +17,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UsageError
 from forklift.quality.endpoint import Endpoint, counter, post, tokenize
+from forklift.quality.options import at_least
 from forklift.quality.schema import Attempt, SuiteBody
 
 FILLER = (
@@ -37,10 +38,18 @@ class NeedleOptions:
     force_choice: bool = False
     max_tokens: int = 24
 
+    def __post_init__(self) -> None:
+        at_least("needle", {"--context-tokens": (self.tokens, 1), "--max-tokens": (self.max_tokens, 1)})
+        if not 0.0 <= self.depth <= 1.0:
+            raise UsageError(f"needle --depth {self.depth}: expected a fraction from 0 to 1")
+
 
 @dataclass(frozen=True)
 class ColdPairOptions:
     tokens: int = 1500
+
+    def __post_init__(self) -> None:
+        at_least("cold-pair", {"--context-tokens": (self.tokens, 1)})
 
 
 def filler(endpoint: Endpoint, tokens: int) -> str:
@@ -53,8 +62,9 @@ def filler(endpoint: Endpoint, tokens: int) -> str:
 
 
 def needle_prompt(context: str, options: NeedleOptions, salt: str) -> str:
-    cut = context.rfind(". ", 0, int(len(context) * options.depth)) + 2 if options.depth > 0 else 0
-    cut = max(cut, 0)
+    """The salt, the context with the needle sentence at the last sentence end before `depth`, the question."""
+    sentence_end = context.rfind(". ", 0, int(len(context) * options.depth))
+    cut = sentence_end + 2 if sentence_end >= 0 else 0  # before the first sentence end: the very start
     return f"[{salt}] {context[:cut]}The secret code is {options.needle}. {context[cut:]}\n{QUESTION}"
 
 

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from forklift.quality.endpoint import Endpoint, post
+from forklift.quality.options import at_least
 from forklift.quality.schema import Attempt, SuiteBody
 
 
@@ -17,6 +18,9 @@ from forklift.quality.schema import Attempt, SuiteBody
 class SoakOptions:
     requests: int = 120
     max_tokens: int = 64
+
+    def __post_init__(self) -> None:
+        at_least("soak", {"--requests": (self.requests, 1), "--soak-tokens": (self.max_tokens, 1)})
 
 
 def run_soak(endpoint: Endpoint, options: SoakOptions) -> SuiteBody:

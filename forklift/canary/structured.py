@@ -20,6 +20,7 @@ from typing import Any
 
 from forklift.canary.logscan import count_new
 from forklift.quality.endpoint import Answer, Endpoint, post
+from forklift.quality.options import at_least
 from forklift.quality.schema import Attempt, SuiteBody
 
 
@@ -34,6 +35,9 @@ class StructuredOptions:
     arguments: dict[str, Any] = field(default_factory=_default_arguments)
     max_tokens: int = 64
     prompt: str = "Report the result."
+
+    def __post_init__(self) -> None:
+        at_least("tools/json", {"--repeats": (self.repeats, 1), "--max-tokens": (self.max_tokens, 1)})
 
 
 def const_schema(arguments: dict[str, Any]) -> dict[str, Any]:

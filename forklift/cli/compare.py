@@ -87,7 +87,7 @@ def compare_command(
         raise UsageError(f"compare needs at least two receipts or folders (A B ...), got {len(receipts)}")
     from forklift.cli.quality import compare_suite_receipts  # quality and canary receipts: their own module
 
-    if compare_suite_receipts(receipts, across_machines=across_machines, seed=seed, as_json=as_json):
+    if compare_suite_receipts(receipts, across_machines=across_machines, as_json=as_json):
         return
     baseline = _side(receipts[0])
     aa_runs = [run for path in aa for run in _side(path)]

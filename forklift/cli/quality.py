@@ -188,7 +188,11 @@ def quality(
         if "ppl" in names:
             if config is None:
                 raise UsageError("--suite ppl: corpora are named in forklift.toml; none found (give --config)")
-            unit, size = ("tokens", window_tokens) if window_tokens is not None else ("chars", window_chars or 1200)
+            unit, size = (
+                ("tokens", window_tokens)
+                if window_tokens is not None
+                else ("chars", 1200 if window_chars is None else window_chars)
+            )
             for name in corpus:
                 ppl = PplOptions(corpus_from_config(config, name), unit=unit, size=size, windows=windows)  # type: ignore[arg-type]
                 suites.append(Suite("quality", "ppl", partial(run_ppl, options=ppl)))
@@ -214,7 +218,7 @@ def quality(
     finish(outcomes, "quality")
 
 
-def compare_suite_receipts(paths: list[Path], *, across_machines: bool, seed: int, as_json: bool) -> bool:
+def compare_suite_receipts(paths: list[Path], *, across_machines: bool, as_json: bool) -> bool:
     """`forklift compare` for quality and canary receipts; True when nothing is left for the bench comparison.
 
     With bench receipts too, the suites' table comes first and bench compares after it
@@ -230,9 +234,7 @@ def compare_suite_receipts(paths: list[Path], *, across_machines: bool, seed: in
         return False
     rows, alone = [], []
     for other in paths[1:]:
-        found, only = compare_suites(
-            baseline, suite_runs(read_receipts([other])), across_machines=across_machines, seed=seed
-        )
+        found, only = compare_suites(baseline, suite_runs(read_receipts([other])), across_machines=across_machines)
         rows += found
         alone += only
     if not rows:
@@ -259,6 +261,7 @@ def _render_comparison(rows: list, alone: list[str]) -> None:
         "identical": "dim",
         "failed": "red",
         "refused": "yellow",
+        "insufficient": "yellow",
     }
     table = Table(title="forklift compare: quality and canaries", title_justify="left")
     for column in ("suite", "setting", "A", "B", "verdict"):

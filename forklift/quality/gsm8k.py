@@ -24,6 +24,7 @@ from typing import Any, Literal
 from forklift.errors import ForkliftError
 from forklift.quality.corpus import jsonl_rows, sha256_file
 from forklift.quality.endpoint import Endpoint, post
+from forklift.quality.options import at_least
 from forklift.quality.schema import Question, SuiteBody
 
 STRICT = re.compile(r"#### *(-?[$0-9.,]+)")
@@ -47,6 +48,9 @@ class Gsm8kOptions:
     shots: int = 0
     endpoint: Literal["chat", "completions"] = "completions"
     max_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        at_least("gsm8k", {"--n": (self.n, 1), "--shots": (self.shots, 0), "--max-tokens": (self.max_tokens, 1)})
 
 
 def normalize(number: str | None) -> str | None:
@@ -79,12 +83,16 @@ def load_problems(path: Path) -> list[Problem]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ForkliftError(f"--data {path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ForkliftError(f"--data {path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     problems = []
     for number, row in jsonl_rows(path, text, ("question", "answer")):
         gold = strict_answer(row["answer"])
         if gold is None:
             raise ForkliftError(f"{path}:{number}: the answer has no '#### N' line")
         problems.append(Problem(f"line{number}", row["question"], row["answer"], gold))
+    if not problems:
+        raise ForkliftError(f"--data {path}: no problems (GSM8K JSONL: one question and answer a line)")
     return problems
 
 

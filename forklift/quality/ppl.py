@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from forklift.quality.corpus import Corpus, inside, spans
 from forklift.quality.endpoint import Endpoint, finite, post, tokenize
+from forklift.quality.options import at_least
 from forklift.quality.schema import SuiteBody, Window
 
 
@@ -25,6 +26,9 @@ class PplOptions:
     size: int = 1200  # characters or tokens per window
     windows: int | None = None  # the first N windows only (None: all)
 
+    def __post_init__(self) -> None:
+        at_least("ppl", {f"--window-{self.unit}": (self.size, 1), "--windows": (self.windows, 1)})
+
     def record(self) -> dict[str, Any]:
         return {"corpus": self.corpus.identity(), "unit": self.unit, "size": self.size, "windows": self.windows}
 
@@ -32,12 +36,12 @@ class PplOptions:
 def score_window(window: Window, answer_body: dict[str, Any]) -> None:
     """Fill a window's token count, summed logprob and NaN/inf flags from a completions answer."""
     choices = answer_body.get("choices") or [{}]
-    entries = choices[0].get("prompt_logprobs")
-    if not isinstance(entries, list) or len(entries) < 2:
+    entries = choices[0].get("prompt_logprobs") if isinstance(choices[0], dict) else None
+    if not isinstance(entries, list) or not entries:
         window.error = "no prompt_logprobs in the answer (does the server support prompt_logprobs?)"
         return
     total = 0.0
-    for entry in entries[1:]:  # the first token is conditioned on nothing: no logprob
+    for entry in entries[1:]:  # the first token is conditioned on nothing: no logprob (a one-token window scores none)
         value = _chosen_logprob(entry)
         window.tokens += 1
         if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -120,6 +124,8 @@ def run_ppl(endpoint: Endpoint, options: PplOptions) -> SuiteBody:
             break
     body.items = [w.model_dump() for w in windows]
     body.failure = failure(windows, options.unit)
+    if body.failure is None and not any(w.tokens for w in windows):
+        body.failure = f"no token scored in {len(windows)} windows (the first token of a window has no logprob)"
     body.passed = body.failure is None
     if body.passed:
         body.summary = summarize(windows)

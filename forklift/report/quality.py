@@ -16,7 +16,7 @@ from forklift.stats.quality import SuiteRun, compare_pair, headline, suite_runs
 NOTES = {
     "Quality": (
         "ppl: corpus perplexity (token-weighted, from the server's prompt logprobs) and bits per byte; the verdict is "
-        'the paired per-window difference B − A with a 95% bootstrap interval over windows ("no difference" when it '
+        'the paired difference B − A with a 95% Student\'s t interval over windows ("no difference" when it '
         "holds zero). gsm8k: exact match on the final number, strict (`#### N`) and flexible (last number); the "
         "verdict is McNemar's exact test on the questions exactly one side got right (p ≥ 0.05: no difference)."
     ),

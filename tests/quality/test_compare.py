@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
-from scipy.stats import binomtest
+from scipy.stats import binomtest, t
 
 from forklift.errors import ForkliftError
 from forklift.quality.schema import SuiteBody, Window
@@ -39,13 +40,47 @@ def test_the_same_answers_are_no_difference_with_p_one():
 def test_ppl_interval_holds_zero_for_noise_and_excludes_it_for_a_shift():
     noise = [-30.0 + 0.1 * ((i * 7) % 5 - 2) for i in range(40)]
     base = [-30.0 + 0.1 * ((i * 3) % 5 - 2) for i in range(40)]
-    same = ppl_change(windows(base), windows(noise), seed=1)
+    same = ppl_change(windows(base), windows(noise))
     assert same.low <= 0 <= same.high and not same.identical
-    worse = ppl_change(windows(base), windows([v - 2.0 for v in base]), seed=1)
+    worse = ppl_change(windows(base), windows([v - 2.0 for v in base]))
     assert worse.ppl_a == pytest.approx(math.exp(3.0)) and worse.ppl_b == pytest.approx(math.exp(3.2))
     assert 0 < worse.low <= worse.delta <= worse.high
     exact = ppl_change(windows(base), windows(base))
     assert exact.identical and exact.delta == 0
+
+
+def test_the_ppl_interval_is_the_ratio_estimators_t_interval_worked_by_hand():
+    # two windows of 10 tokens: A sums -10 and -30 (PPL e^2), B -12 and -30 (PPL e^2.1)
+    result = ppl_change(windows([-10.0, -30.0]), windows([-12.0, -30.0]))
+    ppl_a, ppl_b = math.exp(2.0), math.exp(2.1)
+    # each window's share of PPL: -PPL (lp_i - R tok_i) / sum(tok), R the mean logprob a token
+    share_a = [-ppl_a * (lp + 2.0 * 10) / 20 for lp in (-10.0, -30.0)]
+    share_b = [-ppl_b * (lp + 2.1 * 10) / 20 for lp in (-12.0, -30.0)]
+    d = [sb - sa for sa, sb in zip(share_a, share_b)]
+    half = t.ppf(0.975, 1) * math.sqrt(2 / 1 * sum(x * x for x in d))
+    assert result.delta == pytest.approx(ppl_b - ppl_a)
+    assert (result.low, result.high) == pytest.approx((ppl_b - ppl_a - half, ppl_b - ppl_a + half))
+
+
+def test_equal_builds_on_a_few_windows_read_as_a_difference_at_most_at_the_test_level():
+    """Two builds of the same PPL (window scores exchangeable between A and B), 6 and 12 windows:
+    a 95 % interval excludes zero in about 5 % of trials (tolerance: three binomial SE)."""
+    trials = 400
+    for n in (6, 12):
+        rng = np.random.default_rng(n)
+        named = 0
+        for _ in range(trials):
+            base = rng.uniform(-300, -200, n)
+            result = ppl_change(windows(list(base + rng.normal(0, 5, n))), windows(list(base + rng.normal(0, 5, n))))
+            named += not (result.low <= 0 <= result.high)
+        assert named / trials <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / trials), (n, named)
+
+
+def test_one_window_gives_no_interval_and_no_verdict():
+    a, b = ppl_body([-30.0]), ppl_body([-32.0])
+    row = compare_pair(run("quality", a), run("quality", b))
+    assert row.ppl.low is None and row.ppl.high is None
+    assert row.claim == "insufficient" and "too few windows for an interval" in row.verdict
 
 
 def run(kind: str, body: SuiteBody, build: str = "0.32.0", name: str = "r") -> SuiteRun:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UsageError
 from forklift.quality.gsm8k import (
+    Gsm8kOptions,
     chat_messages,
     choose,
     completion_prompt,
@@ -95,3 +96,23 @@ def test_a_line_without_a_final_answer_is_named(tmp_path):
     data.write_text('{"question": "q"}\n')
     with pytest.raises(ForkliftError, match=r"bad.jsonl:1: expected string keys 'question' and 'answer'"):
         load_problems(data)
+
+
+def test_an_empty_or_binary_test_set_is_one_line_naming_the_file(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    with pytest.raises(ForkliftError, match=r"^--data .*empty.jsonl: no problems \(GSM8K JSONL"):
+        load_problems(empty)
+    binary = tmp_path / "test.jsonl.gz"
+    binary.write_bytes(b"\x1f\x8b\x08\x00\xff")
+    with pytest.raises(ForkliftError, match=r"^--data .*test.jsonl.gz: not UTF-8 \(invalid start byte at byte 1\)$"):
+        load_problems(binary)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [({"n": 0}, "gsm8k --n 0"), ({"shots": -2}, "gsm8k --shots -2"), ({"max_tokens": 0}, "gsm8k --max-tokens 0")],
+)
+def test_options_out_of_range_are_refused(changes, message):
+    with pytest.raises(UsageError, match=f"^{message}: must be at least"):
+        Gsm8kOptions(Path("test.jsonl"), **changes)

@@ -13,7 +13,7 @@ import math
 import pytest
 
 from forklift.config.load import parse_config
-from forklift.errors import ConfigError, ForkliftError
+from forklift.errors import ConfigError, ForkliftError, UsageError
 from forklift.quality.corpus import corpus_from_config, inside, load_corpus, spans
 from forklift.quality.endpoint import Endpoint
 from forklift.quality.ppl import PplOptions, run_ppl
@@ -128,3 +128,44 @@ def test_token_windows_send_the_servers_own_token_ids(tmp_path):
     assert prompts == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert body.passed and body.summary["tokens"] == 3 + 3 + 1 and body.summary["bits_per_byte"] is None
     assert [(w["start"], w["end"]) for w in body.items] == [(0, 4), (4, 8), (8, 10)]
+
+
+def token_windows_of(tmp_path, ids: int, size: int):
+    """Token windows over `ids` server token ids, each scored -1.0 a token after the first (FAKE server)."""
+
+    def answer(path, body):
+        if path == "/tokenize":
+            return 200, {"tokens": list(range(ids))}
+        return 200, prompt_logprobs([-1.0] * (len(body["prompt"]) - 1))
+
+    path, sha = pinned(tmp_path)
+    with FakeServer(answer) as server:
+        return run_ppl(
+            Endpoint(server.url, "fake"), PplOptions(load_corpus("wiki", path, sha), unit="tokens", size=size)
+        )
+
+
+def test_a_trailing_one_token_window_scores_nothing_and_fails_nothing(tmp_path):
+    body = token_windows_of(tmp_path, ids=9, size=4)  # windows of 4, 4 and 1 tokens
+    assert body.passed, body.failure
+    assert [w["tokens"] for w in body.items] == [3, 3, 0] and body.summary["perplexity"] == pytest.approx(math.e)
+
+
+def test_windows_that_score_no_token_at_all_fail_rather_than_pass_without_a_number(tmp_path):
+    body = token_windows_of(tmp_path, ids=3, size=1)
+    assert not body.passed and body.summary == {}
+    assert body.failure == "no token scored in 3 windows (the first token of a window has no logprob)"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"windows": 0}, "ppl --windows 0: must be at least 1"),
+        ({"size": 0}, "ppl --window-chars 0: must be at least 1"),
+        ({"size": -3, "unit": "tokens"}, "ppl --window-tokens -3: must be at least 1"),
+    ],
+)
+def test_window_options_out_of_range_are_refused_before_any_request(tmp_path, changes, message):
+    path, sha = pinned(tmp_path)
+    with pytest.raises(UsageError, match=f"^{message}$"):
+        PplOptions(load_corpus("wiki", path, sha), **changes)

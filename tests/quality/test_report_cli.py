@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -74,11 +75,26 @@ def test_bad_input_is_one_line_and_exit_two(tmp_path):
         (["canary", "--url", "http://x:1", "--suite", "needle", "--depth", "2"], "error: --depth 2.0: expected a"),
         (["quality", "--url", "http://x:1", "--suite", "ppl"], "error: --suite ppl needs --corpus NAME"),
         (["quality", "--url", "http://x:1", "--suite", "gsm8k"], "error: --suite gsm8k needs --data FILE"),
-    ]
+        (["quality", "--url", "http://x:1", "--model", "m", "--suite", "gsm8k", "--data", "t.jsonl", "--shots", "-1"],
+         "error: gsm8k --shots -1: must be at least 0"),
+        (["canary", "--url", "http://x:1", "--model", "m", "--suite", "soak", "--soak-tokens", "0"],
+         "error: soak --soak-tokens 0: must be at least 1"),
+    ]  # fmt: skip
     for args, message in cases:
         result = forklift("-c", str(tmp_path), *args)
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith(message) and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_a_zero_window_is_refused_not_read_as_the_default(tmp_path):
+    (tmp_path / "c.txt").write_text("text")
+    (tmp_path / "forklift.toml").write_text(
+        '[upstream]\nsource = "path"\npath = "x"\nsha256 = "' + "0" * 64 + '"\n\n'
+        f'[quality.corpora.wiki]\npath = "c.txt"\nsha256 = "{hashlib.sha256(b"text").hexdigest()}"\n'
+    )
+    result = forklift("-c", str(tmp_path), "quality", "--url", "http://127.0.0.1:9", "--model", "m", "--suite", "ppl",
+                      "--corpus", "wiki", "--window-chars", "0")  # fmt: skip
+    assert result.returncode == 2 and result.stderr == "error: ppl --window-chars 0: must be at least 1\n"
 
 
 def test_an_unreachable_server_is_one_line(tmp_path):
