@@ -175,6 +175,7 @@ def run_forklift(*args: str, cwd: Path, env: dict | None = None) -> subprocess.C
     """The real command line in a child process: exit code and stderr as a user sees them."""
     return subprocess.run(
         [sys.executable, "-c", "from forklift.cli import main; main()", *args],
+        check=False,
         cwd=cwd,
         capture_output=True,
         text=True,
