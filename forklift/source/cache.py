@@ -113,8 +113,10 @@ class Cache:
                     for chunk in chunks:
                         digest.update(chunk)
                         count += len(chunk)
+                        if size is not None and count > size:  # stop at once: the rest may never end
+                            raise ForkliftError(f"{what}: more bytes than the {size} expected; refused")
                         out.write(chunk)
-                if size is not None and count != size:
+                if size is not None and count < size:
                     raise ForkliftError(f"truncated download of {what}: got {count} of {size} bytes")
                 if digest.hexdigest() != sha256:
                     raise ForkliftError(

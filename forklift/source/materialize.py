@@ -20,7 +20,7 @@ from forklift.source import git
 from forklift.source.cache import Cache, default_cache
 from forklift.source.download import download
 from forklift.source.extract import extract_archive, refuse_escaping_links
-from forklift.source.hashing import SKIPPED_NAMES, directory_digest, file_sha256
+from forklift.source.hashing import SKIPPED_NAMES, directory_digest, file_sha256, pinnable_kind
 from forklift.source.index import redact, resolve_pypi_file
 
 TreeKind = Literal["sdist", "wheel", "git", "tarball", "dir"]
@@ -100,7 +100,7 @@ def _path(pin: PathPin, root: Path, cache: Cache, progress) -> Tree:
     source = source if source.is_absolute() else root / source
     if not source.exists():
         raise ForkliftError(f"{source}: no such file or folder (upstream.path in forklift.toml)")
-    kind: TreeKind = "dir" if source.is_dir() else "tarball"
+    kind: TreeKind = "dir" if pinnable_kind(source) == "dir" else "tarball"
     found = directory_digest(source) if kind == "dir" else file_sha256(source)
     if found != pin.sha256:
         raise ForkliftError(f"{source}: sha256 mismatch: forklift.toml pins {pin.sha256}, found {found}")
