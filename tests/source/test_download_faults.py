@@ -114,3 +114,41 @@ def test_pinning_a_device_or_fifo_is_one_line_not_a_hang(tmp_path, cache, fifo, 
         1,
         f"error: {path}: is {what}, not a file or folder; only those can be pinned",
     )
+
+
+def test_ctrl_c_during_fetch_is_one_line_and_keeps_nothing_half_made(index_server, tmp_path):
+    """SIGINT is sent once the server saw the download start (an event), while the file still trickles."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    sha = index_server.add("pkg", "pkg-1.0.tar.gz", sdist_bytes(), trickle=True)
+    (tmp_path / "forklift.toml").write_text(
+        f'[upstream]\nsource = "pypi"\npackage = "pkg"\nversion = "1.0"\nsha256 = "{sha}"\n'
+    )
+    cache_root = tmp_path / "cache"
+    env = {**os.environ, "FORKLIFT_CACHE": str(cache_root), "PIP_INDEX_URL": index_server.index}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "forklift", "fetch"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 300  # a ceiling; the event is the server seeing the file request
+        while "/files/pkg-1.0.tar.gz" not in index_server.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert err.strip().splitlines() == [
+        (
+            "interrupted: forklift fetch stopped by Ctrl-C; finished downloads and trees stay in the cache;"
+            " the half-made one was discarded"
+        )
+    ]
+    from forklift.source import Cache
+
+    assert cache_entries(Cache(cache_root)) == {"trees": [], "tmp": [], "artifacts": []}
