@@ -33,14 +33,14 @@ def test_cache_verify_removes_an_edited_tree_and_keeps_a_pristine_one(tmp_path):
 
 def test_without_verification_an_edited_tree_is_used_as_is(tmp_path):
     """The cost of trusting the marker: the warm path does not re-hash (this is what --verify-cache adds)."""
-    cache, tree, env = fetched(tmp_path)
+    cache, tree, _ = fetched(tmp_path)
     (tree.path / "pkg" / "__init__.py").write_text("VALUE = 'tampered'\n")
     again = materialize(PathPin(source="path", path="up.tar.gz", sha256=tree.digest), tmp_path, cache)
     assert (again.path / "pkg" / "__init__.py").read_text() == "VALUE = 'tampered'\n"
 
 
 def test_ci_mode_rebuilds_an_edited_tree_before_trusting_it(tmp_path):
-    cache, tree, env = fetched(tmp_path)
+    _, tree, env = fetched(tmp_path)
     (tree.path / "pkg" / "__init__.py").write_text("VALUE = 'tampered'\n")
     (tree.path / "extra.py").write_text("planted\n")
     for how in ({"CI": "true"}, {"FORKLIFT_VERIFY_CACHE": "1"}):
@@ -54,7 +54,7 @@ def test_ci_mode_rebuilds_an_edited_tree_before_trusting_it(tmp_path):
 
 
 def test_check_verify_cache_flag_rebuilds_an_edited_tree(tmp_path):
-    cache, tree, env = fetched(tmp_path)
+    _, tree, env = fetched(tmp_path)
     (tmp_path / "patches").mkdir()
     (tmp_path / "patches" / "series").write_text("one.patch\n")
     (tmp_path / "patches" / "one.patch").write_text(
