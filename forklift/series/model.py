@@ -101,6 +101,8 @@ def _tree_path(name: str, raw: str, strip: int) -> str | None:
     raw = raw.split("\t", 1)[0].strip()
     if raw == "/dev/null":
         return None
+    if "\0" in raw:  # no file system path holds one; open() would raise ValueError on it
+        raise PatchError(f"{name}: path {raw!r} holds a NUL byte")
     parts = PurePosixPath(raw).parts
     if raw.startswith("/") or len(parts) <= strip and strip:
         raise PatchError(f"{name}: path {raw!r} is absolute or has no component left after -p{strip}")
@@ -213,10 +215,10 @@ def parse_series_file(text: str, where: Path) -> list[tuple[str, int]]:
         name, *options = line.split()
         strip = 1
         for option in options:
-            if m := re.fullmatch(r"-p(\d)", option):
+            if m := re.fullmatch(r"-p(\d+)", option):
                 strip = int(m.group(1))
             else:
-                raise PatchError(f"{where}:{number}: unsupported series option {option!r} (only -pN)")
+                raise PatchError(f"{where}:{number}: unsupported series option {option!r} (forklift reads only -pN, e.g. -p1)")
         if "/" in name or name in (".", ".."):
             raise PatchError(f"{where}:{number}: {name!r} must be a file name in the series folder")
         if name in seen:
