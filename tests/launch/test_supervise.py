@@ -196,7 +196,7 @@ def test_forklift_stop_ends_a_serving_launch(dist):
         stopped = run(dist, "stop", "fake")
         assert stopped.returncode == 0, stopped.stderr
         assert f"stopped fake at http://127.0.0.1:{port}" in stopped.stdout
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert "ready in" in out and "serving; Ctrl-C or `forklift stop` to end" in out
     assert receipt(folder)["status"] == "ok"
