@@ -57,10 +57,14 @@ class Limits:
     }
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Limits:
-        """The defaults, with any FORKLIFT_EXTRACT_MAX_* variable applied (a bad value is one line)."""
+    def from_env(cls, environ: dict[str, str] | None = None, configured: object = None) -> Limits:
+        """The defaults, then the values `configured` sets (forklift.toml's `[upstream.extract]`), then any
+        FORKLIFT_EXTRACT_MAX_* variable (a bad value is one line)."""
         environ = dict(os.environ if environ is None else environ)
         values: dict[str, float | int] = {}
+        for field in cls.ENV:
+            if (value := getattr(configured, field, None)) is not None:
+                values[field] = value
         for field, var in cls.ENV.items():
             text = environ.get(var, "").strip()
             if not text:
@@ -178,14 +182,12 @@ class _Budget:
         self.count += 1
         self.total += max(size, 0)
         if self.count > limits.max_members:
-            raise UnsafeMember(
-                f"unsafe {label}: more than {limits.max_members} members (raise {Limits.ENV['max_members']})"
-            )
+            raise UnsafeMember(f"unsafe {label}: more than {limits.max_members} members ({_raise('max_members')})")
         self.writer.check_bytes(self.total, name)
         if self.total > 1 << 20 and self.total / self.packed > limits.max_ratio:
             raise UnsafeMember(
                 f"unsafe {label}: expands more than {limits.max_ratio:g} times its {self.packed} bytes"
-                f" by member {name!r} (a decompression bomb? raise {Limits.ENV['max_ratio']})"
+                f" by member {name!r} (a decompression bomb? {_raise('max_ratio')})"
             )
 
 
@@ -206,7 +208,7 @@ class _Writer:
         if total > self.limits.max_bytes:
             raise UnsafeMember(
                 f"unsafe {self.label}: expands past {_size(self.limits.max_bytes)} at member {member!r}"
-                f" (raise {Limits.ENV['max_bytes']})"
+                f" ({_raise('max_bytes')})"
             )
 
     def folder(self, rel: str, member: str) -> None:
@@ -415,6 +417,10 @@ def _check_symlink(rel: str, target: str, member: str, label: str) -> None:
     resolved = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
     if resolved == ".." or resolved.startswith("../"):
         raise UnsafeMember(f"unsafe {label}: member {member!r} is a symlink escaping the tree ({target!r})")
+
+
+def _raise(field: str) -> str:
+    return f"raise upstream.extract.{field} in forklift.toml or {Limits.ENV[field]}"
 
 
 def _size(count: int) -> str:

@@ -166,10 +166,22 @@ def test_zip_bomb_is_refused_by_its_ratio(tmp_path, cache, outside):
 def test_size_and_member_limits_come_from_the_environment(tmp_path, cache, outside, monkeypatch):
     data = make_tar([("t/a", "file", "x" * 5000), ("t/b", "file", "y"), ("t/c", "file", "z")], mode="w")
     monkeypatch.setenv("FORKLIFT_EXTRACT_MAX_BYTES", "4096")
-    fetch_refused(tmp_path, cache, outside, data, match=r"expands past 4096 bytes at member 't/a' \(raise FORKLIFT_EX")
+    fetch_refused(
+        tmp_path,
+        cache,
+        outside,
+        data,
+        match=r"expands past 4096 bytes at member 't/a' \(raise upstream\.extract\.max_bytes in forklift\.toml or FORKLIFT_EX",
+    )
     monkeypatch.setenv("FORKLIFT_EXTRACT_MAX_BYTES", "1000000")
     monkeypatch.setenv("FORKLIFT_EXTRACT_MAX_MEMBERS", "2")
-    fetch_refused(tmp_path, cache, outside, data, match=r"more than 2 members \(raise FORKLIFT_EXTRACT_MAX_MEMBERS\)")
+    fetch_refused(
+        tmp_path,
+        cache,
+        outside,
+        data,
+        match=r"more than 2 members \(raise upstream\.extract\.max_members in forklift\.toml or FORKLIFT_EXTRACT_MAX_MEMBERS\)",
+    )
 
 
 def test_a_lying_size_header_is_caught_while_writing(tmp_path):
@@ -192,3 +204,19 @@ def test_a_normal_gzip_sdist_still_extracts(tmp_path):
     archive.write_bytes(gzip.compress(tar_of([entry("p-1", tarfile.DIRTYPE), (entry("p-1/m.py"), payload)])))
     extract_archive(archive, tmp_path / "out", strip_top=True)
     assert (tmp_path / "out" / "m.py").read_bytes() == payload
+
+
+def test_limits_come_from_forklift_toml_and_the_environment_wins(tmp_path, cache, outside, monkeypatch):
+    data = make_tar([("t/a", "file", "x" * 5000)], mode="w")
+    (tmp_path / "big.tar").write_bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+    (tmp_path / "forklift.toml").write_text(
+        f'[upstream]\nsource = "path"\npath = "big.tar"\nsha256 = "{sha}"\n[upstream.extract]\nmax_bytes = 4096\n'
+    )
+    from forklift.config import load_config
+
+    pin = load_config(tmp_path).data.upstream
+    with pytest.raises(ForkliftError, match=r"expands past 4096 bytes"):
+        materialize(pin, tmp_path, cache)
+    monkeypatch.setenv("FORKLIFT_EXTRACT_MAX_BYTES", "10000")
+    assert (materialize(pin, tmp_path, cache).path / "a").stat().st_size == 5000
