@@ -2,13 +2,26 @@
 
 Exit codes are part of the contract CI scripts rely on: 0 everything holds,
 1 a check failed (or the thing checked is broken), 2 bad usage or bad config.
+Bottom layer: imports nothing from forklift.
 """
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class ForkliftError(Exception):
     """A failure whose message is one line: what went wrong and where."""
 
     exit_code = 1
+
+
+class UnreachableError(ForkliftError):
+    """The index, a download host or a git remote did not answer (the network, not the input)."""
 
 
 class UsageError(ForkliftError):
@@ -19,3 +32,24 @@ class UsageError(ForkliftError):
 
 class ConfigError(UsageError):
     """forklift.toml is invalid; the message names the file and the key."""
+
+
+def describe_error(error: Any, *, hide: Collection[str] = (), top: str = "value") -> str:
+    """One readable phrase for one pydantic error: the dotted key and what was expected.
+
+    `hide` drops location parts that are not keys (a discriminated union's tag); `top` names
+    the whole input when the error has no key.
+    """
+    loc = ".".join(str(part) for part in error["loc"] if part not in hide) or top
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"{loc}: unknown key"
+    if kind == "missing":
+        return f"{loc}: missing (required)"
+    return f"{loc}: {error['msg']} (got {error['input']!r})"
+
+
+def validation_line(exc: ValidationError, *, every: bool = False, top: str = "value") -> str:
+    """A pydantic ValidationError as one line: its first problem, or `every` problem joined by '; '."""
+    errors = exc.errors()
+    return "; ".join(describe_error(error, top=top) for error in (errors if every else errors[:1]))

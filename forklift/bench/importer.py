@@ -22,9 +22,10 @@ from pydantic import ValidationError
 
 from forklift.bench.aggregate import aggregate
 from forklift.bench.metrics import derive
-from forklift.bench.schema import BenchBody, Cell, WorkloadIdentity
+from forklift.bench.schema import BenchBody, Cell
 from forklift.client.records import RequestRecord
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, validation_line
+from forklift.workload.items import WorkloadIdentity
 
 REQUIRED = ("duration", "completed", "model_id")
 DETAIL = ("start_times", "ttfts", "itls", "latencies", "input_lens", "output_lens", "errors")
@@ -165,6 +166,5 @@ def import_vllm_result(path: Path) -> BenchBody:
 
 def _why(exc: Exception) -> str:
     if isinstance(exc, ValidationError):  # several lines; the first error names the field
-        error = exc.errors()[0]
-        return f"{'.'.join(map(str, error['loc']))}: {error['msg']} (got {error.get('input')!r})"
+        return validation_line(exc)
     return f"{type(exc).__name__}: {exc}"

@@ -10,22 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from forklift.client.records import RequestRecord
-
-
-class WorkloadIdentity(BaseModel):
-    """What must match for two bench receipts to be comparable."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    hash: str = Field(description="sha256 of the prompts, ids and per-request settings (salt excluded)")
-    corpus_hash: str | None = Field(default=None, description="sha256 of the source file (cohort JSONL)")
-    sampling: dict[str, Any] = Field(default_factory=dict, description="preset name and parameters")
-    max_tokens: int | None = None
-    salted: bool = True
-    endpoint: Literal["chat", "completions"] = "chat"
-    prompts: int | None = Field(default=None, description="number of distinct prompts in the workload")
-    salt_nonce: str | None = Field(default=None, description="what the per-request salts derive from (not hashed)")
+from forklift.workload.items import WorkloadIdentity
 
 
 class Cell(BaseModel):
@@ -56,6 +41,7 @@ class BenchBody(BaseModel):
     mode: Literal["single", "sweep", "batch", "import"]
     workload: WorkloadIdentity
     setting: str | None = Field(default=None, description="human label: profile and axis choices")
+    label: str | None = Field(default=None, description="the user's name for what was benched (bench --label)")
     cells: list[Cell] = Field(default_factory=list)
     boot: dict[str, Any] | None = Field(default=None, description="boot facts when forklift launched the server")
     source: str | None = Field(default=None, description="for imports: the file it was read from")

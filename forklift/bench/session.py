@@ -25,7 +25,7 @@ from forklift.receipts.envelope import Status
 
 
 @dataclass
-class Outcome:
+class BenchOutcome:
     status: Status
     path: Path
     body: BenchBody
@@ -60,7 +60,7 @@ def client_facts(plan: BenchPlan) -> dict[str, Any]:
         "library": f"aiohttp {version('aiohttp')}",
         "timeout_s": plan.timeout,
         "runs": plan.runs,
-        "keep": plan.keep,
+        "warmup": plan.warmup,
         **({"pacing": "gamma", "burstiness": plan.cells[0].burstiness} if plan.cells[0].rate else {}),
     }
 
@@ -72,9 +72,10 @@ def bench(
     folder: Path,
     progress: Progress | None = None,
     setting: str | None = None,
+    label: str | None = None,
     boot: dict[str, Any] | None = None,
     receipt_fields: dict[str, Any] | None = None,
-) -> Outcome:
+) -> BenchOutcome:
     """Run the plan. Ctrl-C ends it with status interrupted: the outcome, not an exception."""
     body = BenchBody(
         url=plan.url,
@@ -82,6 +83,7 @@ def bench(
         mode=mode,
         workload=plan.workload.identity(),
         setting=setting,
+        label=label,
         boot=boot,
         client=client_facts(plan),
     )
@@ -97,7 +99,7 @@ def bench(
     if kv_pool is not None:
         for cell in body.cells:
             cell.aggregate["kv_pool_tokens"] = kv_pool
-    return Outcome(status, recorder.finish(status), body)
+    return BenchOutcome(status, recorder.finish(status), body)
 
 
 def bench_launched(
@@ -110,18 +112,20 @@ def bench_launched(
     folder: Path,
     logs: Path,
     progress: Progress | None = None,
-) -> Outcome:
+    label: str | None = None,
+) -> BenchOutcome:
     """Launch the profile (forklift.launch), bench it once healthy, stop it: nothing left running.
 
     `make_plan(url, served_name)` builds the bench plan once the launch is resolved. The
     boot facts (KV pool, ...) go into the bench receipt; the boot receipt is written beside it.
     """
     from forklift.launch.boot import profile_record, setting_name
-    from forklift.launch.run import launch, make_plan as launch_plan
+    from forklift.launch.run import launch
+    from forklift.launch.run import make_plan as launch_plan
 
     planned = launch_plan(config, profile, sets)
     resolved = planned.resolved
-    outcomes: list[Outcome] = []
+    outcomes: list[BenchOutcome] = []
 
     def on_ready(booted: Any) -> None:
         outcomes.append(
@@ -131,6 +135,7 @@ def bench_launched(
                 folder=folder,
                 progress=progress,
                 setting=setting_name(resolved),
+                label=label,
                 boot=booted.body.model_dump(mode="json"),
                 receipt_fields={
                     "profile": profile_record(resolved),
@@ -144,8 +149,8 @@ def bench_launched(
     return outcomes[0]
 
 
-def import_file(path: Path, folder: Path) -> Outcome:
+def import_file(path: Path, folder: Path) -> BenchOutcome:
     body = import_vllm_result(path)
     complete = all(cell.complete for cell in body.cells)
     receipt = new_receipt("bench", status="ok" if complete else "partial", body=body.model_dump(mode="json"))
-    return Outcome(receipt.status, write_receipt(receipt, folder), body)
+    return BenchOutcome(receipt.status, write_receipt(receipt, folder), body)

@@ -15,11 +15,11 @@ app.add_typer(bench_app, name="bench")
 
 
 def receipts_folder(given: Optional[Path]) -> Path:
-    """--receipts, else receipts/ beside forklift.toml when there is one, else ./receipts."""
-    if given is not None:
-        return given
+    """Bench runs without a forklift.toml too: the receipts rule with the config file when there is one."""
+    from forklift.receipts import receipts_folder as rule
+
     config = state.config_path / "forklift.toml" if state.config_path.is_dir() else state.config_path
-    return config.parent / "receipts" if config.exists() else Path("receipts")
+    return rule(given, config if config.exists() else None)
 
 
 def parse_concurrency(text: str) -> list[int]:
@@ -77,8 +77,12 @@ ROWS = (
     ("duration s", lambda c: _num(c.duration_s, "{:.2f}")),
     (
         "TTFT ms median / p99",
-        lambda c: f"{_ms(c.aggregate.get('ttft_ms'), 'median')} / {_ms(c.aggregate.get('ttft_ms'), 'p99')}",
+        lambda c: (
+            f"{_ms(c.aggregate.get('ttft_ms'), 'median')} / {_ms(c.aggregate.get('ttft_ms'), 'p99')}"
+            + (" (bursts)" if c.aggregate.get("burst_requests") else "")
+        ),
     ),
+    ("burst-delivered requests", lambda c: str(c.aggregate.get("burst_requests", "-"))),
     (
         "TPOT ms median / p99",
         lambda c: f"{_ms(c.aggregate.get('tpot_ms'), 'median')} / {_ms(c.aggregate.get('tpot_ms'), 'p99')}",
@@ -114,7 +118,10 @@ def render(body) -> None:
     console.print(table)
     if body.server_info:
         console.print("server: " + ", ".join(f"{k}={v}" for k, v in body.server_info.items()))
-    console.print("aggregate decode = C x 1000 / median TPOT (ms); statistics over the kept runs only")
+    console.print(
+        "aggregate decode = C x 1000 / median TPOT (ms); statistics over the kept runs only; "
+        "TPOT/ITL/decode over timed requests (burst-delivered ones measured delivery, not decoding)"
+    )
 
 
 @bench_app.callback(invoke_without_command=True)
@@ -150,10 +157,11 @@ def bench(
     requests: Optional[int] = typer.Option(None, "--requests", help="requests per cell (default: the workload once)"),
     rate: Optional[float] = typer.Option(None, "--rate", help="pace arrivals at this many requests/s"),
     burstiness: float = typer.Option(1.0, "--burstiness", help="gamma shape of arrival gaps (1 = Poisson)"),
-    runs: int = typer.Option(1, "--runs", help="repeat each cell; with --keep last the first runs are warm-up"),
-    keep: str = typer.Option("last", "--keep", help="last (drop warm-up runs) or all"),
+    runs: int = typer.Option(4, "--runs", help="kept runs of each cell (compare needs 2+ a side to claim anything)"),
+    warmup: int = typer.Option(1, "--warmup", help="runs before the kept ones, discarded (a cold server reads low)"),
     timeout: float = typer.Option(600.0, "--timeout", help="seconds per request"),
     engine: str = typer.Option("vllm", "--engine", help="engine adapter naming the server's metrics"),
+    label: Optional[str] = typer.Option(None, "--label", help="your name for what is benched, shown by compare"),
     receipts: Optional[Path] = typer.Option(None, "--receipts", help="receipt folder"),
 ) -> None:
     """Stream a workload at a server; prints a table and writes a bench receipt with every request."""
@@ -164,7 +172,8 @@ def bench(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from forklift.bench.runner import BenchPlan, cell_specs
-    from forklift.bench.session import bench as run, bench_launched, discover_model
+    from forklift.bench.session import bench as run
+    from forklift.bench.session import bench_launched, discover_model
     from forklift.workload import load_cohort, synthetic_workload
 
     if (url is None) == (profile is None):
@@ -208,7 +217,7 @@ def bench(
         workload=workload,
         cells=cell_specs(mode, levels, requests, rate, burstiness),
         runs=runs,
-        keep=keep,
+        warmup=warmup,
         timeout=timeout,
         engine=engine,
         seed=seed,  # type: ignore[arg-type]
@@ -231,10 +240,11 @@ def bench(
                 folder=folder,
                 logs=logs or config.root / "logs",
                 progress=RichProgress(progress),
+                label=label,
             )
     else:
         with Progress(*columns, console=console, transient=True) as progress:
-            outcome = run(make_plan(url), mode=mode, folder=folder, progress=RichProgress(progress))
+            outcome = run(make_plan(url), mode=mode, folder=folder, progress=RichProgress(progress), label=label)
     render(outcome.body)
     console.print(f"receipt: {outcome.path} ({outcome.status})")
     if outcome.status == "interrupted":

@@ -10,7 +10,14 @@ import typer
 from forklift.cli.app import app, console
 from forklift.errors import ForkliftError, UsageError
 
-CLAIM_STYLE = {"better": "green", "worse": "red", "different": "yellow", "noise": "dim", "insufficient": "dim"}
+CLAIM_STYLE = {
+    "better": "green",
+    "worse": "red",
+    "different": "yellow",
+    "noise": "dim",
+    "unclaimable": "yellow",
+    "insufficient": "dim",
+}
 
 
 def _side(path: Path):
@@ -28,7 +35,7 @@ def _render(comparison) -> None:
 
     from forklift.report import format as fmt
 
-    a, b = f"{comparison.build_a} on {comparison.host_a}", f"{comparison.build_b} on {comparison.host_b}"
+    a, b = f"{comparison.label_a} on {comparison.host_a}", f"{comparison.label_b} on {comparison.host_b}"
     table = Table(title=f"{fmt.setting(comparison)} · {comparison.workload}   A = {a}   B = {b}", title_justify="left")
     for column in ("cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"):
         table.add_column(column, justify="right" if column in ("A", "B", "Δ", "95% CI", "MDE") else "left")
@@ -66,6 +73,12 @@ def compare_command(
     ),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed (results are reproducible for a given seed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON instead of tables."),
+    aa: list[Path] = typer.Option(
+        [],
+        "--aa",
+        help="A/A control: receipts (files or folders, repeatable) of one build benched 2+ times on A's box; "
+        "their bench-to-bench spread floors every interval.",
+    ),
 ) -> None:
     """Paired per-prompt A/B of bench receipts: deltas, 95% intervals, verdicts, divergence, MDE."""
     from forklift.stats import compare_groups, match
@@ -73,10 +86,14 @@ def compare_command(
     if len(receipts) < 2:
         raise UsageError(f"compare needs at least two receipts or folders (A B ...), got {len(receipts)}")
     baseline = _side(receipts[0])
+    aa_runs = [run for path in aa for run in _side(path)]
     results, unmatched = [], []
     for other in receipts[1:]:
         matching = match(baseline, _side(other), across_machines=across_machines)
-        results += [compare_groups(a, b, across_machines=across_machines, seed=seed) for a, b in matching.pairs]
+        results += [
+            compare_groups(a, b, across_machines=across_machines, seed=seed, aa_runs=aa_runs or None)
+            for a, b in matching.pairs
+        ]
         unmatched += [f"A only: {name}" for name in matching.only_a] + [f"{other} only: {n}" for n in matching.only_b]
     if as_json:
         typer.echo(

@@ -57,7 +57,7 @@ def flip(
     """Dry run by default: which patches apply, moved, are upstream (retire), conflict; knobs before/after."""
     from forklift.flip.report import render_markdown
     from forklift.flip.run import run_flip
-    from forklift.receipts.store import write_atomic
+    from forklift.fsio import write_atomic
 
     result = run_flip(load(), version, receipts, progress=None if as_json else console, write=write)
     report = result.report

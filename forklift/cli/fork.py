@@ -152,7 +152,7 @@ def source_bind(
     from forklift.fork.base import binding_base
     from forklift.fork.binding import SOURCE_FILE, SourceBinding, load_binding, verify_binding
     from forklift.fork.git import Git
-    from forklift.receipts.store import write_atomic
+    from forklift.fsio import write_atomic
 
     config = load()
     fork = Git(repo)
@@ -189,7 +189,7 @@ def manifest(
     write: bool = typer.Option(False, "--write", help="(re)write patches/MANIFEST.toml from today's series"),
 ) -> None:
     """Check the lost-work manifest against the series, or write one requiring every file it changes today."""
-    from forklift.series.check import tree_reader
+    from forklift.fsio import tree_reader
     from forklift.series.manifest import changed_paths, check_manifest, write_manifest
     from forklift.series.model import load_series
 

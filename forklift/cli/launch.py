@@ -35,6 +35,7 @@ def launch(
     from forklift.launch.resolve import printed_lines
     from forklift.launch.run import launch as run_launch
     from forklift.launch.run import make_plan
+    from forklift.receipts import receipts_folder
 
     config = load()
     plan = make_plan(config, profile, sets, port=port, check=check)
@@ -81,7 +82,7 @@ def launch(
     run_launch(
         config,
         plan,
-        receipts or config.root / "receipts",
+        receipts_folder(receipts, config.path),
         logs or config.root / "logs",
         control=control,
         on_ready=ready,

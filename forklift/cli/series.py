@@ -36,7 +36,7 @@ def _hunks(row) -> str:
     return "; ".join([f"{exact}/{len(row.hunks)} exact"] + parts + row.problems)
 
 
-def render_report(report) -> None:
+def print_check_report(report) -> None:
     from rich.table import Table
 
     standalone = {row.name: row for row in report.pass2}
@@ -93,14 +93,14 @@ def check(
     result = run_check(load(), receipts, progress=None if as_json else console)
     report = result.report
     if junit:
-        from forklift.receipts.store import write_atomic
+        from forklift.fsio import write_atomic
         from forklift.series.junit import junit_xml
 
         write_atomic(junit, junit_xml(report))
     if as_json:
         console.print_json(json.dumps({"ok": report.ok, "receipt": str(result.receipt), **report.model_dump()}))
     else:
-        render_report(report)
+        print_check_report(report)
         verdict = "[green]OK[/]" if report.ok else f"[red]FAILED[/] ({len(report.findings)} finding(s))"
         console.print(f"{verdict} — receipt {result.receipt}", soft_wrap=True)
     if not report.ok:

@@ -15,16 +15,15 @@ import asyncio
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 
-from forklift.client.records import RequestRecord
+from forklift.client.records import Endpoint, RequestRecord
 from forklift.client.sse import SSEDecoder
 
-Endpoint = Literal["chat", "completions"]
 PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
 

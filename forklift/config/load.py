@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from forklift.config.schema import ForkliftToml
 from forklift.config.toml import tomllib
-from forklift.errors import ConfigError
+from forklift.errors import ConfigError, describe_error
 
 MAX_NESTING = 32  # tomllib recurses per level; no forklift.toml needs more than a handful
 MAX_CONFIG_BYTES = 16 << 20
@@ -37,23 +38,18 @@ class Config:
         return self.root / name if name else None
 
 
-def describe(error: dict) -> str:
-    """One readable phrase for one pydantic error: the dotted key and what was expected."""
-    loc = ".".join(str(part) for part in error["loc"] if not _is_union_tag(part))
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        return f"{loc}: unknown key"
-    if kind == "missing":
-        return f"{loc}: missing (required)"
-    if kind == "union_tag_invalid":
+_UNION_TAGS = ("pypi", "git", "path")  # pydantic puts a pin's tag in the location; it is not a key
+
+
+def describe(error: Any) -> str:
+    """One phrase for one pydantic error of forklift.toml; a pin's `source` tag gets its own words."""
+    if error["type"] == "union_tag_invalid":
+        loc = ".".join(str(part) for part in error["loc"] if part not in _UNION_TAGS)
         return f"{loc}.source: expected one of {error['ctx']['expected_tags']}, got {error['ctx']['tag']!r}"
-    if kind == "union_tag_not_found":
-        return f"{loc}.source: missing (one of 'pypi', 'git', 'path')"
-    return f"{loc}: {error['msg']} (got {error['input']!r})"
-
-
-def _is_union_tag(part: object) -> bool:
-    return part in ("pypi", "git", "path")
+    if error["type"] == "union_tag_not_found":
+        loc = ".".join(str(part) for part in error["loc"] if part not in _UNION_TAGS)
+        return f"{loc}.source: missing (one of {', '.join(repr(tag) for tag in _UNION_TAGS)})"
+    return describe_error(error, hide=_UNION_TAGS)
 
 
 def parse_config(text: str, path: Path) -> Config:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from forklift.flip.triage import BLOCKING, PatchTriage
-from forklift.series.render import _cell
+from forklift.mdtable import table
 
 VERDICT_TEXT = {
     "applies": "applies exactly",
@@ -24,7 +24,7 @@ class HunkNote(BaseModel):
     offset: int = 0
 
 
-class PatchRow(BaseModel):
+class FlipRow(BaseModel):
     name: str
     verdict: str
     description: str = ""
@@ -35,7 +35,7 @@ class PatchRow(BaseModel):
     needs_look: bool = False
 
     @classmethod
-    def of(cls, t: PatchTriage, description: str) -> "PatchRow":
+    def of(cls, t: PatchTriage, description: str) -> "FlipRow":
         return cls(
             name=t.name,
             verdict=t.verdict,
@@ -96,7 +96,7 @@ class FlipReport(BaseModel):
     old: str  # labels, e.g. "vllm 0.32.0 (sdist vllm-0.32.0.tar.gz)"
     new: str
     new_pin: dict
-    patches: list[PatchRow]
+    patches: list[FlipRow]
     knobs: list[KnobDelta] = Field(default_factory=list)
     knobs_skipped: str | None = None  # why there is no knob section (not a vLLM tree)
 
@@ -104,15 +104,15 @@ class FlipReport(BaseModel):
         return sum(1 for p in self.patches if p.verdict == verdict)
 
     @property
-    def blocked(self) -> list[PatchRow]:
+    def blocked(self) -> list[FlipRow]:
         return [p for p in self.patches if p.verdict in BLOCKING]
 
     @property
-    def retired(self) -> list[PatchRow]:
+    def retired(self) -> list[FlipRow]:
         return [p for p in self.patches if p.verdict == "already-upstream"]
 
     @property
-    def needs_look(self) -> list[PatchRow]:
+    def needs_look(self) -> list[FlipRow]:
         return [p for p in self.patches if p.needs_look]
 
     def summary(self) -> str:
@@ -128,10 +128,11 @@ def render_markdown(report: FlipReport) -> str:
             f"**Blocked:** {len(report.blocked)} patch(es) do not apply; the pin cannot move until they are re-cut.",
             "",
         ]
-    lines += ["| # | patch | verdict | needs a look | detail |", "|---|---|---|---|---|"]
+    rows = []
     for number, p in enumerate(report.patches, 1):
         look = "yes: upstream changed " + ", ".join(f"`{f}`" for f in p.upstream_changed) if p.needs_look else ""
-        lines.append(f"| {number} | `{p.name}` | {VERDICT_TEXT[p.verdict]} | {_cell(look)} | {_cell(p.detail())} |")
+        rows.append([number, f"`{p.name}`", VERDICT_TEXT[p.verdict], look, p.detail()])
+    lines += table(["#", "patch", "verdict", "needs a look", "detail"], rows, empty="-")
     if report.retired:
         lines += ["", "## Retire (upstream carries them)", ""]
         lines += [f"- `{p.name}`: {p.description or 'no description'}" for p in report.retired]
@@ -148,15 +149,15 @@ def render_markdown(report: FlipReport) -> str:
     if report.knobs_skipped:
         lines.append(report.knobs_skipped)
     else:
-        lines += ["| tree | before | after | added | removed | unregistered reads |", "|---|---|---|---|---|---|"]
         pristine = report.knobs[0]
+        rows = []
         for k in report.knobs:
             same = k is not pristine and (k.added, k.removed) == (pristine.added, pristine.removed)
             added, removed = ("as pristine", "as pristine") if same else (_names(k.added), _names(k.removed))
-            lines.append(
-                f"| {k.tree} | {k.before} | {k.after} | {added} | {removed} | "
-                f"{k.unregistered_before} → {k.unregistered_after} |"
+            rows.append(
+                [k.tree, k.before, k.after, added, removed, f"{k.unregistered_before} → {k.unregistered_after}"]
             )
+        lines += table(["tree", "before", "after", "added", "removed", "unregistered reads"], rows)
         patched = report.knobs[-1]
         if patched.series_registers:
             lines += ["", f"The series registers {_names(patched.series_registers)} on {report.new}."]

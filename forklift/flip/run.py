@@ -9,14 +9,13 @@ from pathlib import Path
 from forklift.config import Config
 from forklift.config.load import parse_config
 from forklift.config.schema import GitPin, PathPin, PypiPin
-from forklift.errors import ForkliftError, UsageError
 from forklift.engines import adapter
+from forklift.errors import ForkliftError, UsageError
 from forklift.flip.knobs import knob_deltas
-from forklift.flip.report import FlipReport, PatchRow
+from forklift.flip.report import FlipReport, FlipRow
 from forklift.flip.triage import PatchTriage, triage
-from forklift.receipts import new_receipt, write_receipt
-from forklift.receipts.store import write_atomic
-from forklift.series.check import tree_reader
+from forklift.fsio import tree_reader, write_atomic
+from forklift.receipts import new_receipt, receipts_folder, write_receipt
 from forklift.series.engine import apply_series
 from forklift.series.manifest import MANIFEST_FILE, load_manifest, render_manifest
 from forklift.series.model import SERIES_FILE, Series, load_series
@@ -82,7 +81,7 @@ def run_flip(
         old=old_tree.label,
         new=new_tree.label,
         new_pin=target.model_dump(exclude_none=True),
-        patches=[PatchRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)],
+        patches=[FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)],
         knobs=knobs,
         knobs_skipped=skipped,
     )
@@ -93,7 +92,7 @@ def run_flip(
         pin=target.model_dump(),
         body={**report.model_dump(), "written": [str(p) for p in written]},
     )
-    path = write_receipt(receipt, receipts_dir or config.root / "receipts")
+    path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
     return FlipResult(report=report, receipt=path, written=written)
 
 

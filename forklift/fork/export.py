@@ -21,10 +21,10 @@ from pathlib import Path
 from forklift.errors import ForkliftError
 from forklift.fork.git import Git
 from forklift.fork.upstream import UpstreamPaths
-from forklift.receipts.store import write_atomic
-from forklift.series.headers import _split_trailers
-from forklift.series.render import file_diff
+from forklift.fsio import write_atomic
+from forklift.series.headers import split_trailers
 from forklift.series.model import PATCH_SUFFIXES, SERIES_FILE, parse_series_file, retired_entries
+from forklift.series.render import file_diff
 
 PATCH_NAME = "Patch-Name"  # commit trailer naming the patch file (import writes it; default: from the subject)
 BASE_COMMENT = re.compile(r"^# forklift-base: ([0-9a-f]{40})$", re.MULTILINE)
@@ -175,7 +175,7 @@ def export_fork(git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_out
         author, message = meta.split("\0", 1)
         first, _, rest = message.partition("\n")
         subject = first.strip()
-        body, trailers = _split_trailers(rest.split("\n"))
+        body, trailers = split_trailers(rest.split("\n"))
         diff, paths, outside = commit_diff(git, commit, upstream)
         if not diff and not outside:
             raise ForkliftError(

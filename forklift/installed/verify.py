@@ -23,8 +23,8 @@ from typing import Literal
 from filelock import FileLock
 
 from forklift.errors import ForkliftError
+from forklift.fsio import write_atomic
 from forklift.installed.package import InstalledPackage, sha256_hex
-from forklift.receipts.store import write_atomic
 from forklift.series.engine import Overlay, apply_patch, apply_series
 from forklift.series.model import FilePatch, Hunk, Patch, Series
 

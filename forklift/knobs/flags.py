@@ -95,7 +95,7 @@ HELP_TIMEOUT_S = 300.0  # a cold engine import takes ~10 s; minutes mean it is s
 
 def capture_flags(python: str, adapter: EngineAdapter, cache_root: Path | None = None) -> EngineFlags:
     """The engine's flags, from its own help text; cached per engine version (help takes ~10 s)."""
-    from forklift.receipts.store import write_atomic
+    from forklift.fsio import write_atomic
 
     version = engine_version(python, adapter)
     if cache_root is None:

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from forklift.engines import EngineAdapter
+from forklift.fsio import write_atomic
 from forklift.knobs.registry import (
     Read,
     Registry,
@@ -20,7 +21,6 @@ from forklift.knobs.registry import (
     registered_names,
     registry,
 )
-from forklift.receipts.store import write_atomic
 from forklift.source import Cache, Tree
 
 AFTER = " after the series"  # the files read here are the series' output, not the pinned tree's

@@ -21,8 +21,8 @@ class KnobReport:
 
 def knob_report(config: Config, tree: Path | None = None) -> KnobReport:
     """Registries of the pinned pristine tree (or `tree`) and of it with the series applied."""
+    from forklift.fsio import tree_reader
     from forklift.knobs.overlay import patched_registry
-    from forklift.series.check import tree_reader
     from forklift.series.engine import apply_series
     from forklift.series.model import load_series
 

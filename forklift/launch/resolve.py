@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 
 from forklift.config.load import extends_chain
+from forklift.config.profile import ArgValue, EnvValue, Profile
 from forklift.engines import EngineAdapter
 from forklift.errors import ConfigError, UsageError
-from forklift.launch.profile import ArgValue, EnvValue, Profile
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000

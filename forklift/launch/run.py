@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Callable
 
 from forklift.config import Config
-from forklift.engines import EngineAdapter, adapter as engine_adapter
+from forklift.engines import EngineAdapter
+from forklift.engines import adapter as engine_adapter
 from forklift.errors import ForkliftError
 from forklift.launch.boot import Booted, boot, check_control, control_variable, failure_message
 from forklift.launch.resolve import Resolved, parse_sets, resolve
@@ -32,7 +33,7 @@ def make_plan(config: Config, name: str, sets: list[str], port: int | None = Non
     """Resolve the profile; when the engine is installed (and check), check flags and knobs against it."""
     from dataclasses import replace
 
-    from forklift.knobs.check import check_flags, check_knobs, legacy_warnings
+    from forklift.launch.engine_checks import check_flags, check_knobs, legacy_warnings
     from forklift.launch.preflight import engine_python
 
     adapter = engine_adapter(config.data.engine.kind)
@@ -57,8 +58,8 @@ def make_plan(config: Config, name: str, sets: list[str], port: int | None = Non
         return plan
     # No engine here (a CI box printing recipes): knobs are still checked, against the pinned
     # upstream tree with the series applied, when that tree can be had.
+    from forklift.errors import UnreachableError
     from forklift.knobs.report import knob_report
-    from forklift.source import UnreachableError
 
     try:
         check_knobs(resolved, adapter, knob_report(config).patched)

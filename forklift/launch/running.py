@@ -9,8 +9,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from forklift.launch.supervise import group_alive, process_alive, start_time
-from forklift.receipts.store import write_atomic
+from forklift.fsio import write_atomic
+from forklift.launch.supervise import group_alive, process_alive, start_time, terminate_group
 
 
 def state_dir() -> Path:
@@ -86,14 +86,5 @@ def stop_running(entry: Running, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while (entry.supervisor_running() or entry.engine_running()) and time.monotonic() < deadline:
             time.sleep(0.2)
-    for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
-        if not entry.engine_running():
-            break
-        try:
-            os.killpg(entry.server, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + wait
-        while entry.engine_running() and time.monotonic() < deadline:
-            time.sleep(0.2)
+    terminate_group(entry.server, entry.engine_running)
     unregister(entry)

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,30 +175,34 @@ def group_alive(pgid: int) -> bool:
     return bool(group_members(pgid))
 
 
+def terminate_group(
+    pgid: int, alive: Callable[[], bool], *, grace: float = 20.0, reap: Callable[[], None] = lambda: None
+) -> bool:
+    """SIGTERM a process group and wait up to `grace` s while `alive()`, then SIGKILL and wait 10 s more.
+
+    `reap` collects our own exited child between polls (a zombie leader would keep the group listed).
+    True when the group is gone.
+    """
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        if not alive():
+            break
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait
+        while alive() and time.monotonic() < deadline:
+            reap()
+            time.sleep(0.2)
+    reap()
+    return not alive()
+
+
 def stop(server: Server, grace: float = 20.0) -> None:
     """Terminate the whole process group, wait, then kill; return when no member is left."""
     pgid = server.process.pid  # start_new_session made the child its group's leader
-    _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while group_alive(pgid) and time.monotonic() < deadline:
-        _reap(server)
-        time.sleep(0.2)
-    if group_alive(pgid):
-        _signal_group(pgid, signal.SIGKILL)
-        deadline = time.monotonic() + 10.0
-        while group_alive(pgid) and time.monotonic() < deadline:
-            _reap(server)
-            time.sleep(0.1)
-    _reap(server)
-    if group_alive(pgid):
+    if not terminate_group(pgid, lambda: group_alive(pgid), grace=grace, reap=lambda: _reap(server)):
         raise ForkliftError(f"engine process group {pgid} survived SIGKILL (log: {server.log_path})")
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _reap(server: Server) -> None:

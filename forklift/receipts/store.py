@@ -3,50 +3,26 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
-import tempfile
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, validation_line
+from forklift.fsio import write_atomic
 from forklift.receipts.envelope import SCHEMA, Receipt
+
+
+def receipts_folder(given: Path | None, config_file: Path | None) -> Path:
+    """The one rule for where receipts go: the folder given (--receipts), else receipts/ beside
+    forklift.toml when there is one, else ./receipts."""
+    if given is not None:
+        return given
+    return config_file.parent / "receipts" if config_file is not None else Path("receipts")
 
 
 def receipt_filename(receipt: Receipt) -> str:
     return f"{receipt.created:%Y%m%dT%H%M%S}-{receipt.kind}-{receipt.id}.json"
-
-
-def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
-    """Write via a temp file in the same folder and rename: a reader never sees half a file.
-
-    Text is written as UTF-8. The file keeps the mode it had, or gets the one a plain open() would
-    give (0666 less the umask), unless `mode` says otherwise: mkstemp alone would leave it 0600.
-    """
-    if isinstance(data, str):
-        data = data.encode("utf-8", "surrogateescape")  # patches keep non-UTF-8 bytes
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode if mode is not None else _mode_for(path))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _mode_for(path: Path) -> int:
-    try:
-        return stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 def write_receipt(receipt: Receipt, folder: Path, path: Path | None = None) -> Path:
@@ -67,9 +43,18 @@ def read_receipt(path: Path) -> Receipt:
     try:
         return Receipt.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        raise ForkliftError(f"{path}: invalid receipt at {key}: {first['msg']}") from None
+        raise ForkliftError(f"{path}: invalid receipt at {validation_line(exc)}") from None
+
+
+BodyModel = TypeVar("BodyModel", bound=BaseModel)
+
+
+def validated_body(path: Path, receipt: Receipt, model: type[BodyModel]) -> BodyModel:
+    """A receipt's body as its kind's schema, or one line naming the file and the key."""
+    try:
+        return model.model_validate(receipt.body)
+    except ValidationError as exc:
+        raise ForkliftError(f"{path}: invalid {receipt.kind} body at {validation_line(exc)}") from None
 
 
 def read_receipts(paths: list[Path]) -> list[tuple[Path, Receipt]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forklift.receipts.store import write_atomic
+from forklift.fsio import write_atomic
 from forklift.report.campaign import Campaign, load_campaign
 
 

@@ -18,9 +18,9 @@ from packaging.version import InvalidVersion, Version
 
 from forklift.errors import ForkliftError, UsageError
 from forklift.launch.facts import BootBody
-from forklift.receipts import Receipt, read_receipts
+from forklift.receipts import Receipt, read_receipts, validated_body
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
-from forklift.stats.sample import build_label, output_throughput, server_tok_step, validated_body
+from forklift.stats.sample import build_label, output_throughput, server_tok_step
 
 
 @dataclass(frozen=True)

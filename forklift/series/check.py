@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -66,19 +65,6 @@ class CheckReport(BaseModel):
     @property
     def ok(self) -> bool:
         return not self.findings
-
-
-def tree_reader(root: Path) -> Reader:
-    """Read pristine files under `root`; a path that is not a regular file inside it reads as absent."""
-    base = root.resolve()
-
-    def read(path: str) -> bytes | None:
-        target = (base / path).resolve()
-        if base not in target.parents or not target.is_file():
-            return None
-        return target.read_bytes()
-
-    return read
 
 
 def _row(patch: Patch, result: PatchResult) -> PatchRow:

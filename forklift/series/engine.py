@@ -13,13 +13,13 @@ Tests cross-check these verdicts against `git apply --check` and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Literal
+from typing import Iterable, Literal
 
+from forklift.fsio import Reader
 from forklift.series.model import FilePatch, Hunk, Patch
 
 HunkStatus = Literal["exact", "offset", "fuzz", "already-applied", "fails"]
 PatchStatus = Literal["exact", "offset", "fuzz", "already-applied", "partly-applied", "file-missing", "fails"]
-Reader = Callable[[str], "bytes | None"]
 
 MAX_FUZZ = 2
 APPLIED = ("exact", "offset")

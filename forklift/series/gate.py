@@ -7,9 +7,9 @@ from pathlib import Path
 
 from forklift.config import Config
 from forklift.errors import ConfigError
-from forklift.receipts import new_receipt, write_receipt
-from forklift.receipts.store import write_atomic
-from forklift.series.check import CheckReport, check_series, tree_reader
+from forklift.fsio import tree_reader, write_atomic
+from forklift.receipts import new_receipt, receipts_folder, write_receipt
+from forklift.series.check import CheckReport, check_series
 from forklift.series.model import load_series
 from forklift.series.render import patches_md
 
@@ -58,7 +58,7 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         overlay_hash=report.overlay_hash,
         body=report.model_dump(),
     )
-    path = write_receipt(receipt, receipts_dir or config.root / "receipts")
+    path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
     return GateResult(report=report, receipt=path)
 
 

@@ -17,19 +17,6 @@ SYNONYMS = {
     "upstream": "forwarded",
     "bug-vllm": "bug",
 }
-KNOWN = (
-    "description",
-    "author",
-    "origin",
-    "forwarded",
-    "applied-upstream",
-    "last-update",
-    "bug",
-    "kind",
-    "retires-when",
-    "reviewed-by",
-    "date",
-)
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
 _PATCH_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
 
@@ -80,13 +67,13 @@ def _parse_mail(text: str) -> Header:
         if line.rstrip() == "---":  # the diffstat follows: not part of the message
             break
         body_lines.append(line)
-    body, trailers = _split_trailers(body_lines)
+    body, trailers = split_trailers(body_lines)
     for name, value in trailers:
         _add(fields, name, value)
     return Header(fields=fields, body=body)
 
 
-def _split_trailers(lines: list[str]) -> tuple[str, list[tuple[str, str]]]:
+def split_trailers(lines: list[str]) -> tuple[str, list[tuple[str, str]]]:
     """Trailers are the last paragraph when every line of it is 'Key: value' (git interpret-trailers)."""
     while lines and not lines[-1].strip():
         lines = lines[:-1]

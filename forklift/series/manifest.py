@@ -24,7 +24,7 @@ from pathlib import Path
 
 from forklift.config.toml import tomllib
 from forklift.errors import ConfigError, ForkliftError
-from forklift.receipts.store import write_atomic
+from forklift.fsio import write_atomic
 from forklift.series.engine import Reader, apply_series
 from forklift.series.model import Patch
 

@@ -4,7 +4,7 @@ Everything is verified against forklift.toml before use and kept in a content-ad
 """
 
 from forklift.source.cache import Cache, default_cache
-from forklift.source.index import IndexFile, UnreachableError, resolve_pypi_file
+from forklift.source.index import IndexFile, resolve_pypi_file
 from forklift.source.materialize import Tree, materialize
 
-__all__ = ["Cache", "IndexFile", "Tree", "UnreachableError", "default_cache", "materialize", "resolve_pypi_file"]
+__all__ = ["Cache", "IndexFile", "Tree", "default_cache", "materialize", "resolve_pypi_file"]

@@ -33,7 +33,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from forklift.errors import ForkliftError
-from forklift.receipts.store import write_atomic
+from forklift.fsio import write_atomic
 from forklift.source.hashing import directory_digest
 
 ABANDONED_AFTER_SECONDS = 24 * 3600

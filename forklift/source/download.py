@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UnreachableError
 from forklift.source.cache import Cache
-from forklift.source.index import IndexFile, UnreachableError, http_client, read_guarded, reason, redact
+from forklift.source.index import IndexFile, http_client, read_guarded, reason, redact
 
 
 def download(file: IndexFile, sha256: str, cache: Cache, progress=None) -> Path:

@@ -13,10 +13,10 @@ import os
 import re
 from pathlib import Path
 
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UnreachableError
 from forklift.git import last_line, run_git, temporary_index
 from forklift.source.cache import Cache
-from forklift.source.index import UnreachableError, redact
+from forklift.source.index import redact
 
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 

@@ -26,16 +26,12 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
-from forklift.errors import ForkliftError, UsageError
+from forklift.errors import ForkliftError, UnreachableError, UsageError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 PEP691_JSON = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_SECONDS = 30.0
 MAX_PAGE_BYTES = 64 << 20  # vLLM's project page is a few MB; more is not an index answering
-
-
-class UnreachableError(ForkliftError):
-    """The index, a download host or a git remote did not answer (the network, not the input)."""
 
 
 @dataclass(frozen=True)

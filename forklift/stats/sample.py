@@ -11,18 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
-
-from pydantic import BaseModel, ValidationError
 
 from forklift.bench.aggregate import run_duration
 from forklift.bench.schema import BenchBody, Cell
 from forklift.client.records import RequestRecord
-from forklift.errors import ForkliftError
-from forklift.receipts import Receipt
+from forklift.receipts import Receipt, validated_body
 
 Key = tuple[str, int, int]
-BodyModel = TypeVar("BodyModel", bound=BaseModel)
 
 
 def build_label(receipt: Receipt) -> str:
@@ -57,18 +52,13 @@ class BenchRun:
     def build(self) -> str:
         return build_label(self.receipt)
 
+    @property
+    def label(self) -> str:
+        """What a reader calls this side: the user's --label, else the build; with the served model."""
+        return f"{self.body.label or self.build} · {self.body.model}"
+
     def cell(self, name: str) -> Cell | None:
         return next((cell for cell in self.body.cells if cell.name == name), None)
-
-
-def validated_body(path: Path, receipt: Receipt, model: type[BodyModel]) -> BodyModel:
-    """A receipt's body as its kind's schema, or one line naming the file and the key."""
-    try:
-        return model.model_validate(receipt.body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(part) for part in first["loc"])
-        raise ForkliftError(f"{path}: invalid {receipt.kind} body at {key}: {first['msg']}") from None
 
 
 def bench_runs(receipts: list[tuple[Path, Receipt]]) -> list[BenchRun]:

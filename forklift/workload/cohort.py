@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
-from forklift.errors import UsageError
+from forklift.errors import UsageError, validation_line
 from forklift.workload.items import PRESETS, WorkItem, Workload
 
 
@@ -64,9 +64,7 @@ def load_cohort(
         except json.JSONDecodeError as exc:
             raise UsageError(f"{path}:{lineno}: not JSON: {exc.msg}") from None
         except ValidationError as exc:
-            error = exc.errors()[0]
-            key = ".".join(str(p) for p in error["loc"]) or "line"
-            raise UsageError(f"{path}:{lineno}: {key}: {error['msg']}") from None
+            raise UsageError(f"{path}:{lineno}: {validation_line(exc, top='line')}") from None
         if entry.id in seen:
             raise UsageError(f"{path}:{lineno}: id {entry.id!r} already used on line {seen[entry.id]}")
         seen[entry.id] = lineno

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from forklift.bench.schema import WorkloadIdentity
+from pydantic import BaseModel, ConfigDict, Field
 
-Endpoint = Literal["chat", "completions"]
+from forklift.client.records import Endpoint
 
 # Sampling presets: "default" sends nothing, so the model's generation_config decides.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -17,6 +17,22 @@ PRESETS: dict[str, dict[str, Any]] = {
     "greedy": {"temperature": 0.0},
     "seeded": {},  # a per-item seed is added, see Workload.sampling
 }
+
+
+class WorkloadIdentity(BaseModel):
+    """What must match for two bench receipts to be comparable."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    hash: str = Field(description="sha256 of the prompts, ids and per-request settings (salt excluded)")
+    corpus_hash: str | None = Field(default=None, description="sha256 of the source file (cohort JSONL)")
+    sampling: dict[str, Any] = Field(default_factory=dict, description="preset name and parameters")
+    max_tokens: int | None = None
+    salted: bool = True
+    endpoint: Endpoint = "chat"
+    prompts: int | None = Field(default=None, description="number of distinct prompts in the workload")
+    salt_nonce: str | None = Field(default=None, description="what the per-request salts derive from (not hashed)")
 
 
 @dataclass(frozen=True)

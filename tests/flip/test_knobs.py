@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from forklift.engines.vllm import VLLM
-from forklift.knobs.overlay import patched_registry, pristine_registry
 from forklift.knobs import compare, registry
+from forklift.knobs.overlay import patched_registry, pristine_registry
 from forklift.source import default_cache
 
 pytestmark = pytest.mark.network

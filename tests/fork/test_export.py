@@ -12,7 +12,7 @@ import pytest
 
 from forklift.fork.export import recorded_base
 from forklift.fork.git import Git
-from forklift.series.check import tree_reader
+from forklift.fsio import tree_reader
 from forklift.series.engine import apply_series
 from forklift.series.model import load_series
 from forklift.source import default_cache

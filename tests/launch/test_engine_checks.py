@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from forklift.config.profile import Profile
 from forklift.engines.vllm import VLLM
 from forklift.errors import UsageError
 from forklift.installed.package import site_from_python
-from forklift.knobs.check import check_flags, check_knobs, legacy_warnings
 from forklift.knobs.flags import capture_flags
 from forklift.knobs.registry import registry
-from forklift.launch.profile import Profile
+from forklift.launch.engine_checks import check_flags, check_knobs, legacy_warnings
 from forklift.launch.resolve import parse_sets, resolve
 from tests.fixtures.engine_install import cache_root
 

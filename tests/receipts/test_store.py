@@ -8,8 +8,8 @@ import stat
 import pytest
 
 from forklift.errors import ForkliftError
+from forklift.fsio import write_atomic
 from forklift.receipts import new_receipt, read_receipts, write_receipt
-from forklift.receipts.store import write_atomic
 
 
 def test_receipt_round_trip_keeps_envelope_and_body(tmp_path):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from forklift.series.check import check_series, tree_reader
+from forklift.fsio import tree_reader
+from forklift.series.check import check_series
 from forklift.series.junit import junit_xml
 from forklift.series.model import load_series
 from forklift.series.render import overlay_hash, patches_md

@@ -15,16 +15,6 @@ def _reader(files: dict[str, bytes]):
     return lambda path: files.get(path)
 
 
-def _git_diff(tmp_path, before: dict[str, bytes], after: dict[str, bytes], *extra: str) -> str:
-    """A real diff made by git from two real trees, so these patches are what users will feed us."""
-    for side, files in (("a", before), ("b", after)):
-        write_tree(tmp_path / side, files)
-    proc = subprocess.run(
-        ["git", "diff", "--no-index", "--no-prefix", *extra, "a", "b"], cwd=tmp_path, capture_output=True, text=True
-    )
-    return proc.stdout.replace("--- a/", "--- a/").replace("diff --git a/a/", "diff --git a/")
-
-
 def test_create_delete_and_already_applied(tmp_path):
     create = "diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n"
     result = apply_patch(_reader({}), parse_patch("c.patch", create))

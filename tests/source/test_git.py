@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from forklift.config.schema import GitPin
-from forklift.errors import ForkliftError
-from forklift.source import UnreachableError, materialize
+from forklift.errors import ForkliftError, UnreachableError
+from forklift.source import materialize
 from tests.source.helpers import cache_entries, git
 
 

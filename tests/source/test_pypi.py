@@ -7,8 +7,8 @@ import os
 import pytest
 
 from forklift.config.schema import PypiPin
-from forklift.errors import ForkliftError, UsageError
-from forklift.source import UnreachableError, materialize, resolve_pypi_file
+from forklift.errors import ForkliftError, UnreachableError, UsageError
+from forklift.source import materialize, resolve_pypi_file
 from forklift.source.index import pick_file, redact
 from tests.source.helpers import cache_entries, sdist_bytes
 

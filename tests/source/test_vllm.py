@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from forklift.source import UnreachableError, default_cache, materialize, resolve_pypi_file
+from forklift.errors import UnreachableError
+from forklift.source import default_cache, materialize, resolve_pypi_file
 from tests.fixtures.pypi import VLLM_032, VLLM_033
 
 pytestmark = pytest.mark.network

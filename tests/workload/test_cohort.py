@@ -23,11 +23,11 @@ def chat(id_, text="hello", **extra):
     "lines, message",
     [
         (["{not json"], "cohort.jsonl:1: not JSON"),
-        ([{"messages": [{"role": "user", "content": "x"}]}], "cohort.jsonl:1: id: Field required"),
+        ([{"messages": [{"role": "user", "content": "x"}]}], "cohort.jsonl:1: id: missing \\(required\\)"),
         ([{"id": "a"}], "give exactly one of 'messages' or 'prompt'"),
         ([{"id": "a", "prompt": "x", "messages": [{"role": "user", "content": "x"}]}], "exactly one"),
         ([{"id": "a", "prompt": "x", "max_tokens": 0}], "cohort.jsonl:1: max_tokens"),
-        ([{"id": "a", "prompt": "x", "temperature": 0}], "cohort.jsonl:1: temperature: Extra inputs"),
+        ([{"id": "a", "prompt": "x", "temperature": 0}], "cohort.jsonl:1: temperature: unknown key"),
         ([chat("a"), chat("a")], "cohort.jsonl:2: id 'a' already used on line 1"),
         ([chat("a"), {"id": "b", "prompt": "x"}], "mixes 'messages' and 'prompt'"),
         ([{"id": "a", "messages": []}], "cohort.jsonl:1: messages"),

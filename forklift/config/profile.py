@@ -1,4 +1,4 @@
-"""Launch profiles in forklift.toml: `[profiles.NAME]` tables (schema only; resolution is in resolve.py).
+"""Launch profiles in forklift.toml: `[profiles.NAME]` tables (schema only; forklift/launch/resolve.py resolves them).
 
 [profiles.base]
 model = "Qwen/Qwen3-8B"

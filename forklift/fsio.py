@@ -1,0 +1,59 @@
+"""File I/O every stage shares: the one atomic writer and the safe tree reader.
+
+Bottom layer: imports nothing from forklift.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+# A reader of a tree's files by relative path; None means the file is absent.
+Reader = Callable[[str], "bytes | None"]
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
+    """Write via a temp file in the same folder and rename: a reader never sees half a file.
+
+    Text is written as UTF-8. The file keeps the mode it had, or gets the one a plain open() would
+    give (0666 less the umask), unless `mode` says otherwise: mkstemp alone would leave it 0600.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")  # patches keep non-UTF-8 bytes
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode if mode is not None else _mode_for(path))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def tree_reader(root: Path) -> Reader:
+    """Read files under `root`; a path that is not a regular file inside it reads as absent."""
+    base = root.resolve()
+
+    def read(path: str) -> bytes | None:
+        target = (base / path).resolve()
+        if base not in target.parents or not target.is_file():
+            return None
+        return target.read_bytes()
+
+    return read

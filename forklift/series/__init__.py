@@ -1,0 +1,1 @@
+"""Patch series: parse headers and hunks, apply them in memory (the pure engine), check and render the series."""
