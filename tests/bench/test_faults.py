@@ -109,9 +109,11 @@ def test_server_dies_mid_run(tmp_path, sse_server):
 
 
 def test_ctrl_c_mid_run_keeps_every_completed_record(tmp_path, sse_server):
-    """Requests after the fourth hang until the bench is interrupted, so the run cannot finish before
-    SIGINT however slow the box is: the test waits on the receipt growing, never on the clock."""
-    sse_server.plan = lambda i, body: Plan(delay=0.03, hang=i >= 4)
+    """Requests from the eleventh on hang until the bench is interrupted, so the run cannot finish before
+    SIGINT however slow the box is; the test waits on the receipt growing, never on the clock. Requests 4-10
+    take at least 2 s each: the recorder rewrites the receipt on a record that arrives 0.5 s (or 20 times the
+    last write) after the previous rewrite, so those records reach the disk before the hang."""
+    sse_server.plan = lambda i, body: Plan(delay=2.0, chunks=1) if 3 <= i < 10 else Plan(delay=0.03, hang=i >= 10)
     folder = tmp_path / "receipts"
     argv = [
         sys.executable,
