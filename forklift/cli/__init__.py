@@ -15,6 +15,7 @@ from forklift.cli import fork as _fork  # noqa: F401,E402
 from forklift.cli import installed as _installed  # noqa: F401,E402
 from forklift.cli import knobs as _knobs  # noqa: F401,E402
 from forklift.cli import launch as _launch  # noqa: F401,E402
+from forklift.cli import quality as _quality, canary as _canary  # noqa: F401,E402
 
 # Command modules register themselves on `app` when imported.
 from forklift.cli import series as _series  # noqa: F401,E402

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from forklift.cli.app import app, console, load, state
+from forklift.cli.app import app, console, err_console, load, state
 from forklift.errors import ForkliftError, UsageError
 
 bench_app = typer.Typer(help="Benchmark a server: single stream, concurrency sweep or batch; receipts per run.")
@@ -122,6 +122,10 @@ def render(body) -> None:
         "aggregate decode = C x 1000 / median TPOT (ms); statistics over the kept runs only; "
         "TPOT/ITL/decode over timed requests (burst-delivered ones measured delivery, not decoding)"
     )
+    from forklift.bench.metrics import cache_reuse
+
+    for warning in cache_reuse(body):
+        err_console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
 
 
 @bench_app.callback(invoke_without_command=True)

@@ -85,6 +85,10 @@ def compare_command(
 
     if len(receipts) < 2:
         raise UsageError(f"compare needs at least two receipts or folders (A B ...), got {len(receipts)}")
+    from forklift.cli.quality import compare_suite_receipts  # quality and canary receipts: their own module
+
+    if compare_suite_receipts(receipts, across_machines=across_machines, seed=seed, as_json=as_json):
+        return
     baseline = _side(receipts[0])
     aa_runs = [run for path in aa for run in _side(path)]
     results, unmatched = [], []

@@ -11,26 +11,37 @@ import typer
 from forklift.cli.app import app, console, load
 
 STYLE = {
-    "applies": "green",
+    "exact": "green",
     "offset": "yellow",
+    "fuzz": "red",
     "already-upstream": "cyan",
     "partly-upstream": "magenta",
-    "conflicts": "red",
+    "retire-candidate": "cyan",
+    "upstream-own": "red",
     "file-gone": "red",
+    "blocked": "red",
+    "conflict": "red",
+    "skipped": "dim",
 }
 
 
 def render(report) -> None:
+    """The verdict table; patch names are never cut: a terminal wraps them, piped output widens the table."""
     from rich.table import Table
 
-    from forklift.flip.report import VERDICT_TEXT
-
     table = Table(title=f"forklift flip — {report.old} → {report.new}", title_justify="left")
-    for column in ("#", "patch", "verdict", "needs a look", "detail"):
-        table.add_column(column)
-    for number, p in enumerate(report.patches, 1):
-        look = "upstream changed " + ", ".join(p.upstream_changed) if p.needs_look else ""
-        table.add_row(str(number), p.name, f"[{STYLE[p.verdict]}]{VERDICT_TEXT[p.verdict]}[/]", look, p.detail())
+    verdicts = [p.verdict_text() for p in report.patches]
+    names = max((len(p.name) for p in report.patches), default=0)
+    piped = not console.is_terminal  # a log or a pipe has no width to respect: widen so no name is folded
+    if piped:
+        console.width = max(console.width, names + max(map(len, verdicts), default=0) + 80)
+    table.add_column("#")
+    table.add_column("patch", overflow="fold", min_width=names if piped else None)
+    table.add_column("verdict", overflow="fold", min_width=max(map(len, verdicts), default=0) if piped else None)
+    table.add_column("needs a look", overflow="fold")
+    table.add_column("detail", overflow="fold")
+    for number, (p, verdict) in enumerate(zip(report.patches, verdicts), 1):
+        table.add_row(str(number), p.name, f"[{STYLE[p.verdict]}]{verdict}[/]", "; ".join(p.look), p.detail())
     console.print(table)
     if report.knobs_skipped:
         console.print(f"knobs: {report.knobs_skipped}")
@@ -53,13 +64,18 @@ def flip(
     receipts: Optional[Path] = typer.Option(
         None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
     ),
+    repo: Optional[Path] = typer.Option(
+        None, "--repo", help="with --write: the fork, which gets the new release's commit the series' base line names"
+    ),
 ) -> None:
     """Dry run by default: which patches apply, moved, are upstream (retire), conflict; knobs before/after."""
     from forklift.flip.report import render_markdown
     from forklift.flip.run import run_flip
+    from forklift.fork.git import Git
     from forklift.fsio import write_atomic
 
-    result = run_flip(load(), version, receipts, progress=None if as_json else console, write=write)
+    fork = Git(repo) if repo is not None else None
+    result = run_flip(load(), version, receipts, progress=None if as_json else console, write=write, fork=fork)
     report = result.report
     if report_file:
         write_atomic(report_file, render_markdown(report))

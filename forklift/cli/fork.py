@@ -9,20 +9,37 @@ from typing import Optional
 import typer
 
 from forklift.cli.app import app, console, load
+from forklift.errors import ForkliftError
 
 source_app = typer.Typer(
     help="Bind the release to the fork commit its series came from (the SOURCE file).", no_args_is_help=True
 )
 app.add_typer(source_app, name="source")
 
+SHOWN_DIFFERENCES = 20  # replay lists this many files, then a count
 REPO_OPTION = typer.Option(Path("."), "--repo", help="the fork's git repository")
 BASE_OPTION = typer.Option(None, "--base", help="fork commit of the pristine tree (PyPI/path pins; export records it)")
+
+
+def _shown(path: Path) -> Path:
+    """A path as the user would type it here: relative to the current folder when it is inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 def _pristine(config):
     from forklift.source import materialize
 
     return materialize(config.data.upstream, config.root, progress=console)
+
+
+def _release(config, move):
+    """The tree of the release a pending rebase moves to (the pin it recorded)."""
+    from forklift.source import materialize
+
+    return materialize(move.target(), config.root, progress=console)
 
 
 @app.command("export")
@@ -39,12 +56,21 @@ def export_command(
     from forklift.fork.base import find_base
     from forklift.fork.export import export_drift, export_fork, write_export
     from forklift.fork.git import Git
+    from forklift.fork.rebase import pending_move, rebase_in_progress
     from forklift.fork.upstream import UpstreamPaths
 
     config = load()
     fork = Git(repo)
-    upstream = UpstreamPaths.from_tree(_pristine(config).path)
-    export = export_fork(fork, find_base(config, base, fork), ref, upstream, drop_outside=drop_outside)
+    move = pending_move(fork)
+    if move is not None and rebase_in_progress(fork):
+        raise ForkliftError(
+            f"{repo}: the rebase onto {move.version} is not finished: resolve, `git -C {repo} rebase --continue`, "
+            "then export"
+        )
+    tree = _pristine(config) if move is None else _release(config, move)
+    base = move.new_base if move is not None else find_base(config, base, fork)
+    upstream = UpstreamPaths.from_tree(tree.path)
+    export = export_fork(fork, base, ref, upstream, drop_outside=drop_outside, series_dir=config.series_dir)
     for patch in export.patches:
         for path in patch.dropped:
             console.print(
@@ -53,19 +79,29 @@ def export_command(
     if check:
         drift = export_drift(export, config.series_dir)
         for line in drift:
-            console.print(f"[red]drift[/] {line}")
+            console.print(f"[red]drift[/] {line}", soft_wrap=True)
         if drift:
-            console.print(f"[red]FAILED[/] {len(drift)} drifted: run `forklift export --from {ref}` and commit")
+            command = f"forklift -c {_shown(config.root)} export --from {ref} --repo {repo}"
+            console.print(f"[red]FAILED[/] {len(drift)} drifted: run `{command}` and commit", soft_wrap=True)
             raise typer.Exit(1)
         console.print(f"[green]OK[/] {len(export.patches)} patches match a fresh export of {ref} ({export.tip[:12]})")
         return
     removed = write_export(export, config.series_dir)
+    if move is not None:  # the rebase is done and exported: the pin, the manifest and PATCHES.md follow
+        from forklift.fork.rebase import finish_rebase
+
+        for path in finish_rebase(config, fork, move):
+            console.print(f"wrote {_shown(path)}")
+        console.print(f"moved the pin to {move.version}: {_shown(config.path)} and the series' base line name it")
+        config = load()
     if config.patches_md is not None:
         from forklift.series.gate import write_patches_md
 
         console.print(f"wrote {write_patches_md(config)}")
     for patch in export.patches:
         console.print(f"{patch.name}  <- {patch.commit[:12]} {patch.subject}")
+        if patch.normalised:
+            console.print(f"  [yellow]normalised[/] its {patch.normalised} (the change itself is as committed)")
     for name in removed:
         console.print(f"[yellow]removed[/] {name} (no longer on the fork branch)")
     console.print(f"wrote {len(export.patches)} patches and {config.series_dir / 'series'} (base {export.base[:12]})")
@@ -94,6 +130,36 @@ def import_command(
 
 
 @app.command()
+def rebase(
+    version: str = typer.Argument(..., help="the upstream version (PyPI) or tag (git) to move the fork to"),
+    repo: Path = REPO_OPTION,
+    branch: str = typer.Option(..., "--branch", help="the fork branch to move (its commits since the base)"),
+) -> None:
+    """Move the fork to a new release: its pristine commit and tag, then `git rebase --onto` it; export finishes."""
+    from forklift.fork.git import Git
+    from forklift.fork.rebase import start_rebase
+
+    config = load()
+    outcome = start_rebase(config, Git(repo), version, branch, progress=console)
+    move = outcome.move
+    export = f"forklift -c {_shown(config.root)} export --from {branch} --repo {repo}"
+    console.print(f"release {version} is {move.new_base[:12]} on the fork (the old base was {move.old_base[:12]})")
+    if outcome.stopped_at is None:
+        console.print(
+            f"[green]rebased[/] {outcome.commits} commits of {branch} onto it; now run `{export}`", soft_wrap=True
+        )
+        return
+    files = ", ".join(outcome.conflicted) or "see git status"
+    console.print(f"[red]conflict[/] in {outcome.stopped_at}: {files}", soft_wrap=True)
+    console.print(
+        f"resolve the files, `git -C {repo} add FILES`, `git -C {repo} rebase --continue` (one commit at a time, "
+        f"as git rebase does; `git -C {repo} rebase --abort` gives up); when the rebase is done, run `{export}`",
+        soft_wrap=True,  # commands stay whole, to copy
+    )
+    raise typer.Exit(1)
+
+
+@app.command()
 def replay(
     against: Optional[str] = typer.Option(
         None, "--against", help="fork ref to compare with (default: SOURCE's commit)"
@@ -102,7 +168,7 @@ def replay(
 ) -> None:
     """Apply the series to the pristine tree and compare with the fork's tree over upstream's paths."""
     from forklift.errors import UsageError
-    from forklift.fork.base import find_base
+    from forklift.fork.base import base_mismatch, find_base
     from forklift.fork.binding import SOURCE_FILE, load_binding
     from forklift.fork.git import Git
     from forklift.fork.replay import replay as run_replay
@@ -112,8 +178,11 @@ def replay(
     ref = against or load_binding(config.root / SOURCE_FILE).commit
     fork = Git(repo)
     fork.ensure_repo()
+    mismatch = base_mismatch(config, fork)
+    if mismatch:  # named first: every upstream file that moved between the releases would read as a difference
+        console.print(f"[red]base mismatch[/] {mismatch}", soft_wrap=True)
     try:
-        base = find_base(config, None, fork)
+        base = None if mismatch else find_base(config, None, fork)
     except UsageError:
         base = None  # without a known base every upstream file is compared
     result = run_replay(fork, ref, _pristine(config).path, load_series(config.series_dir).patches, base)
@@ -123,8 +192,10 @@ def replay(
             f"not compared: {len(result.not_in_base)} upstream files the fork's base {base[:12]} never "
             f"had (generated into the release: {shown})"
         )
-    for difference in result.differences:
+    for difference in result.differences[:SHOWN_DIFFERENCES]:
         console.print(f"[red]differs[/] {difference}")
+    if len(result.differences) > SHOWN_DIFFERENCES:
+        console.print(f"... and {len(result.differences) - SHOWN_DIFFERENCES} more differing files")
     verdict = "[green]identical[/]" if result.identical else "[red]NOT identical[/]"
     console.print(
         f"{len(result.differences)} differing files of {result.compared} compared "

@@ -53,6 +53,9 @@ def verify(
     installed: bool = INSTALLED,
     path: Optional[Path] = PATH_ARG,
     as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
+    trimmed: bool = typer.Option(
+        False, "--trimmed", help="a trimmed install: RECORD files absent from disk are counted, not failed"
+    ),
 ) -> None:
     """Check every file of an installed engine: pristine, patched as the series says, or unexpected."""
     _require(installed, "verify")
@@ -60,7 +63,7 @@ def verify(
     from forklift.installed.verify import verify as verify_installed
 
     package, series = _package(path)
-    state = verify_installed(package, series)
+    state = verify_installed(package, series, trimmed=trimmed)
     if as_json:
         console.print_json(
             json.dumps(
@@ -69,6 +72,7 @@ def verify(
                     "site": str(package.site),
                     "distribution": package.dist_info.name,
                     "checked": state.checked,
+                    "absent": state.absent,
                     "patches": [{"name": p.name, "state": p.state, "status": p.status} for p in state.patches],
                     "files": [{"path": f.path, "state": f.state, "why": f.why} for f in state.files],
                 }
@@ -78,11 +82,15 @@ def verify(
         for patch in state.patches:
             console.print(f"{patch.state:12} {patch.name}", soft_wrap=True, markup=False)
         for check in state.files:
+            if check.state == "absent":
+                continue
             console.print(
                 f"{check.state:12} {check.path}{'  (' + check.why + ')' if check.why else ''}",
                 soft_wrap=True,
                 markup=False,
             )
         console.print(f"{state.checked} files checked against {package.dist_info.name}/RECORD", soft_wrap=True)
+        if state.absent:
+            console.print(f"{state.absent} file(s) of the RECORD absent (trimmed install): not checked", soft_wrap=True)
     if not state.ok:
         raise ForkliftError(f"installed {package.package} does not match the pin plus the series: {state.summary()}")

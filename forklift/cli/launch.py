@@ -52,6 +52,16 @@ def launch(
         typer.echo("# env")
         for line in lines[len(resolved.argv) :]:
             typer.echo(line)
+        from forklift.launch.resolve import ray_commands, rank_lines
+
+        for header, extra in (
+            ("# per GPU", rank_lines(resolved)),
+            ("# ray cluster (start first)", ray_commands(resolved)),
+        ):
+            if extra:
+                typer.echo(header)
+                for line in extra:
+                    typer.echo(line)
         if plan.checked_against is None and check:
             knobs = f"knobs checked against {plan.knobs_from}" if plan.knobs_from else "knobs not checked"
             err_console.print(f"note: engine not installed here: flags not checked; {knobs}", soft_wrap=True)
@@ -79,7 +89,7 @@ def launch(
         if not control:
             console.print("serving; Ctrl-C or `forklift stop` to end", soft_wrap=True)
 
-    run_launch(
+    booted = run_launch(
         config,
         plan,
         receipts_folder(receipts, config.path),
@@ -89,6 +99,8 @@ def launch(
         serve=not control,
     )
     console.print("stopped: the engine's process group is gone")
+    if booted.body.after_stop:
+        console.print(f"GPUs after stop: {booted.body.after_stop}", soft_wrap=True)
 
 
 def _count(value: int | None) -> str:

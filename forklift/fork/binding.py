@@ -128,7 +128,10 @@ def verify_binding(fork: Git, binding: SourceBinding, base: str, previous: str |
             )
         )
     if commit and previous and previous != commit:
-        if fork.resolve(previous) is None or not fork.is_ancestor(previous, commit):
+        known = fork.resolve(previous) is not None
+        # a previous record on another base is another release's (the fork moved): direction says nothing then
+        other_release = known and base_commit is not None and not fork.is_ancestor(base_commit, previous)
+        if not other_release and (not known or not fork.is_ancestor(previous, commit)):
             failures.append(
                 BindingFailure(
                     "went-backwards",

@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 from forklift.errors import ForkliftError, UsageError
 from forklift.launch.facts import BootBody
 from forklift.receipts import Receipt, read_receipts, validated_body
+from forklift.report.format import box_name
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
 from forklift.stats.sample import build_label, output_throughput, server_tok_step
 
@@ -144,7 +145,7 @@ def _build_order(runs: list[BenchRun], boots: list[Boot]) -> list[str]:
 def _host(machine_id: str, runs: list[BenchRun], boots: list[Boot]) -> str:
     for item in [*runs, *boots]:
         if item.receipt.fingerprint.machine_id == machine_id:
-            return item.receipt.fingerprint.hostname
+            return box_name(item.receipt.fingerprint)
     return machine_id
 
 
@@ -186,8 +187,8 @@ def _rows(old: Side, new: Side, host: str, workload: str, seed: int) -> tuple[li
 def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -> Campaign:
     receipts = read_receipts([folder])
     runs, boots = bench_runs(receipts), _boots(receipts)
-    if not runs and not boots:
-        raise ForkliftError(f"{folder}: no bench or boot receipts to report")
+    if not runs and not boots and not any(r.kind in ("quality", "canary") for _, r in receipts):
+        raise ForkliftError(f"{folder}: no bench or boot receipts to report (nor quality or canary ones)")
     builds = _build_order(runs, boots)
     settings = list(dict.fromkeys([r.setting for r in runs] + [b.setting for b in boots]))
     by_setting = baseline is not None and baseline not in builds

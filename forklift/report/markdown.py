@@ -152,7 +152,7 @@ def _boots(campaign: Campaign) -> str:
         detail = "ready" if boot.body.outcome == "ready" else boot_state(boot)
         body.append(
             [
-                boot.receipt.fingerprint.hostname,
+                fmt.box_name(boot.receipt.fingerprint),
                 boot.build,
                 boot.setting,
                 boot.body.outcome,
@@ -176,7 +176,7 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
                 receipt.engine_version or "–",
                 receipt.overlay_hash[:12] if receipt.overlay_hash else "–",
                 str(setting),
-                receipt.fingerprint.hostname,
+                fmt.box_name(receipt.fingerprint),
                 f"{receipt.created:%Y-%m-%d %H:%M:%S}",
             ]
         )
@@ -184,17 +184,20 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
 
 
 def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
-    hosts = sorted({receipt.fingerprint.hostname for _, receipt in campaign.receipts})
+    hosts = sorted({fmt.box_name(receipt.fingerprint) for _, receipt in campaign.receipts})
     builds = ", ".join(f"{b} (baseline)" if b == campaign.baseline else b for b in campaign.builds)
+    from forklift.report.quality import sections  # quality and canary tables (imports this module)
+
     parts = [
         f"# forklift report: {campaign.folder.name}",
         f"{len(campaign.receipts)} receipts ({len(campaign.runs)} bench, {len(campaign.boots)} boot) from "
         f"{', '.join(hosts)}; builds: {builds}. Rendered by forklift {forklift.__version__}.",
-        "## Summary",
-        _summary(campaign),
     ]
+    if campaign.rows:
+        parts += ["## Summary", _summary(campaign)]
     if campaign.comparisons:
         parts += ["## Paired detail", METHODS, *(_detail(c) for c in campaign.comparisons)]
+    parts += sections(campaign.receipts, campaign.baseline if not campaign.by_setting else None)
     parts += ["## Boots", _boots(campaign)]
     if images:
         parts.append("## Plots")

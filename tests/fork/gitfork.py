@@ -69,14 +69,17 @@ def edit(root: Path, path: str, old: str, new: str) -> bytes:
     return text.replace(old, new).encode()
 
 
-def forklift(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the real command line (in this interpreter), as a user or CI would."""
+def forklift(
+    *args: str, cwd: Path | None = None, env: dict[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the real command line (in this interpreter), as a user or CI would; `env` entries of None unset."""
+    merged: dict[str, str | None] = {**os.environ, "COLUMNS": "200", **(env or {})}
     return subprocess.run(
         [sys.executable, "-c", "from forklift.cli import main; main()", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
-        env={**os.environ, "COLUMNS": "200"},
+        env={key: value for key, value in merged.items() if value is not None},
     )
 
 
