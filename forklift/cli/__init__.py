@@ -25,14 +25,48 @@ from forklift.cli import campaign as _campaign  # noqa: F401,E402
 from forklift.cli.app import app, err_console
 from forklift.errors import ForkliftError
 
+# What survives a Ctrl-C, by command: each is true because the stage writes atomically (receipts, cache
+# entries, refs) or cleans up on the way out (an engine and its children are stopped).
+KEPT_ON_INTERRUPT = {
+    "fetch": "finished downloads and trees stay in the cache; the half-made one was discarded",
+    "init": "forklift.toml is written only once the pin is resolved: none was written",
+    "check": "finished trees stay in the cache; no receipt was written",
+    "launch": "the engine and its children were stopped; the boot receipt is marked interrupted",
+    "bench": "every completed request is in the receipt marked interrupted",
+    "flip": "forklift.toml and the series are unchanged; no receipt was written",
+    "fork": "the fork's branches and tags are unchanged unless the step had finished",
+}
+DEFAULT_KEPT = "receipts and the cache are written atomically: nothing half-made was kept"
+
 
 def main() -> None:
     """Entry point: one line on stderr and the error's exit code for every forklift failure.
 
     typer (click) handles its own usage errors (exit 2); forklift's errors pass through it.
+    Ctrl-C is one line saying what stopped and what was kept, and exit 130 (128 + SIGINT), as shells expect.
     """
     try:
         app()
     except ForkliftError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
+    except SystemExit as exc:
+        # typer turns KeyboardInterrupt into a silent exit 130; say what stopped and what was kept
+        if exc.code == 130 and isinstance(getattr(exc.__context__, "__cause__", None), KeyboardInterrupt):
+            command = _command(sys.argv[1:])
+            kept = KEPT_ON_INTERRUPT.get(command, DEFAULT_KEPT)
+            err_console.print(
+                f"interrupted: forklift {command} stopped by Ctrl-C; {kept}", highlight=False, soft_wrap=True
+            )
+        raise
+
+
+def _command(argv: list[str]) -> str:
+    """The command word of `argv` (global options such as --config PATH skipped)."""
+    words = iter(argv)
+    for word in words:
+        if word in ("--config", "-c"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return ""

@@ -264,7 +264,7 @@ def bench(
     render(outcome.body)
     console.print(f"receipt: {outcome.path} ({outcome.status})")
     if outcome.status == "interrupted":
-        raise typer.Exit(130)
+        raise KeyboardInterrupt  # the entry point says what was kept and exits 130
     if outcome.status != "ok":
         raise ForkliftError(
             f"bench {outcome.status}: some requests failed or the server went away; receipt {outcome.path}"

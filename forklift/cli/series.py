@@ -94,9 +94,17 @@ def check(
     receipts: Optional[Path] = typer.Option(
         None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
     ),
+    verify_cache: bool = typer.Option(
+        False, "--verify-cache", help="re-hash the cached pristine tree before trusting it (on when CI=true)"
+    ),
 ) -> None:
     """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails."""
     from forklift.series.gate import run_check
+
+    if verify_cache:
+        import os
+
+        os.environ["FORKLIFT_VERIFY_CACHE"] = "1"  # read where the cache is opened, below the CLI
 
     result = run_check(load(), receipts, progress=None if as_json else console)
     report = result.report

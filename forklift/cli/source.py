@@ -36,3 +36,26 @@ def init(
     done = init_distribution(folder, pypi=pypi, wheel=wheel, git_url=git, tag=tag, path=str(path) if path else None)
     pin = "".join(f"\n  upstream.{key} = {value}" for key, value in done.upstream.items())
     console.print(f"wrote {done.config} and {done.series}{pin}", soft_wrap=True)
+
+
+cache_app = typer.Typer(help="The cache of upstream artifacts and pristine trees.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("verify")
+def cache_verify() -> None:
+    """Re-hash every cached tree against the listing recorded when it was built; remove each that changed."""
+    from forklift.errors import ForkliftError
+    from forklift.source.cache import default_cache
+
+    cache = default_cache()
+    results = cache.verify_all()
+    for key, problem in results:
+        console.print(
+            f"{'[red]removed[/]' if problem else '[green]ok[/]'} {key}{': ' + problem if problem else ''}",
+            soft_wrap=True,
+        )
+    bad = sum(1 for _, problem in results if problem)
+    console.print(f"{len(results)} tree(s) in {cache.root}, {bad} removed", soft_wrap=True)
+    if bad:
+        raise ForkliftError(f"{bad} cached tree(s) had changed and were removed; the next fetch rebuilds them")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,9 @@ from pydantic import ValidationError
 from forklift.config.schema import ForkliftToml
 from forklift.config.toml import tomllib
 from forklift.errors import ConfigError, describe_error
+
+MAX_NESTING = 32  # tomllib recurses per level; no forklift.toml needs more than a handful
+MAX_CONFIG_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -61,23 +65,135 @@ def describe(error: Any) -> str:
 
 def parse_config(text: str, path: Path) -> Config:
     """Parse and validate forklift.toml text (pure: no file access)."""
+    _refuse_deep_nesting(text, path)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:  # a shape the nesting scan missed: still one line
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
     try:
         data = ForkliftToml.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(describe(e) for e in exc.errors())
+        problems = "; ".join(describe(dict(e)) for e in exc.errors())
         raise ConfigError(f"{path}: {problems}") from None
+    validate_config(data, path)
     return Config(path=path, data=data)
 
 
 def load_config(path: Path) -> Config:
     if path.is_dir():
         path = path / "forklift.toml"
+    return parse_config(decode_config(read_config_bytes(path), path), path.resolve())
+
+
+def read_config_bytes(path: Path) -> bytes:
+    """The bytes of forklift.toml; a missing file, a folder or a device is one line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        if not path.is_file():
+            if path.is_dir():
+                raise ConfigError(f"{path}: is a folder, not a file (give the path of forklift.toml)")
+            if path.exists():
+                raise ConfigError(f"{path}: not a regular file (give the path of forklift.toml)")
+        with open(path, "rb") as handle:
+            return handle.read(MAX_CONFIG_BYTES + 1)[: MAX_CONFIG_BYTES + 1]
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file (give --config or run in the distribution's folder)") from None
-    return parse_config(text, path.resolve())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def decode_config(raw: bytes, path: Path) -> str:
+    """forklift.toml as text; a byte that is not UTF-8 is one line naming its line."""
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; not a forklift.toml")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save forklift.toml as UTF-8"
+        ) from None
+
+
+def _refuse_deep_nesting(text: str, path: Path) -> None:
+    """Arrays and inline tables nested past MAX_NESTING are refused before tomllib recurses into them.
+
+    A small scan that skips strings and comments; table headers (``[a.b]``, ``[[x]]``) count too,
+    which only ever adds one or two levels.
+    """
+    depth, line, i, n = 0, 1, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line += 1
+        elif ch == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif ch in "\"'":
+            quote = ch * 3 if text.startswith(ch * 3, i) else ch
+            i += len(quote)
+            while i < n and not text.startswith(quote, i):
+                if text[i] == "\\" and ch == '"':
+                    i += 1
+                elif text[i] == "\n":
+                    if len(quote) == 1:
+                        break  # an unterminated string: tomllib reports it
+                    line += 1
+                i += 1
+            i += len(quote)
+            continue
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise ConfigError(f"{path}:{line}: arrays or tables nested more than {MAX_NESTING} deep")
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+        i += 1
+
+
+def validate_config(data: ForkliftToml, path: Path) -> None:
+    """What the schema alone cannot see and `launch` would trip on: every profile's extends chain
+    resolves without a cycle, no number is inf or nan, no flag or variable name is empty."""
+    for name in data.profiles:
+        try:
+            extends_chain(data.profiles, name)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+    for key, value in _leaves(data.model_dump(), ""):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{path}: {key}: {value} is not a finite number")
+    for name, profile in data.profiles.items():
+        tables = [(f"profiles.{name}", profile.args, profile.env)]
+        for axis, choices in profile.axes.items():
+            tables += [(f"profiles.{name}.axes.{axis}.{c}", choice.args, choice.env) for c, choice in choices.items()]
+        for where, args, env in tables:
+            for table, keys in (("args", args), ("env", env)):
+                if any(not key.strip() for key in keys):
+                    raise ConfigError(f"{path}: {where}.{table}: an empty name {''!r} (it would become a bare flag)")
+
+
+def extends_chain(profiles: dict, name: str) -> list[str]:
+    """`name` and the profiles it extends, nearest first; a cycle or an unknown parent is a ConfigError."""
+    chain = [name]
+    while (parent := profiles[chain[-1]].extends) is not None:
+        if parent in chain:
+            raise ConfigError(f"profiles: extends cycle {' -> '.join([*chain, parent])}")
+        if parent not in profiles:
+            known = ", ".join(sorted(profiles))
+            raise ConfigError(f"profiles.{chain[-1]}.extends: unknown profile {parent!r} (profiles: {known})")
+        chain.append(parent)
+    return chain
+
+
+def _leaves(value: object, key: str):
+    """(dotted key, value) for every scalar under `value`."""
+    if isinstance(value, dict):
+        for child, item in value.items():
+            yield from _leaves(item, f"{key}.{child}" if key else str(child))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _leaves(item, f"{key}[{index}]")
+    else:
+        yield key, value

@@ -21,6 +21,16 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class ExtractLimits(Strict):
+    """How far one archive may expand (`[upstream.extract]`); FORKLIFT_EXTRACT_MAX_* variables override these."""
+
+    max_bytes: int | None = Field(default=None, gt=0, description="total uncompressed bytes (default 2 GiB)")
+    max_members: int | None = Field(default=None, gt=0, description="members in the archive (default 200000)")
+    max_ratio: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="uncompressed / compressed size (default 200)"
+    )
+
+
 class PypiPin(Strict):
     """An artifact (sdist or wheel) of a package on a PEP 691 simple index."""
 
@@ -29,6 +39,7 @@ class PypiPin(Strict):
     version: str
     filename: str | None = Field(default=None, description="which file of the release; default: the sdist")
     sha256: Sha256
+    extract: ExtractLimits | None = None
 
 
 class GitPin(Strict):
@@ -46,6 +57,7 @@ class PathPin(Strict):
     source: Literal["path"]
     path: str
     sha256: Sha256
+    extract: ExtractLimits | None = None
 
 
 Pin = Annotated[Union[PypiPin, GitPin, PathPin], Field(discriminator="source")]

@@ -1,34 +1,17 @@
 """The git plumbing the fork stage needs: one subprocess call per question, errors naming the repo.
 
-Every call passes its arguments as a list (never a shell string) and runs with a
-fixed environment so the user's git config (pagers, colour, diff drivers,
-rename detection) cannot change what forklift reads.
+Every call goes through forklift.git.run_git: arguments as a list (never a shell string), the user's
+git config (pagers, colour, diff drivers, rename detection, autocrlf, hooks) neutralised.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.errors import ForkliftError
-
-# Settings that would make the same commits diff differently on two machines.
-_NEUTRAL = (
-    "-c",
-    "core.quotepath=false",
-    "-c",
-    "diff.noprefix=false",
-    "-c",
-    "diff.mnemonicprefix=false",
-    "-c",
-    "core.autocrlf=false",
-    "-c",
-    "color.ui=false",
-    "-c",
-    "core.attributesFile=/dev/null",
-)
+from forklift.git import run_git
 
 
 @dataclass(frozen=True)
@@ -40,24 +23,14 @@ class Git:
     def run(
         self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[bytes]:
-        full_env = {
-            **os.environ,
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "LC_ALL": "C",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_LITERAL_PATHSPECS": "1",
-            **(env or {}),
-        }
-        try:
-            proc = subprocess.run(
-                ["git", *_NEUTRAL, "-C", str(self.repo), *args], input=input, capture_output=True, env=full_env
-            )
-        except FileNotFoundError:
-            raise ForkliftError("git is not installed (forklift needs it for the fork commands)") from None
-        if check and proc.returncode != 0:
-            detail = proc.stderr.decode(errors="replace").strip().splitlines()
-            raise ForkliftError(f"{self.repo}: git {args[0]} failed: {detail[-1] if detail else proc.returncode}")
-        return proc
+        return run_git(
+            args,
+            cwd=self.repo,
+            input=input,
+            env={"GIT_LITERAL_PATHSPECS": "1", **(env or {})},
+            check=check,
+            what=str(self.repo),
+        )
 
     def text(self, *args: str, **kwargs: object) -> str:
         return self.run(*args, **kwargs).stdout.decode("utf-8", errors="surrogateescape")  # type: ignore[arg-type]

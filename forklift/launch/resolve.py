@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from forklift.config.load import extends_chain
 from forklift.config.profile import ArgValue, EnvValue, Profile, Ray
 from forklift.engines import EngineAdapter
 from forklift.errors import ConfigError, UsageError
@@ -66,18 +67,9 @@ class Resolved:
 
 def flatten(profiles: dict[str, Profile], name: str) -> Profile:
     """The profile with its `extends` chain merged in (the child wins, key by key)."""
-    chain: list[str] = []
-    current: str | None = name
-    while current is not None:
-        if current in chain:
-            raise ConfigError(f"profiles: extends cycle {' -> '.join([*chain, current])}")
-        if current not in profiles:
-            known = ", ".join(sorted(profiles)) or "none"
-            if not chain:
-                raise UsageError(f"unknown profile {current!r} (profiles: {known})")
-            raise ConfigError(f"profiles.{chain[-1]}.extends: unknown profile {current!r} (profiles: {known})")
-        chain.append(current)
-        current = profiles[current].extends
+    if name not in profiles:
+        raise UsageError(f"unknown profile {name!r} (profiles: {', '.join(sorted(profiles)) or 'none'})")
+    chain = extends_chain(profiles, name)
     merged: dict = {}
     for ancestor in reversed(chain):
         data = profiles[ancestor].model_dump(exclude_unset=True)

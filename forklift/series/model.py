@@ -160,10 +160,12 @@ def parse_series_file(text: str, where: Path) -> list[tuple[str, int]]:
         name, *options = line.split()
         strip = 1
         for option in options:
-            if m := re.fullmatch(r"-p(\d)", option):
+            if m := re.fullmatch(r"-p(\d+)", option):
                 strip = int(m.group(1))
             else:
-                raise PatchError(f"{where}:{number}: unsupported series option {option!r} (only -pN)")
+                raise PatchError(
+                    f"{where}:{number}: unsupported series option {option!r} (forklift reads only -pN, e.g. -p1)"
+                )
         _entry_name(name, where, number)
         if name in seen:
             raise PatchError(f"{where}:{number}: duplicate entry {name!r} (first on line {seen[name]})")

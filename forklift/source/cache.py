@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -33,6 +34,7 @@ from filelock import FileLock
 
 from forklift.errors import ForkliftError
 from forklift.fsio import write_atomic
+from forklift.source.hashing import directory_digest
 
 ABANDONED_AFTER_SECONDS = 24 * 3600
 
@@ -40,6 +42,7 @@ ABANDONED_AFTER_SECONDS = 24 * 3600
 @dataclass(frozen=True)
 class Cache:
     root: Path
+    verify: bool = False  # re-hash a cached tree against its recorded listing before trusting it
 
     def artifact_path(self, sha256: str) -> Path:
         return self.root / "artifacts" / sha256[:2] / sha256
@@ -68,11 +71,49 @@ class Cache:
             shutil.rmtree(path, ignore_errors=True)
 
     def cached_tree(self, key: str) -> Path | None:
-        """The finished tree for `key`, or None. Costs two stat calls: this is the warm hot path."""
+        """The finished tree for `key`, or None. Costs two stat calls (the warm hot path), plus a
+        re-hash of the whole tree when `verify` is set; a tree that changed is removed and reported."""
         tree = self.tree_path(key)
-        if _marker(tree).is_file() and tree.is_dir():
-            return tree
-        return None
+        if not (_marker(tree).is_file() and tree.is_dir()):
+            return None
+        if self.verify and (problem := self.check_tree(key)) is not None:
+            print(f"warning: cached tree {tree} {problem}; removed it, rebuilding", file=sys.stderr)
+            self.remove_tree(key)
+            return None
+        return tree
+
+    def check_tree(self, key: str) -> str | None:
+        """None when the tree still matches the listing digest recorded when it was built, else why not."""
+        tree = self.tree_path(key)
+        try:
+            recorded = json.loads(_marker(tree).read_text()).get("listing")
+        except (OSError, ValueError, AttributeError):
+            recorded = None
+        if not recorded:
+            return "has no recorded listing (built by an older forklift)"
+        try:
+            found = directory_digest(tree)
+        except ForkliftError as exc:
+            return f"holds something that cannot be hashed ({exc})"
+        return None if found == recorded else f"changed after extraction (listing {found}, recorded {recorded})"
+
+    def remove_tree(self, key: str) -> None:
+        tree = self.tree_path(key)
+        with self.lock(key):
+            _marker(tree).unlink(missing_ok=True)  # first: a half-removed tree is never taken as done
+            shutil.rmtree(tree, ignore_errors=True)
+
+    def verify_all(self) -> list[tuple[str, str | None]]:
+        """(key, problem or None) for every finished tree; each changed one is removed."""
+        results = []
+        folder = self.root / "trees"
+        for marker in sorted(folder.glob("*.done")) if folder.is_dir() else []:
+            key = marker.name[: -len(".done")]
+            problem = self.check_tree(key)
+            if problem is not None:
+                self.remove_tree(key)
+            results.append((key, problem))
+        return results
 
     def build_tree(self, key: str, build: Callable[[Path], None]) -> Path:
         """Return the tree for `key`, calling `build(dest)` to make it when absent.
@@ -92,7 +133,8 @@ class Cache:
             with self.scratch() as scratch:
                 build(scratch / "tree")
                 os.rename(scratch / "tree", tree)
-            write_atomic(_marker(tree), json.dumps({"key": key}))
+            # the listing digest lets `cache verify` and --verify-cache tell an edited tree from a pristine one
+            write_atomic(_marker(tree), json.dumps({"key": key, "listing": directory_digest(tree)}))
         return tree
 
     def ingest(self, sha256: str, chunks: Iterable[bytes], *, what: str, size: int | None = None) -> Path:
@@ -113,8 +155,10 @@ class Cache:
                     for chunk in chunks:
                         digest.update(chunk)
                         count += len(chunk)
+                        if size is not None and count > size:  # stop at once: the rest may never end
+                            raise ForkliftError(f"{what}: more bytes than the {size} expected; refused")
                         out.write(chunk)
-                if size is not None and count != size:
+                if size is not None and count < size:
                     raise ForkliftError(f"truncated download of {what}: got {count} of {size} bytes")
                 if digest.hexdigest() != sha256:
                     raise ForkliftError(
@@ -126,12 +170,13 @@ class Cache:
 
 def default_cache() -> Cache:
     """The user's cache: ``$FORKLIFT_CACHE`` when set, else platformdirs' user cache folder for forklift."""
+    verify = os.environ.get("FORKLIFT_VERIFY_CACHE", "") == "1" or os.environ.get("CI", "").lower() == "true"
     override = os.environ.get("FORKLIFT_CACHE")
     if override:
-        return Cache(Path(override).expanduser())
+        return Cache(Path(override).expanduser(), verify)
     from platformdirs import user_cache_dir
 
-    return Cache(Path(user_cache_dir("forklift", appauthor=False)))
+    return Cache(Path(user_cache_dir("forklift", appauthor=False)), verify)
 
 
 def _sweep_abandoned(folder: Path) -> None:

@@ -7,9 +7,7 @@ from pathlib import Path
 
 from forklift.errors import ForkliftError, UnreachableError
 from forklift.source.cache import Cache
-from forklift.source.index import IndexFile, http_client, reason, redact
-
-CHUNK_BYTES = 1 << 20
+from forklift.source.index import IndexFile, http_client, read_guarded, reason, redact
 
 
 def download(file: IndexFile, sha256: str, cache: Cache, progress=None) -> Path:
@@ -24,27 +22,22 @@ def download(file: IndexFile, sha256: str, cache: Cache, progress=None) -> Path:
             f"sha256 mismatch for {file.filename}: forklift.toml pins {sha256}, the index lists {file.sha256}"
         )
     url = redact(file.url)
-    received = 0
-
-    def chunks(response) -> Iterator[bytes]:
-        nonlocal received
-        for chunk in response.iter_bytes(CHUNK_BYTES):
-            received += len(chunk)
-            yield chunk
-
+    response = None
     try:
         identity = {"Accept-Encoding": "identity"}  # the bytes as stored, so size and hash are the file's
         with http_client() as client, client.stream("GET", file.url, headers=identity) as response:
             if response.status_code != 200:
                 raise ForkliftError(f"download of {url} failed: HTTP {response.status_code}")
             total = file.size or _length(response)
-            stream = chunks(response)
+            stream = read_guarded(response, file.url)
             if progress is not None:
                 stream = _with_bar(stream, file.filename, total, progress)
             return cache.ingest(sha256, stream, what=url, size=total)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         raise UnreachableError(f"cannot reach {url}: {reason(exc)}") from None
     except httpx.HTTPError as exc:
+        # the bytes that really arrived, not those handed on so far (a read buffers up to a chunk)
+        received = response.num_bytes_downloaded if response is not None else 0
         raise ForkliftError(f"truncated download of {url}: cut off after {received} bytes: {reason(exc)}") from None
 
 

@@ -1,47 +1,114 @@
-"""Unpack an archive into a fresh folder, refusing any member that could land outside it.
+"""Unpack an archive into a fresh folder so that nothing can land outside it, whatever the archive holds.
 
-Every member is checked before the first byte is written: no absolute path, no ``..``, no
-device or fifo, no symlink or hardlink pointing outside the tree. Tar members then go through
-tarfile's own "data" filter as a second guard (it also resolves links already on disk).
+Python's tarfile is not trusted to do this: the "data" filter of the 3.11.7 in use is fooled by the
+CVE-2025-4517 technique (a path longer than PATH_MAX stops os.path.realpath, then a symlink and a
+hardlink through it write outside). So forklift writes every member itself:
+
+- each path is checked as written (no absolute path, no ``..``, no name over NAME_MAX/PATH_MAX, no
+  device, fifo or other special file) before the first byte of the archive is written;
+- every folder on the way is opened relative to its parent's descriptor with ``O_NOFOLLOW``, so a
+  write never passes through a symlink (not even one inside the tree), and files are created with
+  ``O_EXCL | O_NOFOLLOW``;
+- a hardlink may only name a regular file this extraction already wrote;
+- every symlink left in the tree is resolved component by component on disk (never with realpath),
+  and one that leads outside fails the whole extraction;
+- limits on total bytes, member count and compression ratio stop a bomb while it is being read.
+
 An sdist's single top folder (``vllm-0.32.0/``) is stripped so paths read as in the upstream
 repository (``vllm/envs.py``), which is what patches name (``a/vllm/envs.py``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
-import shutil
 import stat
 import tarfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, ClassVar
 
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UsageError
+
+NAME_MAX = 255
+PATH_MAX = 4096
+MAX_SYMLINK_HOPS = 40  # what the kernel allows before ELOOP
+COPY_CHUNK = 1 << 20
 
 
 class UnsafeMember(ForkliftError):
     pass
 
 
-def extract_archive(archive: Path, dest: Path, *, strip_top: bool, name: str | None = None) -> None:
+@dataclass(frozen=True)
+class Limits:
+    """How much one archive may expand to; each has an environment override (named in the error)."""
+
+    max_bytes: int = 2 << 30  # a few times the largest vLLM sdist tree
+    max_members: int = 200_000
+    max_ratio: float = 200.0  # uncompressed / compressed; source code compresses ~5-10x
+
+    ENV: ClassVar[dict[str, str]] = {
+        "max_bytes": "FORKLIFT_EXTRACT_MAX_BYTES",
+        "max_members": "FORKLIFT_EXTRACT_MAX_MEMBERS",
+        "max_ratio": "FORKLIFT_EXTRACT_MAX_RATIO",
+    }
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, configured: object = None) -> Limits:
+        """The defaults, then the values `configured` sets (forklift.toml's `[upstream.extract]`), then any
+        FORKLIFT_EXTRACT_MAX_* variable (a bad value is one line)."""
+        environ = dict(os.environ if environ is None else environ)
+        values: dict[str, float | int] = {}
+        for field in cls.ENV:
+            if (value := getattr(configured, field, None)) is not None:
+                values[field] = value
+        for field, var in cls.ENV.items():
+            text = environ.get(var, "").strip()
+            if not text:
+                continue
+            try:
+                value = float(text) if field == "max_ratio" else int(text)
+            except ValueError:
+                value = -1
+            if not (0 < value < float("inf")):  # also refuses nan
+                raise UsageError(f"{var}={text!r}: expected a positive number")
+            values[field] = value
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def extract_archive(
+    archive: Path, dest: Path, *, strip_top: bool, name: str | None = None, limits: Limits | None = None
+) -> None:
     """Extract a tar (any compression) or zip `archive` into `dest` (created; must not exist)."""
     label = f"archive {name or archive.name}"
+    limits = limits or Limits.from_env()
     with open(archive, "rb") as handle:
         is_zip = handle.read(4) == b"PK\x03\x04"
+    packed = max(archive.stat().st_size, 1)
     dest.mkdir(parents=True)
-    if is_zip:
-        _extract_zip(archive, dest, strip_top, label)
-    else:
-        _extract_tar(archive, dest, strip_top, label)
+    writer = _Writer(dest, label, limits)
+    try:
+        if is_zip:
+            _extract_zip(archive, writer, strip_top, packed)
+        else:
+            _extract_tar(archive, writer, strip_top, packed)
+        writer.check_links()
+    finally:
+        writer.close()
 
 
-def _extract_tar(archive: Path, dest: Path, strip_top: bool, label: str) -> None:
-    if not hasattr(tarfile, "data_filter"):  # added in the 3.10.12 / 3.11.4 security releases
-        raise ForkliftError(f"cannot extract {label} safely: this Python's tarfile has no data filter (update Python)")
+def _extract_tar(archive: Path, writer: _Writer, strip_top: bool, packed: int) -> None:
+    label = writer.label
     try:
         with tarfile.open(archive, "r:*") as tar:
-            members = tar.getmembers()
+            budget = _Budget(writer, packed)
+            members = []
+            while (member := tar.next()) is not None:  # headers only, bounded as they are read
+                budget.add(member.name, member.size if member.isreg() else 0)
+                members.append(member)
             paths = [_clean(m.name, label) for m in members]
             top = _single_top(paths) if strip_top else None
             plan = []
@@ -49,75 +116,282 @@ def _extract_tar(archive: Path, dest: Path, strip_top: bool, label: str) -> None
                 rel = _strip(path, top)
                 if not rel:
                     continue
-                _check_type(member, rel, label)
-                changes = {"name": rel}
+                if not (member.isreg() or member.isdir() or member.issym() or member.islnk()) or member.issparse():
+                    raise UnsafeMember(
+                        f"unsafe {label}: member {member.name!r} is a device, fifo or other special file"
+                    )
                 if member.issym():
                     _check_symlink(rel, member.linkname, member.name, label)
-                elif member.islnk():
-                    changes["linkname"] = _strip(_clean(member.linkname, label, member.name), top) or ""
-                    if not changes["linkname"]:
+                link = ""
+                if member.islnk():
+                    link = _strip(_clean(member.linkname, label, member.name), top)
+                    if not link:
                         raise UnsafeMember(f"unsafe {label}: member {member.name!r} links outside the tree")
-                plan.append(member.replace(**changes, deep=False))
-            tar.extractall(dest, members=plan, filter=_data_filter(label))
-    except (tarfile.TarError, EOFError, OSError, KeyError) as exc:
+                plan.append((member, rel, link))
+            for member, rel, link in plan:
+                if member.isdir():
+                    writer.folder(rel, member.name)
+                elif member.issym():
+                    writer.symlink(rel, member.linkname, member.name)
+                elif member.islnk():
+                    writer.hardlink(rel, link, member.name)
+                else:
+                    source = tar.extractfile(member)
+                    assert source is not None  # a regular member always has a data stream
+                    with source:
+                        writer.file(rel, source, member.name, executable=bool(member.mode & stat.S_IXUSR))
+    except (tarfile.TarError, EOFError, OSError, KeyError, ValueError) as exc:
         raise ForkliftError(f"cannot extract {label}: {' '.join(str(exc).split())}") from None
 
 
-def _data_filter(label: str):
-    def check(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
-        try:
-            return tarfile.data_filter(member, path)
-        except tarfile.FilterError as exc:
-            raise UnsafeMember(f"unsafe {label}: member {member.name!r}: {exc}") from None
-
-    return check
-
-
-def _extract_zip(archive: Path, dest: Path, strip_top: bool, label: str) -> None:
+def _extract_zip(archive: Path, writer: _Writer, strip_top: bool, packed: int) -> None:
+    label = writer.label
     try:
         with zipfile.ZipFile(archive) as zf:
             infos = zf.infolist()
+            budget = _Budget(writer, packed)
+            for info in infos:
+                budget.add(info.filename, info.file_size)
             paths = [_clean(info.filename, label) for info in infos]
             top = _single_top(paths) if strip_top else None
+            plan = []
             for info, path in zip(infos, paths, strict=True):
-                rel = _strip(path, top)
                 mode = info.external_attr >> 16
                 if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
                     raise UnsafeMember(f"unsafe {label}: member {info.filename!r} is not a file or folder")
-                if not rel:
-                    continue
-                target = dest / rel
+                if rel := _strip(path, top):
+                    plan.append((info, rel, mode))
+            for info, rel, mode in plan:
                 if info.is_dir():
-                    target.mkdir(parents=True, exist_ok=True)
+                    writer.folder(rel, info.filename)
                     continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out)
-                if mode & stat.S_IXUSR:
-                    target.chmod(0o755)
-    except (zipfile.BadZipFile, OSError) as exc:
+                with zf.open(info) as source:
+                    writer.file(rel, source, info.filename, executable=bool(mode & stat.S_IXUSR))
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise ForkliftError(f"cannot extract {label}: {' '.join(str(exc).split())}") from None
 
 
+class _Budget:
+    """Member count, declared bytes and compression ratio, checked as each header is read."""
+
+    def __init__(self, writer: _Writer, packed: int) -> None:
+        self.writer, self.packed, self.count, self.total = writer, packed, 0, 0
+
+    def add(self, name: str, size: int) -> None:
+        limits, label = self.writer.limits, self.writer.label
+        self.count += 1
+        self.total += max(size, 0)
+        if self.count > limits.max_members:
+            raise UnsafeMember(f"unsafe {label}: more than {limits.max_members} members ({_raise('max_members')})")
+        self.writer.check_bytes(self.total, name)
+        if self.total > 1 << 20 and self.total / self.packed > limits.max_ratio:
+            raise UnsafeMember(
+                f"unsafe {label}: expands more than {limits.max_ratio:g} times its {self.packed} bytes"
+                f" by member {name!r} (a decompression bomb? {_raise('max_ratio')})"
+            )
+
+
+class _Writer:
+    """Writes members under `dest` through directory descriptors, never following a symlink."""
+
+    def __init__(self, dest: Path, label: str, limits: Limits) -> None:
+        self.dest, self.label, self.limits = dest, label, limits
+        self.root = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        self.files: set[str] = set()  # regular files written here: the only valid hardlink targets
+        self.links: list[tuple[str, str]] = []  # (path, member) of every symlink, checked at the end
+        self.written = 0
+
+    def close(self) -> None:
+        os.close(self.root)
+
+    def check_bytes(self, total: int, member: str) -> None:
+        if total > self.limits.max_bytes:
+            raise UnsafeMember(
+                f"unsafe {self.label}: expands past {_size(self.limits.max_bytes)} at member {member!r}"
+                f" ({_raise('max_bytes')})"
+            )
+
+    def folder(self, rel: str, member: str) -> None:
+        os.close(self._parent(f"{rel}/.", member))
+
+    def file(self, rel: str, source: IO[bytes], member: str, *, executable: bool) -> None:
+        parent = self._parent(rel, member)
+        leaf = posixpath.basename(rel)
+        try:
+            self._replace_regular(parent, leaf, rel, member)
+            mode = 0o755 if executable else 0o644
+            fd = os.open(leaf, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=parent)
+            with os.fdopen(fd, "wb") as out:
+                os.fchmod(fd, mode)  # exactly 644/755, whatever the umask or the archive says
+                while chunk := source.read(COPY_CHUNK):
+                    self.written += len(chunk)
+                    self.check_bytes(self.written, member)
+                    out.write(chunk)
+            self.files.add(rel)
+        finally:
+            os.close(parent)
+
+    def symlink(self, rel: str, target: str, member: str) -> None:
+        parent = self._parent(rel, member)
+        try:
+            self._refuse_existing(parent, posixpath.basename(rel), member)
+            os.symlink(target, posixpath.basename(rel), dir_fd=parent)
+            self.files.discard(rel)
+            self.links.append((rel, member))
+        finally:
+            os.close(parent)
+
+    def hardlink(self, rel: str, target: str, member: str) -> None:
+        if target not in self.files:
+            raise UnsafeMember(
+                f"unsafe {self.label}: member {member!r} is a hardlink to {target!r},"
+                " which is not a regular file extracted before it"
+            )
+        source_parent = self._parent(target, member)
+        parent = self._parent(rel, member)
+        try:
+            found = os.stat(posixpath.basename(target), dir_fd=source_parent, follow_symlinks=False)
+            if not stat.S_ISREG(found.st_mode):
+                raise UnsafeMember(f"unsafe {self.label}: member {member!r} is a hardlink to a non-file {target!r}")
+            self._replace_regular(parent, posixpath.basename(rel), rel, member)
+            os.link(
+                posixpath.basename(target),
+                posixpath.basename(rel),
+                src_dir_fd=source_parent,
+                dst_dir_fd=parent,
+                follow_symlinks=False,
+            )
+            self.files.add(rel)
+        finally:
+            os.close(parent)
+            os.close(source_parent)
+
+    def check_links(self) -> None:
+        """Every symlink, followed on disk through any other link, must end inside the tree."""
+        for rel, member in self.links:
+            target = os.readlink(rel, dir_fd=self.root)
+            _check_symlink(rel, target, member, self.label)
+            if not resolves_inside(self.dest, rel):
+                raise UnsafeMember(
+                    f"unsafe {self.label}: member {member!r} is a symlink escaping the tree through other links"
+                    f" ({target!r})"
+                )
+
+    def _parent(self, rel: str, member: str) -> int:
+        """A descriptor of `rel`'s folder, made as needed; each step refuses to pass through a symlink."""
+        fd = os.dup(self.root)
+        walked = []
+        try:
+            for part in rel.split("/")[:-1]:
+                walked.append(part)
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                try:
+                    child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise UnsafeMember(
+                            f"unsafe {self.label}: member {member!r} is written through {'/'.join(walked)!r},"
+                            " which is a symlink or a file, not a folder"
+                        ) from None
+                    raise
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _replace_regular(self, parent: int, leaf: str, rel: str, member: str) -> None:
+        """A later member of the same name replaces an earlier regular file (tar's rule); nothing else."""
+        try:
+            found = os.stat(leaf, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISREG(found.st_mode):
+            raise UnsafeMember(f"unsafe {self.label}: member {member!r} would replace a folder or link {rel!r}")
+        os.unlink(leaf, dir_fd=parent)
+
+    def _refuse_existing(self, parent: int, leaf: str, member: str) -> None:
+        try:
+            os.stat(leaf, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        raise UnsafeMember(f"unsafe {self.label}: member {member!r} would replace an entry already extracted")
+
+
+def resolves_inside(root: Path, rel: str) -> bool:
+    """Whether `rel` under `root`, with every symlink on the way followed as it is on disk, stays inside.
+
+    Walks one component at a time with lstat/readlink (os.path.realpath gives up silently on paths past
+    PATH_MAX, which is how CVE-2025-4517 fools tarfile). A missing component ends the walk lexically;
+    a loop or any other error counts as outside.
+    """
+    pending = [p for p in rel.split("/") if p]
+    resolved: list[str] = []
+    hops = 0
+    exists = True
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not resolved:
+                return False
+            resolved.pop()
+            continue
+        resolved.append(part)
+        if not exists:
+            continue
+        path = os.path.join(root, *resolved)
+        if len(os.fsencode(path)) >= PATH_MAX:
+            return False
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            exists = False
+            continue
+        except OSError:
+            return False
+        if stat.S_ISLNK(mode):
+            hops += 1
+            target = os.readlink(path)
+            if hops > MAX_SYMLINK_HOPS or target.startswith("/"):
+                return False
+            resolved.pop()
+            pending[:0] = target.split("/")
+    return True
+
+
 def refuse_escaping_links(tree: Path, label: str) -> None:
-    """Fail when a symlink anywhere in `tree` points outside it (for trees not made by extraction)."""
+    """Fail when a symlink anywhere in `tree` leads outside it (for trees not made by extraction)."""
     for dirpath, dirnames, filenames in os.walk(tree):
         for name in [*dirnames, *filenames]:
             path = os.path.join(dirpath, name)
             if os.path.islink(path):
                 rel = os.path.relpath(path, tree).replace(os.sep, "/")
-                _check_symlink(rel, os.readlink(path), rel, label)
+                target = os.readlink(path)
+                _check_symlink(rel, target, rel, label)
+                if not resolves_inside(tree, rel):
+                    raise UnsafeMember(f"unsafe {label}: {rel!r} is a symlink escaping the tree through other links")
 
 
 def _clean(name: str, label: str, member: str | None = None) -> str:
-    """`name` as a relative POSIX path without ``.`` parts; absolute or ``..`` paths are refused."""
+    """`name` as a relative POSIX path without ``.`` parts; absolute, ``..`` or over-long paths are refused."""
     member = member or name
     if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
         raise UnsafeMember(f"unsafe {label}: member {member!r} has an absolute path")
+    if "\0" in name:
+        raise UnsafeMember(f"unsafe {label}: member {member!r} has a NUL byte in its name")
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise UnsafeMember(f"unsafe {label}: member {member!r} climbs out with '..'")
-    return "/".join(parts)
+    cleaned = "/".join(parts)
+    if len(os.fsencode(cleaned)) >= PATH_MAX // 2 or any(len(os.fsencode(p)) > NAME_MAX for p in parts):
+        raise UnsafeMember(f"unsafe {label}: member {member[:80]!r}... has an over-long name ({len(cleaned)} chars)")
+    return cleaned
 
 
 def _single_top(paths: list[str]) -> str | None:
@@ -134,14 +408,20 @@ def _strip(path: str, top: str | None) -> str:
     return path[len(top) + 1 :] if path.startswith(top + "/") else ""
 
 
-def _check_type(member: tarfile.TarInfo, rel: str, label: str) -> None:
-    if not (member.isreg() or member.isdir() or member.issym() or member.islnk()):
-        raise UnsafeMember(f"unsafe {label}: member {member.name!r} is a device, fifo or other special file")
-
-
 def _check_symlink(rel: str, target: str, member: str, label: str) -> None:
+    """The link as written: no absolute target, none that climbs out lexically."""
     if target.startswith("/"):
         raise UnsafeMember(f"unsafe {label}: member {member!r} is a symlink to the absolute path {target!r}")
+    if "\0" in target or len(os.fsencode(target)) >= PATH_MAX // 2:
+        raise UnsafeMember(f"unsafe {label}: member {member!r} is a symlink with an over-long or NUL target")
     resolved = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
     if resolved == ".." or resolved.startswith("../"):
         raise UnsafeMember(f"unsafe {label}: member {member!r} is a symlink escaping the tree ({target!r})")
+
+
+def _raise(field: str) -> str:
+    return f"raise upstream.extract.{field} in forklift.toml or {Limits.ENV[field]}"
+
+
+def _size(count: int) -> str:
+    return f"{count / (1 << 30):.1f} GiB" if count >= 1 << 30 else f"{count} bytes"

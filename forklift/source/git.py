@@ -11,28 +11,14 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import subprocess
 from pathlib import Path
 
 from forklift.errors import ForkliftError, UnreachableError
+from forklift.git import last_line, run_git, temporary_index
 from forklift.source.cache import Cache
 from forklift.source.index import redact
 
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
-
-
-def run_git(args: list[str], *, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    """git with argv only (never a shell) and without prompts: a missing credential fails at once."""
-    result = subprocess.run(
-        ["git", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})},
-    )
-    if check and result.returncode != 0:
-        raise ForkliftError(f"{shlex.join(['git', *args])} failed: {_last_line(result.stderr)}")
-    return result
 
 
 def resolve_url(url: str, root: Path) -> str:
@@ -48,8 +34,10 @@ def remote_tag_commit(url: str, tag: str) -> str:
     ref = f"refs/tags/{tag}"
     result = run_git(["ls-remote", "--tags", "--", url, ref, ref + "^{}"], check=False)
     if result.returncode != 0:
-        raise UnreachableError(f"cannot reach the git repository {redact(url)}: {_last_line(result.stderr)}")
-    refs = {name: sha for sha, name in (line.split("\t", 1) for line in result.stdout.splitlines() if "\t" in line)}
+        raise UnreachableError(f"cannot reach the git repository {redact(url)}: {_why(result.stderr)}")
+    refs = {
+        name: sha for sha, name in (line.split("\t", 1) for line in result.stdout.decode().splitlines() if "\t" in line)
+    }
     commit = refs.get(ref + "^{}") or refs.get(ref)
     if commit is None:
         raise ForkliftError(f"tag {tag!r} not found at {redact(url)}")
@@ -70,7 +58,7 @@ def update_mirror(url: str, cache: Cache) -> Path:
                 if result.returncode == 0:
                     os.rename(scratch / "m.git", mirror)
     if result.returncode != 0:
-        raise UnreachableError(f"cannot reach the git repository {redact(url)}: {_last_line(result.stderr)}")
+        raise UnreachableError(f"cannot reach the git repository {redact(url)}: {_why(result.stderr)}")
     return mirror
 
 
@@ -82,7 +70,7 @@ def verify_pin(mirror: Path, url: str, tag: str, commit: str) -> None:
     found = run_git([*git, "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}"], check=False)
     if found.returncode != 0:
         raise ForkliftError(f"tag {tag!r} not found at {redact(url)}")
-    now = found.stdout.strip()
+    now = found.stdout.decode().strip()
     if now == commit:
         return
     if run_git([*git, "merge-base", "--is-ancestor", commit, now], check=False).returncode == 0:
@@ -98,13 +86,11 @@ def verify_pin(mirror: Path, url: str, tag: str, commit: str) -> None:
 def checkout_commit(mirror: Path, commit: str, dest: Path) -> None:
     """Write the full tree of `commit` into `dest` (read-tree + checkout-index: unlike
     `git archive`, no export-ignore attribute can leave a file out)."""
-    index = {"GIT_INDEX_FILE": str(dest.with_name(dest.name + ".index"))}
-    run_git(["--git-dir", str(mirror), "read-tree", commit], env=index)
-    dest.mkdir()
-    run_git(["--git-dir", str(mirror), "--work-tree", str(dest), "checkout-index", "--all", "--force"], env=index)
+    with temporary_index(dest.parent) as index:
+        run_git(["--git-dir", str(mirror), "read-tree", commit], env=index)
+        dest.mkdir()
+        run_git(["--git-dir", str(mirror), "--work-tree", str(dest), "checkout-index", "--all", "--force"], env=index)
 
 
-def _last_line(stderr: str) -> str:
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return (fatal or lines or ["no message"])[0]
+def _why(stderr: bytes) -> str:
+    return last_line(stderr) or "no message"

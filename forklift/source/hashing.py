@@ -27,6 +27,19 @@ from forklift.errors import ForkliftError
 SKIPPED_NAMES = frozenset({".git"})
 
 
+def pinnable_kind(path: Path) -> str:
+    """ "dir" or "file" for what a path pin may name; a device, fifo or socket is refused with one line
+    (hashing /dev/zero or waiting on a fifo would never end)."""
+    mode = path.stat().st_mode
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISREG(mode):
+        return "file"
+    kinds = {stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device", stat.S_ISFIFO: "a fifo"}
+    what = next((name for test, name in kinds.items() if test(mode)), "a socket or other special file")
+    raise ForkliftError(f"{path}: is {what}, not a file or folder; only those can be pinned")
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

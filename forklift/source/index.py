@@ -7,8 +7,11 @@ file's sha256 and size, which the download is checked against.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import urldefrag, urljoin
 
@@ -21,12 +24,14 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
 from forklift.errors import ForkliftError, UnreachableError, UsageError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 PEP691_JSON = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_SECONDS = 30.0
+MAX_PAGE_BYTES = 64 << 20  # vLLM's project page is a few MB; more is not an index answering
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,57 @@ def http_client():
     )
 
 
+@dataclass(frozen=True)
+class Deadline:
+    """How slow a transfer may get: below `min_rate` bytes/s over any `window` seconds it is stalled.
+
+    The per-read timeout alone lets a server that sends a byte every few seconds hold forklift forever.
+    Defaults are generous (10 KiB/s over 60 s); ``FORKLIFT_DOWNLOAD_MIN_RATE`` and
+    ``FORKLIFT_DOWNLOAD_WINDOW`` change them.
+    """
+
+    min_rate: float = 10 * 1024
+    window: float = 60.0
+
+    @classmethod
+    def from_env(cls) -> Deadline:
+        values = {}
+        for field, var in (("min_rate", "FORKLIFT_DOWNLOAD_MIN_RATE"), ("window", "FORKLIFT_DOWNLOAD_WINDOW")):
+            text = os.environ.get(var, "").strip()
+            if not text:
+                continue
+            try:
+                value = float(text)
+            except ValueError:
+                value = -1.0
+            if not (0 <= value < float("inf")) or (field == "window" and value == 0):
+                raise UsageError(f"{var}={text!r}: expected a positive number")
+            values[field] = value
+        return cls(**values)
+
+
+def read_guarded(response, url: str, deadline: Deadline | None = None, limit: int | None = None) -> Iterator[bytes]:
+    """The body of an httpx streaming `response` as it arrives, stopped with one line when it stalls
+    (below the deadline's rate over a window) or grows past `limit` bytes."""
+    deadline = deadline or Deadline.from_env()
+    start = mark = time.monotonic()
+    marked = 0
+    for chunk in response.iter_bytes():  # no chunk size: each piece as it arrives
+        received = response.num_bytes_downloaded
+        if limit is not None and received > limit:
+            raise ForkliftError(f"{redact(url)} sent more than {limit} bytes; refusing the rest")
+        now = time.monotonic()
+        if now - mark >= deadline.window:
+            if (received - marked) / (now - mark) < deadline.min_rate:
+                raise ForkliftError(
+                    f"stalled: {received} bytes in {now - start:.0f} s from {redact(url)}"
+                    f" (under {deadline.min_rate:g} bytes/s for {deadline.window:g} s;"
+                    " FORKLIFT_DOWNLOAD_MIN_RATE and FORKLIFT_DOWNLOAD_WINDOW change this)"
+                )
+            mark, marked = now, received
+        yield chunk
+
+
 def reason(exc: BaseException) -> str:
     """One line saying why a request failed."""
     return " ".join(str(exc).split()) or type(exc).__name__
@@ -87,25 +143,57 @@ def fetch_project_page(page: str, package: str) -> dict:
     import httpx
 
     try:
-        with http_client() as client:
-            response = client.get(page, headers={"Accept": PEP691_JSON})
+        with http_client() as client, client.stream("GET", page, headers={"Accept": PEP691_JSON}) as response:
+            if response.status_code == 404:
+                raise ForkliftError(f"package {package!r} is not on the index {redact(page)}")
+            if response.status_code != 200:
+                raise ForkliftError(f"the index {redact(page)} answered HTTP {response.status_code}")
+            kind = response.headers.get("content-type", "").split(";")[0].strip()
+            if kind != PEP691_JSON:
+                raise ForkliftError(
+                    f"the index {redact(page)} did not answer with PEP 691 JSON ({kind or 'no content-type'})"
+                )
+            body = b"".join(read_guarded(response, page, limit=MAX_PAGE_BYTES))
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise UnreachableError(f"cannot reach the index {redact(page)}: {reason(exc)}") from None
-    if response.status_code == 404:
-        raise ForkliftError(f"package {package!r} is not on the index {redact(page)}")
-    if response.status_code != 200:
-        raise ForkliftError(f"the index {redact(page)} answered HTTP {response.status_code}")
-    kind = response.headers.get("content-type", "").split(";")[0].strip()
     try:
-        if kind != PEP691_JSON:
-            raise ValueError(kind or "no content-type")
-        return response.json()
+        return json.loads(body)
     except ValueError as exc:
         raise ForkliftError(f"the index {redact(page)} did not answer with PEP 691 JSON ({reason(exc)})") from None
 
 
+class _IndexEntry(BaseModel):
+    """One file of a PEP 691 project page: the keys forklift reads, typed (others are allowed and ignored)."""
+
+    model_config = ConfigDict(extra="allow")
+    filename: StrictStr
+    url: StrictStr
+    hashes: dict[str, StrictStr]
+    size: StrictInt | None = None
+
+
+class _ProjectPage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    files: list[_IndexEntry]
+    versions: list[StrictStr] | None = None
+
+
+def parse_project_page(data: object, page: str) -> tuple[list[dict], list[str]]:
+    """The page's files (as dicts) and versions, or one line naming the first malformed field."""
+    try:
+        parsed = _ProjectPage.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the page"
+        got = type(first["input"]).__name__ if not isinstance(first["input"], (str, int)) else repr(first["input"])
+        raise ForkliftError(
+            f"the index {redact(page)} sent a malformed PEP 691 page: {where}: {first['msg'].lower()} (got {got})"
+        ) from None
+    return [entry.model_dump() for entry in parsed.files], list(parsed.versions or [])
+
+
 def pick_file(
-    data: dict,
+    data: object,
     page: str,
     package: str,
     version: str,
@@ -115,10 +203,11 @@ def pick_file(
     tags: frozenset[Tag] | None = None,
 ) -> IndexFile:
     """Choose the file from a parsed PEP 691 project page (pure)."""
-    files = [f for f in data.get("files", []) if _same_version(_version_of(f.get("filename", ""), package), version)]
+    entries, versions = parse_project_page(data, page)
+    files = [f for f in entries if _same_version(_version_of(f["filename"], package), version)]
     where = f"{package} {version} on the index {redact(page)}"
     if not files:
-        raise ForkliftError(f"{package} {version} is not on the index {redact(page)}{_latest(data)}")
+        raise ForkliftError(f"{package} {version} is not on the index {redact(page)}{_latest(versions)}")
     if filename:
         chosen = [f for f in files if f["filename"] == filename]
         if not chosen:
@@ -160,7 +249,7 @@ def _tagged_wheel(files: list[dict], where: str, tags: frozenset[Tag]) -> dict:
 
 def _index_file(entry: dict, page: str) -> IndexFile:
     url = urldefrag(urljoin(page, entry["url"])).url
-    return IndexFile(entry["filename"], url, entry.get("hashes", {}).get("sha256"), entry.get("size"))
+    return IndexFile(entry["filename"], url, entry["hashes"].get("sha256"), entry["size"])
 
 
 def _version_of(filename: str, package: str) -> Version | None:
@@ -188,9 +277,9 @@ def _names(files: list[dict]) -> str:
     return ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
 
 
-def _latest(data: dict) -> str:
+def _latest(listed: list[str]) -> str:
     versions = []
-    for text in data.get("versions") or []:
+    for text in listed:
         try:
             versions.append((Version(text), text))
         except InvalidVersion:

@@ -19,8 +19,8 @@ from forklift.errors import ForkliftError
 from forklift.source import git
 from forklift.source.cache import Cache, default_cache
 from forklift.source.download import download
-from forklift.source.extract import extract_archive, refuse_escaping_links
-from forklift.source.hashing import SKIPPED_NAMES, directory_digest, file_sha256
+from forklift.source.extract import Limits, extract_archive, refuse_escaping_links
+from forklift.source.hashing import SKIPPED_NAMES, directory_digest, file_sha256, pinnable_kind
 from forklift.source.index import redact, resolve_pypi_file
 
 TreeKind = Literal["sdist", "wheel", "git", "tarball", "dir"]
@@ -71,7 +71,7 @@ def _pypi(pin: PypiPin, cache: Cache, progress, index_url: str | None) -> Tree:
             artifact = download(file, pin.sha256, cache, progress)
         name = pin.filename or f"{pin.package} {pin.version} sdist"
         with _status(progress, f"extracting {name}"):
-            _extract_verified(artifact, pin.sha256, dest, strip_top=kind == "sdist", name=name)
+            _extract_verified(artifact, pin, dest, strip_top=kind == "sdist", name=name)
 
     path = cache.build_tree(f"{'wheel' if kind == 'wheel' else 'archive'}-{pin.sha256}", build)
     return Tree(path, pin.sha256, f"{pin.package} {pin.version} {kind}", kind)
@@ -100,7 +100,7 @@ def _path(pin: PathPin, root: Path, cache: Cache, progress) -> Tree:
     source = source if source.is_absolute() else root / source
     if not source.exists():
         raise ForkliftError(f"{source}: no such file or folder (upstream.path in forklift.toml)")
-    kind: TreeKind = "dir" if source.is_dir() else "tarball"
+    kind: TreeKind = "dir" if pinnable_kind(source) == "dir" else "tarball"
     found = directory_digest(source) if kind == "dir" else file_sha256(source)
     if found != pin.sha256:
         raise ForkliftError(f"{source}: sha256 mismatch: forklift.toml pins {pin.sha256}, found {found}")
@@ -115,7 +115,7 @@ def _path(pin: PathPin, root: Path, cache: Cache, progress) -> Tree:
                 return
             with open(source, "rb") as handle:
                 artifact = cache.ingest(pin.sha256, iter(lambda: handle.read(1 << 20), b""), what=str(source))
-            _extract_verified(artifact, pin.sha256, dest, strip_top=True, name=source.name)
+            _extract_verified(artifact, pin, dest, strip_top=True, name=source.name)
 
     path = cache.build_tree(f"{'dir' if kind == 'dir' else 'archive'}-{pin.sha256}", build)
     return Tree(path, pin.sha256, f"{kind} {pin.path}", kind)
@@ -126,9 +126,9 @@ def _status(console, text: str):
     return console.status(text) if console is not None else nullcontext()
 
 
-def _extract_verified(artifact: Path, sha256: str, dest: Path, *, strip_top: bool, name: str) -> None:
+def _extract_verified(artifact: Path, pin: PypiPin | PathPin, dest: Path, *, strip_top: bool, name: str) -> None:
     """Extract a cached artifact after re-checking its hash (cheap next to extraction; catches a tampered cache)."""
-    if (found := file_sha256(artifact)) != sha256:
+    if (found := file_sha256(artifact)) != pin.sha256:
         artifact.unlink()
         raise ForkliftError(f"cached artifact {artifact} was corrupted (sha256 {found}); removed it, run again")
-    extract_archive(artifact, dest, strip_top=strip_top, name=name)
+    extract_archive(artifact, dest, strip_top=strip_top, name=name, limits=Limits.from_env(configured=pin.extract))

@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 from forklift.config.load import parse_config
 from forklift.errors import UsageError
 from forklift.source import git
-from forklift.source.hashing import directory_digest, file_sha256
+from forklift.source.hashing import directory_digest, file_sha256, pinnable_kind
 from forklift.source.index import resolve_pypi_file
 
 SERIES_HEADER = """\
@@ -92,7 +92,7 @@ def _resolve(folder, pypi, wheel, git_url, tag, path, index_url) -> tuple[dict[s
     source = Path(path).expanduser().resolve()
     if not source.exists():
         raise UsageError(f"--path {path}: no such file or folder")
-    digest = directory_digest(source) if source.is_dir() else file_sha256(source)
+    digest = directory_digest(source) if pinnable_kind(source) == "dir" else file_sha256(source)
     return {"source": "path", "path": _relative_if_inside(source, folder), "sha256": digest}, _project_name(source)
 
 

@@ -33,11 +33,23 @@ args = {{ enforce-eager = true }}
 
 @pytest.fixture
 def dist(tmp_path):
-    """A distribution folder with a `fake` profile, and the environment the CLI runs in."""
+    """A distribution folder with a `fake` profile, and the environment the CLI runs in. The health timeout
+    is short because one test waits it out; tests that act during boot use `booting_dist` instead."""
+    return make_dist(tmp_path, timeout=4)
+
+
+@pytest.fixture
+def booting_dist(tmp_path):
+    """As `dist`, but the boot outlasts any loaded box (600 s): a test interrupts it on an event, never
+    racing the health timeout."""
+    return make_dist(tmp_path, timeout=600)
+
+
+def make_dist(tmp_path, timeout: float):
     port = free_port()
     (tmp_path / "forklift.toml").write_text(
         distribution_toml(
-            PROFILE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE)), port=port, timeout=4)
+            PROFILE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE)), port=port, timeout=timeout)
         )
     )
     env = {
@@ -119,7 +131,7 @@ def test_a_command_that_does_not_exist_is_named_and_its_receipt_says_failed(dist
     assert not (folder / "state" / f"{port}.json").exists()
 
 
-def wait_for(predicate, timeout=30.0):
+def wait_for(predicate, timeout=300.0):  # a ceiling for a loaded box; the predicate is the event
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out waiting"
@@ -149,13 +161,18 @@ def engine_started(folder: Path) -> bool:
     return path.exists() and bool(path.read_text())
 
 
-def test_ctrl_c_during_boot_stops_the_engine_and_its_children(dist):
+def test_ctrl_c_during_boot_stops_the_engine_and_its_children(booting_dist):
+    dist = booting_dist
     folder = dist[0]
     with background_launch(dist, "never") as proc:
         wait_for(lambda: engine_started(folder))
         os.kill(proc.pid, signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        "interrupted: forklift launch stopped by Ctrl-C; the engine and its children were stopped;"
+        " the boot receipt is marked interrupted"
+    )
     data = receipt(folder)
     assert data["status"] == "interrupted" and data["body"]["outcome"] == "interrupted"
     assert not alive(child_pid(folder))
@@ -179,7 +196,7 @@ def test_forklift_stop_ends_a_serving_launch(dist):
         stopped = run(dist, "stop", "fake")
         assert stopped.returncode == 0, stopped.stderr
         assert f"stopped fake at http://127.0.0.1:{port}" in stopped.stdout
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert "ready in" in out and "serving; Ctrl-C or `forklift stop` to end" in out
     assert receipt(folder)["status"] == "ok"
@@ -187,12 +204,13 @@ def test_forklift_stop_ends_a_serving_launch(dist):
     assert not state.exists()
 
 
-def test_forklift_stop_during_boot_interrupts_it(dist):
+def test_forklift_stop_during_boot_interrupts_it(booting_dist):
+    dist = booting_dist
     folder, port, _ = dist
     with background_launch(dist, "never") as proc:
         wait_for(lambda: (folder / "state" / f"{port}.json").exists() and engine_started(folder))
         assert run(dist, "stop").returncode == 0
-        proc.communicate(timeout=60)
+        proc.communicate(timeout=120)
     assert proc.returncode == 130
     assert receipt(folder)["status"] == "interrupted"
     assert not alive(child_pid(folder))

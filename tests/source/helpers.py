@@ -29,6 +29,8 @@ class Hosted:
     listed_sha256: str | None = None  # what the index claims; default: the true hash
     cut_after: int | None = None  # send the full Content-Length, then close after this many bytes
     stall: float = 0.0  # seconds to pause halfway through the body (holds a download open)
+    trickle: bool = False  # send 10 bytes at a time, 0.1 s apart, until the client hangs up
+    extra: bytes = b""  # sent after the content (Content-Length counts them; the index's size does not)
 
 
 @dataclass
@@ -38,6 +40,8 @@ class IndexServer:
     url: str = ""
     projects: dict[str, dict[str, Hosted]] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
+    raw_pages: dict[str, bytes] = field(default_factory=dict)  # a project page served as given (malformed JSON)
+    trickle_pages: bool = False  # project pages trickle like Hosted.trickle
 
     def add(self, project: str, filename: str, content: bytes, **how) -> str:
         self.projects.setdefault(project, {})[filename] = Hosted(content, **how)
@@ -56,6 +60,8 @@ def handler(server_state: IndexServer):
         def do_GET(self):
             server_state.requests.append(self.path)
             parts = self.path.strip("/").split("/")
+            if parts[0] == "simple" and len(parts) == 2 and parts[1] in server_state.raw_pages:
+                return self._send(server_state.raw_pages[parts[1]], PEP691, trickle=server_state.trickle_pages)
             if parts[0] == "simple" and len(parts) == 2 and parts[1] in server_state.projects:
                 return self._page(parts[1])
             if parts[0] == "files" and len(parts) == 2:
@@ -75,13 +81,30 @@ def handler(server_state: IndexServer):
                 for name, hosted in server_state.projects[project].items()
             ]
             body = json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": files}).encode()
+            self._send(body, PEP691, trickle=server_state.trickle_pages)
+
+        def _send(self, body: bytes, kind: str, trickle: bool = False):
             self.send_response(200)
-            self.send_header("Content-Type", PEP691)
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if trickle:
+                return self._trickle(body)
             self.wfile.write(body)
 
+        def _trickle(self, body: bytes):
+            """10 bytes every 0.1 s; ends when the client hangs up (bounded: at most 10 minutes)."""
+            for start in range(0, min(len(body), 60000), 10):
+                try:
+                    self.wfile.write(body[start : start + 10])
+                    self.wfile.flush()
+                except OSError:  # the client gave up: what the test waits for
+                    return
+                time.sleep(0.1)
+
         def _file(self, hosted: Hosted):
+            if hosted.trickle or hosted.extra:
+                return self._send(hosted.content + hosted.extra, "application/octet-stream", trickle=hosted.trickle)
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(len(hosted.content)))
@@ -175,6 +198,7 @@ def run_forklift(*args: str, cwd: Path, env: dict | None = None) -> subprocess.C
     """The real command line in a child process: exit code and stderr as a user sees them."""
     return subprocess.run(
         [sys.executable, "-c", "from forklift.cli import main; main()", *args],
+        check=False,
         cwd=cwd,
         capture_output=True,
         text=True,
