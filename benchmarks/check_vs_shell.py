@@ -40,7 +40,7 @@ def make_series(tree: Path, dest: Path, count: int) -> list[str]:
         rel = path.relative_to(tree).as_posix()
         old = path.read_text(encoding="utf-8").splitlines(keepends=True)
         at = next(i for i, line in enumerate(old) if line.startswith(("def ", "class ")))
-        new = old[:at] + [f"# forklift benchmark patch {number}\n"] + old[at:]
+        new = [*old[:at], f"# forklift benchmark patch {number}\n", *old[at:]]
         diff = "".join(difflib.unified_diff(old, new, f"a/{rel}", f"b/{rel}", n=3))
         name = f"{number:04d}-bench-{path.stem}.patch"
         (dest / "patches" / name).write_text(f"Description: benchmark patch {number}\n---\n{diff}")

@@ -76,7 +76,7 @@ def make_fork(old: Path, new: Path, repo: Path, count: int) -> tuple[str, list[s
         rel = path.relative_to(old).as_posix()
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
         at = next(i for i, line in enumerate(lines) if line.startswith(("def ", "class ")))
-        content = "".join(lines[:at] + [f"# forklift benchmark patch {number}\n"] + lines[at:]).encode()
+        content = "".join([*lines[:at], f"# forklift benchmark patch {number}\n", *lines[at:]]).encode()
         tip = commit(git, tip, {rel: content}, f"Benchmark patch {number} in {rel}\n\nKind: bench\n")
         commits.append(tip)
     tip = commit(git, tip, {AUDIO: (new / AUDIO).read_bytes()}, "Add the azacinto_foscolo audio asset\n")

@@ -10,7 +10,8 @@ the decode rate C streams sustain, using the median so a few slow requests do no
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

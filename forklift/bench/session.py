@@ -8,10 +8,11 @@ completed record and says how it ended.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import aiohttp
 
@@ -33,11 +34,13 @@ class BenchOutcome:
 
 async def _first_model(url: str) -> str:
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-            async with session.get(url.rstrip("/") + "/v1/models") as response:
-                if response.status != 200:
-                    raise ForkliftError(f"{url}/v1/models answered HTTP {response.status}; give --model")
-                listing = await response.json()
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session,
+            session.get(url.rstrip("/") + "/v1/models") as response,
+        ):
+            if response.status != 200:
+                raise ForkliftError(f"{url}/v1/models answered HTTP {response.status}; give --model")
+            listing = await response.json()
     except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
         raise ForkliftError(f"{url}: cannot list models ({type(exc).__name__}: {exc}); is the server up?") from None
     if isinstance(listing, dict) and not listing.get("data"):

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import sys
 
-from forklift.cli import bench as _bench  # noqa: F401,E402
-from forklift.cli import compare as _compare  # noqa: F401,E402
-from forklift.cli import flip as _flip  # noqa: F401,E402
-from forklift.cli import fork as _fork  # noqa: F401,E402
-from forklift.cli import installed as _installed  # noqa: F401,E402
-from forklift.cli import knobs as _knobs  # noqa: F401,E402
-from forklift.cli import launch as _launch  # noqa: F401,E402
+from forklift.cli import bench as _bench  # noqa: F401
+from forklift.cli import compare as _compare  # noqa: F401
+from forklift.cli import flip as _flip  # noqa: F401
+from forklift.cli import fork as _fork  # noqa: F401
+from forklift.cli import installed as _installed  # noqa: F401
+from forklift.cli import knobs as _knobs  # noqa: F401
+from forklift.cli import launch as _launch  # noqa: F401
 
 # Command modules register themselves on `app` when imported.
-from forklift.cli import series as _series  # noqa: F401,E402
-from forklift.cli import source as _source  # noqa: F401,E402
+from forklift.cli import series as _series  # noqa: F401
+from forklift.cli import source as _source  # noqa: F401
 from forklift.cli.app import app, err_console
 from forklift.errors import ForkliftError
 

@@ -33,7 +33,7 @@ def _global(
     state.config_path = config
 
 
-def load() -> "object":
+def load() -> object:
     """The validated config named by --config (imported lazily to keep startup fast)."""
     from forklift.config import load_config
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,7 +13,7 @@ bench_app = typer.Typer(help="Benchmark a server: single stream, concurrency swe
 app.add_typer(bench_app, name="bench")
 
 
-def receipts_folder(given: Optional[Path]) -> Path:
+def receipts_folder(given: Path | None) -> Path:
     """Bench runs without a forklift.toml too: the receipts rule with the config file when there is one."""
     from forklift.receipts import receipts_folder as rule
 
@@ -120,22 +119,18 @@ def render(body) -> None:
 @bench_app.callback(invoke_without_command=True)
 def bench(
     ctx: typer.Context,
-    url: Optional[str] = typer.Option(None, "--url", help="base URL of any OpenAI-compatible server"),
-    profile: Optional[str] = typer.Option(
-        None, "--profile", help="launch this forklift.toml profile, bench it, stop it"
-    ),
+    url: str | None = typer.Option(None, "--url", help="base URL of any OpenAI-compatible server"),
+    profile: str | None = typer.Option(None, "--profile", help="launch this forklift.toml profile, bench it, stop it"),
     sets: list[str] = typer.Option([], "--set", help="with --profile: axis=choice, args.FLAG=VALUE, env.NAME=VALUE"),
-    logs: Optional[Path] = typer.Option(
+    logs: Path | None = typer.Option(
         None, "--logs", help="with --profile: engine log folder (default: logs/ beside forklift.toml)"
     ),
-    model: Optional[str] = typer.Option(
-        None, "--model", help="served model name (default: the first /v1/models lists)"
-    ),
-    cohort: Optional[Path] = typer.Option(None, "--cohort", help="prompt cohort, JSONL: id, messages or prompt, ..."),
-    synthetic: Optional[str] = typer.Option(None, "--synthetic", help="IN:OUT synthetic prompts of exact lengths"),
+    model: str | None = typer.Option(None, "--model", help="served model name (default: the first /v1/models lists)"),
+    cohort: Path | None = typer.Option(None, "--cohort", help="prompt cohort, JSONL: id, messages or prompt, ..."),
+    synthetic: str | None = typer.Option(None, "--synthetic", help="IN:OUT synthetic prompts of exact lengths"),
     prompts: int = typer.Option(16, "--prompts", help="how many distinct synthetic prompts"),
     endpoint: str = typer.Option("completions", "--endpoint", help="synthetic prompts: chat or completions"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="cohort default for lines without one"),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="cohort default for lines without one"),
     ignore_eos: bool = typer.Option(
         False, "--ignore-eos", help="cohort: generate exactly max_tokens (synthetic always does)"
     ),
@@ -143,18 +138,18 @@ def bench(
     seed: int = typer.Option(0, "--seed", help="base seed of the seeded preset, synthetic text and pacing"),
     no_salt: bool = typer.Option(False, "--no-salt", help="send prompts as they are: allow prefix-cache reuse"),
     salt_nonce: str = typer.Option("forklift", "--salt-nonce", help="change to re-bench a live server off its cache"),
-    mode: Optional[str] = typer.Option(
+    mode: str | None = typer.Option(
         None, "--mode", help="single, sweep or batch (default: sweep when --concurrency is given)"
     ),
-    concurrency: Optional[str] = typer.Option(None, "--concurrency", help="e.g. 1,2,4,8"),
-    requests: Optional[int] = typer.Option(None, "--requests", help="requests per cell (default: the workload once)"),
-    rate: Optional[float] = typer.Option(None, "--rate", help="pace arrivals at this many requests/s"),
+    concurrency: str | None = typer.Option(None, "--concurrency", help="e.g. 1,2,4,8"),
+    requests: int | None = typer.Option(None, "--requests", help="requests per cell (default: the workload once)"),
+    rate: float | None = typer.Option(None, "--rate", help="pace arrivals at this many requests/s"),
     burstiness: float = typer.Option(1.0, "--burstiness", help="gamma shape of arrival gaps (1 = Poisson)"),
     runs: int = typer.Option(1, "--runs", help="repeat each cell; with --keep last the first runs are warm-up"),
     keep: str = typer.Option("last", "--keep", help="last (drop warm-up runs) or all"),
     timeout: float = typer.Option(600.0, "--timeout", help="seconds per request"),
     engine: str = typer.Option("vllm", "--engine", help="engine adapter naming the server's metrics"),
-    receipts: Optional[Path] = typer.Option(None, "--receipts", help="receipt folder"),
+    receipts: Path | None = typer.Option(None, "--receipts", help="receipt folder"),
 ) -> None:
     """Stream a workload at a server; prints a table and writes a bench receipt with every request."""
     if ctx.invoked_subcommand is not None:
@@ -249,7 +244,7 @@ def bench(
 @bench_app.command("import")
 def import_(
     file: Path = typer.Argument(..., help="a `vllm bench serve --save-result` JSON file"),
-    receipts: Optional[Path] = typer.Option(None, "--receipts", help="receipt folder"),
+    receipts: Path | None = typer.Option(None, "--receipts", help="receipt folder"),
 ) -> None:
     """Turn a vLLM benchmark result file into a bench receipt, so archives compare with new runs."""
     from forklift.bench.session import import_file

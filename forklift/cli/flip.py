@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -49,8 +48,8 @@ def flip(
     version: str = typer.Argument(..., help="the upstream version (PyPI) or tag (git) to move to"),
     write: bool = typer.Option(False, "--write", help="move the pin and the series (only when nothing conflicts)"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON instead of a table"),
-    report_file: Optional[Path] = typer.Option(None, "--report", help="also write the markdown flip report here"),
-    receipts: Optional[Path] = typer.Option(
+    report_file: Path | None = typer.Option(None, "--report", help="also write the markdown flip report here"),
+    receipts: Path | None = typer.Option(
         None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
     ),
 ) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -29,7 +28,7 @@ def _pristine(config):
 def export_command(
     ref: str = typer.Option(..., "--from", help="the fork branch or commit to export (its commits since the base)"),
     repo: Path = REPO_OPTION,
-    base: Optional[str] = BASE_OPTION,
+    base: str | None = BASE_OPTION,
     check: bool = typer.Option(False, "--check", help="only compare with the committed series; exit 1 on drift"),
     drop_outside: bool = typer.Option(
         False, "--drop-outside", help="export without files outside upstream's tree (each is listed)"
@@ -75,7 +74,7 @@ def export_command(
 def import_command(
     branch: str = typer.Option(..., "--branch", help="the branch to create, one commit per patch"),
     repo: Path = REPO_OPTION,
-    base: Optional[str] = BASE_OPTION,
+    base: str | None = BASE_OPTION,
     force: bool = typer.Option(False, "--force", help="replace the branch if it exists"),
 ) -> None:
     """Make a git branch at the pinned base with one commit per patch, for editing the series as commits.
@@ -95,9 +94,7 @@ def import_command(
 
 @app.command()
 def replay(
-    against: Optional[str] = typer.Option(
-        None, "--against", help="fork ref to compare with (default: SOURCE's commit)"
-    ),
+    against: str | None = typer.Option(None, "--against", help="fork ref to compare with (default: SOURCE's commit)"),
     repo: Path = REPO_OPTION,
 ) -> None:
     """Apply the series to the pristine tree and compare with the fork's tree over upstream's paths."""
@@ -145,7 +142,7 @@ def _report_binding(failures) -> None:
 def source_bind(
     commit: str = typer.Argument(..., help="the fork commit the series was exported from"),
     branch: str = typer.Option(..., "--branch", help="the published branch as a ref of the fork repo (origin/NAME)"),
-    tag: Optional[str] = typer.Option(None, "--tag", help="upstream tag in the fork that must keep naming the base"),
+    tag: str | None = typer.Option(None, "--tag", help="upstream tag in the fork that must keep naming the base"),
     repo: Path = REPO_OPTION,
 ) -> None:
     """Record COMMIT in SOURCE after checking it exists, is published, descends from the base and moves forward."""

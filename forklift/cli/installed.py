@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,7 +15,7 @@ PATH_ARG = typer.Argument(
 INSTALLED = typer.Option(False, "--installed", help="work on the installed engine package (the only mode)")
 
 
-def _package(path: Optional[Path]):
+def _package(path: Path | None):
     from forklift.engines import adapter
     from forklift.installed.package import locate
     from forklift.series.model import load_series
@@ -34,7 +33,7 @@ def _require(installed: bool, command: str) -> None:
 
 
 @app.command()
-def apply(installed: bool = INSTALLED, path: Optional[Path] = PATH_ARG) -> None:
+def apply(installed: bool = INSTALLED, path: Path | None = PATH_ARG) -> None:
     """Apply the series to an installed engine, idempotently (patches already there are left alone)."""
     _require(installed, "apply")
     from forklift.installed.verify import apply_installed
@@ -51,7 +50,7 @@ def apply(installed: bool = INSTALLED, path: Optional[Path] = PATH_ARG) -> None:
 @app.command()
 def verify(
     installed: bool = INSTALLED,
-    path: Optional[Path] = PATH_ARG,
+    path: Path | None = PATH_ARG,
     as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
 ) -> None:
     """Check every file of an installed engine: pristine, patched as the series says, or unexpected."""

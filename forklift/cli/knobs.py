@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,7 +14,7 @@ from forklift.cli.app import app, console, load
 def knobs(
     lint: bool = typer.Option(False, "--lint", help="exit 1 if the series adds a bare read of an unregistered knob"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
-    tree: Optional[Path] = typer.Option(None, "--tree", help="a source tree to read instead of the pinned upstream"),
+    tree: Path | None = typer.Option(None, "--tree", help="a source tree to read instead of the pinned upstream"),
     reads: bool = typer.Option(False, "--reads", help="list every bare read, not only those the series adds"),
 ) -> None:
     """Registered knobs before/after the series; bare VLLM_* reads outside the registry, with file:line."""

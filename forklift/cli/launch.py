@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -19,17 +18,17 @@ def launch(
     print_only: bool = typer.Option(
         False, "--print", help="print the exact argv and environment, one per line; start nothing"
     ),
-    port: Optional[int] = typer.Option(None, "--port", help="listen on this port instead of the profile's"),
+    port: int | None = typer.Option(None, "--port", help="listen on this port instead of the profile's"),
     control: bool = typer.Option(
         False,
         "--control",
         help="export a made-up engine variable; fail unless the engine warns about exactly it, then stop",
     ),
     check: bool = typer.Option(True, "--check/--no-check", help="check flags and knobs against the installed engine"),
-    receipts: Optional[Path] = typer.Option(
+    receipts: Path | None = typer.Option(
         None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
     ),
-    logs: Optional[Path] = typer.Option(None, "--logs", help="engine log folder (default: logs/ beside forklift.toml)"),
+    logs: Path | None = typer.Option(None, "--logs", help="engine log folder (default: logs/ beside forklift.toml)"),
 ) -> None:
     """Boot a profile as a supervised server (Ctrl-C or `forklift stop` ends it), or --print its command."""
     from forklift.launch.resolve import printed_lines
@@ -97,8 +96,8 @@ def _count(value: int | None) -> str:
 
 @app.command()
 def stop(
-    profile: Optional[str] = typer.Argument(None, help="stop launches of this profile (default: all)"),
-    port: Optional[int] = typer.Option(None, "--port", help="only the launch listening on this port"),
+    profile: str | None = typer.Argument(None, help="stop launches of this profile (default: all)"),
+    port: int | None = typer.Option(None, "--port", help="only the launch listening on this port"),
 ) -> None:
     """Stop running launches: terminate the engine's process group, wait, kill; nothing is left behind."""
     from forklift.errors import ForkliftError

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -33,7 +32,7 @@ def _hunks(row) -> str:
         else:
             parts.append(f"{h.file}#{h.index} {h.status}")
     exact = sum(1 for h in row.hunks if h.status == "exact")
-    return "; ".join([f"{exact}/{len(row.hunks)} exact"] + parts + row.problems)
+    return "; ".join([f"{exact}/{len(row.hunks)} exact", *parts, *row.problems])
 
 
 def print_check_report(report) -> None:
@@ -74,8 +73,8 @@ def _status(status: str) -> str:
 @app.command()
 def check(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON instead of a table"),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="also write a JUnit XML file for CI"),
-    receipts: Optional[Path] = typer.Option(
+    junit: Path | None = typer.Option(None, "--junit", help="also write a JUnit XML file for CI"),
+    receipts: Path | None = typer.Option(
         None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
     ),
 ) -> None:

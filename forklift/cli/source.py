@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -23,11 +22,11 @@ def fetch() -> None:
 
 @app.command()
 def init(
-    pypi: Optional[str] = typer.Option(None, "--pypi", metavar="NAME==VERSION", help="pin a release from the index"),
+    pypi: str | None = typer.Option(None, "--pypi", metavar="NAME==VERSION", help="pin a release from the index"),
     wheel: bool = typer.Option(False, "--wheel", help="with --pypi: pin the wheel for this machine, not the sdist"),
-    git: Optional[str] = typer.Option(None, "--git", metavar="URL", help="pin a git repository (with --tag)"),
-    tag: Optional[str] = typer.Option(None, "--tag", help="the tag; its commit is pinned"),
-    path: Optional[Path] = typer.Option(None, "--path", help="pin a local tarball or folder by its sha256"),
+    git: str | None = typer.Option(None, "--git", metavar="URL", help="pin a git repository (with --tag)"),
+    tag: str | None = typer.Option(None, "--tag", help="the tag; its commit is pinned"),
+    path: Path | None = typer.Option(None, "--path", help="pin a local tarball or folder by its sha256"),
     folder: Path = typer.Option(Path("."), "--dir", help="where to write forklift.toml and patches/series"),
 ) -> None:
     """Write forklift.toml (the resolved pin) and an empty patches/series; never overwrites forklift.toml."""

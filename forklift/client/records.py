@@ -6,6 +6,7 @@ the cell, so records from one cell share one time base.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -74,7 +75,7 @@ class RequestRecord(BaseModel):
         beyond the first in the first chunk arrived with it and belong to TTFT.
         """
         out: list[float] = []
-        for (prev, _), (now, tokens) in zip(self.chunks, self.chunks[1:]):
+        for (prev, _), (now, tokens) in pairwise(self.chunks):
             if tokens > 0:
                 out.extend([(now - prev) / tokens] * tokens)
         return out

@@ -7,7 +7,7 @@ never a setting silently ignored.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -47,7 +47,7 @@ class PathPin(Strict):
     sha256: Sha256
 
 
-Pin = Annotated[Union[PypiPin, GitPin, PathPin], Field(discriminator="source")]
+Pin = Annotated[PypiPin | GitPin | PathPin, Field(discriminator="source")]
 
 
 class EngineConfig(Strict):

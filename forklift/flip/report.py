@@ -35,7 +35,7 @@ class FlipRow(BaseModel):
     needs_look: bool = False
 
     @classmethod
-    def of(cls, t: PatchTriage, description: str) -> "FlipRow":
+    def of(cls, t: PatchTriage, description: str) -> FlipRow:
         return cls(
             name=t.name,
             verdict=t.verdict,
@@ -75,7 +75,7 @@ class KnobDelta(BaseModel):
     series_registers: list[str] = Field(default_factory=list)  # patched only: knobs the series adds on the new tree
     series_unregistered_reads: list[str] = Field(default_factory=list)  # patched only: the series' own bare reads
 
-    def describe(self, pristine: "KnobDelta | None" = None) -> str:
+    def describe(self, pristine: KnobDelta | None = None) -> str:
         """One line: counts, names added/removed (or 'as pristine'), what the series itself registers."""
         if pristine is not None and (self.added, self.removed) == (pristine.added, pristine.removed):
             changes = "added/removed as pristine"

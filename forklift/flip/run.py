@@ -81,7 +81,7 @@ def run_flip(
         old=old_tree.label,
         new=new_tree.label,
         new_pin=target.model_dump(exclude_none=True),
-        patches=[FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)],
+        patches=[FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches, strict=True)],
         knobs=knobs,
         knobs_skipped=skipped,
     )
@@ -107,7 +107,7 @@ def rewrite_pin(text: str, pin: PypiPin | GitPin) -> str:
         value = getattr(pin, key)
         line = re.compile(rf'(?m)^({key}\s*=\s*)"[^"\n]*"')
         if line.search(body):
-            body = line.sub(lambda m: f'{m.group(1)}"{value}"', body, count=1)
+            body = line.sub(lambda m, value=value: f'{m.group(1)}"{value}"', body, count=1)
         elif value is not None:
             raise ForkliftError(f"forklift.toml: [upstream] has no {key} line to rewrite")
     return text[: section.start(1)] + body + text[section.end(1) :]

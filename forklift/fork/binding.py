@@ -127,12 +127,16 @@ def verify_binding(fork: Git, binding: SourceBinding, base: str, previous: str |
                 "not-from-base", f"fork commit {commit[:12]} does not descend from the pinned base {base[:12]}"
             )
         )
-    if commit and previous and previous != commit:
-        if fork.resolve(previous) is None or not fork.is_ancestor(previous, commit):
-            failures.append(
-                BindingFailure(
-                    "went-backwards",
-                    f"fork commit {commit[:12]} does not descend from the previously recorded {previous[:12]}",
-                )
+    if (
+        commit
+        and previous
+        and previous != commit
+        and (fork.resolve(previous) is None or not fork.is_ancestor(previous, commit))
+    ):
+        failures.append(
+            BindingFailure(
+                "went-backwards",
+                f"fork commit {commit[:12]} does not descend from the previously recorded {previous[:12]}",
             )
+        )
     return failures

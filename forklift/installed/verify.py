@@ -106,11 +106,11 @@ def verify(package: InstalledPackage, series: Series) -> Verification:
             "applied" if r.status == "already-applied" else "not-applied" if r.applies else "conflicts",
             r.status,
         )
-        for p, r in zip(series.patches, forward)
+        for p, r in zip(series.patches, forward, strict=True)
     ]
     # Undo the applied patches, last first: what is left should be the wheel's bytes.
     undone = Overlay(read)
-    for patch, check in reversed(list(zip(series.patches, patches))):
+    for patch, check in reversed(list(zip(series.patches, patches, strict=True))):
         if check.state == "applied":
             result = apply_patch(undone.read, reverse(patch))
             if result.status in ("exact", "offset"):

@@ -7,9 +7,10 @@ the verdict, so a boot cut short still leaves a record of what was tried.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError

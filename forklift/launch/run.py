@@ -6,9 +6,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from forklift.config import Config
 from forklift.engines import EngineAdapter

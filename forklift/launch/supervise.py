@@ -7,6 +7,7 @@ every engine/worker process it forked. `stop` returns only when that group is go
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -207,7 +208,5 @@ def stop(server: Server, grace: float = 20.0) -> None:
 
 def _reap(server: Server) -> None:
     # The leader is our child: reap it, or it stays a zombie and the group looks alive.
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         server.process.wait(timeout=0)
-    except subprocess.TimeoutExpired:
-        pass

@@ -67,7 +67,7 @@ def _summary(campaign: Campaign) -> str:
     lead = (["box"] if many_hosts else []) + ["setting"] + (["workload"] if many_workloads else []) + ["cell"]
     out = []
     if campaign.baseline is None:
-        header = lead + ["tok/s", "KV pool", "tok/step"]
+        header = [*lead, "tok/s", "KV pool", "tok/step"]
         body = [
             ([r.host] if many_hosts else [])
             + [r.old.setting]
@@ -76,7 +76,8 @@ def _summary(campaign: Campaign) -> str:
             for r in rows
         ]
         return f"One build ({campaign.builds[0]}): numbers only, nothing to compare.\n\n" + _table(header, body)
-    header = lead + [
+    header = [
+        *lead,
         f"{words[0]} tok/s",
         f"{words[1]} tok/s",
         f"{words[0]} pool",
@@ -115,7 +116,7 @@ def _summary(campaign: Campaign) -> str:
         "in bursts (no decode timing). pool: KV cache tokens the server stated. tok/step: 1 + accepted/drafts from the "
         'server\'s speculative-decoding counters ("no spec": counters read, no drafts).'
     )
-    return "\n\n".join(out + [caption])
+    return "\n\n".join([*out, caption])
 
 
 def _detail(comparison: GroupComparison) -> str:

@@ -93,7 +93,7 @@ def ttft_distribution(campaign: Campaign, path: Path) -> Path | None:
     parts = ax.boxplot(
         [values for _, values in boxes], patch_artist=True, widths=0.6, **HORIZONTAL, medianprops={"color": "black"}
     )
-    for patch, colour in zip(parts["boxes"], colours):
+    for patch, colour in zip(parts["boxes"], colours, strict=True):
         patch.set_facecolor(colour)
         patch.set_alpha(0.45)
     ax.set_yticks(range(1, len(boxes) + 1), [label for label, _ in boxes], fontsize=8)

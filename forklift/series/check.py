@@ -178,7 +178,7 @@ def check_series(
     require_contract(series, contract)
 
     results, overlay = apply_series(read, patches)
-    pass1 = [_row(p, r) for p, r in zip(patches, results)]
+    pass1 = [_row(p, r) for p, r in zip(patches, results, strict=True)]
     findings += [Finding(check="pass1", subject=r.name, message=_explain(r)) for r in results if not r.applies]
 
     pass2 = []

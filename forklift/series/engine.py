@@ -12,8 +12,9 @@ Tests cross-check these verdicts against `git apply --check` and
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import Literal
 
 from forklift.fsio import Reader
 from forklift.series.model import FilePatch, Hunk, Patch

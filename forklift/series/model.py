@@ -102,7 +102,7 @@ def _tree_path(name: str, raw: str, strip: int) -> str | None:
     if raw == "/dev/null":
         return None
     parts = PurePosixPath(raw).parts
-    if raw.startswith("/") or len(parts) <= strip and strip:
+    if raw.startswith("/") or (len(parts) <= strip and strip):
         raise PatchError(f"{name}: path {raw!r} is absolute or has no component left after -p{strip}")
     rel = PurePosixPath(*parts[strip:])
     if ".." in rel.parts or not rel.parts:

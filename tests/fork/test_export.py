@@ -51,7 +51,7 @@ def test_export_writes_one_normalized_patch_per_commit(vllm_fork, distribution, 
     assert first.header.get("retires-when") == "upstream stops drafting for structured-output requests"
     assert first.header.description == "Clear speculative drafts for requests with structured outputs"
     assert "plain target-token path" in first.header.get("description")
-    for patch, commit_id in zip(series.patches, vllm_fork.commits):
+    for patch, commit_id in zip(series.patches, vllm_fork.commits, strict=True):
         assert patch.header.get("export-commit") == commit_id
         assert "\nindex " not in patch.text and "2026" not in patch.text  # no index lines, no dates
         assert not patch.text.rstrip().endswith(("2.39.5", "--"))  # no format-patch version trailer

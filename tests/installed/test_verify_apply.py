@@ -149,7 +149,7 @@ def test_bad_record_is_refused_with_its_line(site):
 
 def test_no_record_is_refused(tmp_path):
     (tmp_path / "vllm").mkdir()
-    with pytest.raises(ForkliftError, match="no \\*.dist-info/RECORD lists vllm/__init__.py"):
+    with pytest.raises(ForkliftError, match=r"no \*\.dist-info/RECORD lists vllm/__init__\.py"):
         locate(tmp_path, "vllm", "vllm")
 
 

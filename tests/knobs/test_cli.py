@@ -25,7 +25,7 @@ diff --git a/vllm/v1/core/sched/scheduler.py b/vllm/v1/core/sched/scheduler.py
 +_DRAFT_LIMIT = int(os.environ.get("VLLM_FORKLIFT_DRAFT_LIMIT", "0"))
  # SPDX-License-Identifier: Apache-2.0
  # SPDX-FileCopyrightText: Copyright contributors to the vLLM project
- 
+
 """
 
 

@@ -40,7 +40,8 @@ def boot_receipt(dist) -> dict:
 
 def no_engine_left(receipt: dict) -> None:
     log = receipt["body"]["log_path"]
-    pids = [line.split("pid=")[1].split(")")[0] for line in open(log) if line.startswith("(") and "pid=" in line]
+    with open(log) as lines:
+        pids = [line.split("pid=")[1].split(")")[0] for line in lines if line.startswith("(") and "pid=" in line]
     assert pids, "the log names the engine's processes"
     assert all(not os.path.exists(f"/proc/{pid}") or group_members(int(pid)) == [] for pid in set(pids))
 

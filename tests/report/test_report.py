@@ -64,7 +64,7 @@ def campaign(tmp_path):
 
 def test_report_renders_tables_refusals_and_plots(campaign, tmp_path):
     out = tmp_path / "out" / "report.md"
-    result, files = render_report(campaign, out)
+    _result, files = render_report(campaign, out)
     assert files == [
         out,
         out.with_name("report-throughput.png"),

@@ -35,7 +35,7 @@ def test_example_passes_with_table_overlay_hash_and_receipt(example):
     for name in (p.name for p in (example / "patches").glob("*.patch")):
         assert name[:30] in proc.stdout
     assert "overlay hash:" in proc.stdout and "sha256:" in proc.stdout
-    [(path, receipt)] = read_receipts([example / "receipts"])
+    [(_path, receipt)] = read_receipts([example / "receipts"])
     assert receipt.kind == "check" and receipt.status == "ok"
     assert receipt.pin["version"] == "0.32.0"
     assert receipt.overlay_hash.startswith("sha256:")
