@@ -113,6 +113,8 @@ def bench_launched(
     folder: Path,
     logs: Path,
     progress: Progress | None = None,
+    on_start: Callable[[Any], None] | None = None,
+    on_poll: Callable[[float, str], None] | None = None,
 ) -> BenchOutcome:
     """Launch the profile (forklift.launch), bench it once healthy, stop it: nothing left running.
 
@@ -144,7 +146,7 @@ def bench_launched(
             )
         )
 
-    launch(config, planned, folder, logs, on_ready=on_ready, serve=False)
+    launch(config, planned, folder, logs, on_ready=on_ready, serve=False, on_start=on_start, on_poll=on_poll)
     return outcomes[0]
 
 

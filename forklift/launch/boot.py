@@ -16,7 +16,7 @@ from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
 from forklift.launch.facts import BootBody, BootFacts
 from forklift.launch.resolve import REDACTED, Resolved, is_secret, printed_lines
-from forklift.launch.supervise import Server, boot_body, start, stop, wait_healthy
+from forklift.launch.supervise import OnPoll, Server, boot_body, start, stop, wait_healthy
 from forklift.receipts import new_receipt, write_receipt
 
 STATUS = {"ready": "ok", "interrupted": "interrupted", "booting": "partial"}
@@ -58,6 +58,7 @@ def boot(
     warnings: list[str] | None = None,
     receipt_fields: dict[str, Any] | None = None,
     on_start: Callable[[Server], None] | None = None,
+    on_poll: OnPoll | None = None,
 ) -> Booted:
     """Boot and return the verdict; a failed boot is stopped (its process group gone) before returning.
 
@@ -89,7 +90,7 @@ def boot(
     try:
         if on_start:
             on_start(server)
-        body = wait_healthy(server, adapter, resolved.health_timeout, setting)
+        body = wait_healthy(server, adapter, resolved.health_timeout, setting, on_poll)
     except KeyboardInterrupt:
         stop(server)
         record(boot_body(server, adapter, "interrupted", setting))

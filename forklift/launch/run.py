@@ -17,7 +17,7 @@ from forklift.errors import ForkliftError
 from forklift.launch.boot import Booted, boot, check_control, control_variable, failure_message
 from forklift.launch.resolve import Resolved, parse_sets, resolve
 from forklift.launch.running import Running, register, unregister
-from forklift.launch.supervise import Server, start_time, stop
+from forklift.launch.supervise import OnPoll, Server, start_time, stop
 
 
 @dataclass
@@ -81,6 +81,8 @@ def launch(
     control: bool = False,
     on_ready: Callable[[Booted], None] | None = None,
     serve: bool = True,
+    on_start: Callable[[Server], None] | None = None,
+    on_poll: OnPoll | None = None,
 ) -> Booted:
     """Preflight, boot, report; then keep serving until Ctrl-C / `forklift stop` (unless serve=False).
 
@@ -113,6 +115,8 @@ def launch(
             )
         )
         register(entries[0])
+        if on_start:
+            on_start(server)
 
     try:
         booted = boot(
@@ -124,6 +128,7 @@ def launch(
             warnings=plan.warnings,
             receipt_fields={"pin": config.data.upstream.model_dump(), "engine_version": version},
             on_start=started,
+            on_poll=on_poll,
         )
         if booted.body.outcome != "ready":
             raise ForkliftError(failure_message(booted.body))

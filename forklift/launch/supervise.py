@@ -79,7 +79,13 @@ def read_facts(server: Server, adapter: EngineAdapter):
         return parse_boot_log(fh, adapter)
 
 
-def wait_healthy(server: Server, adapter: EngineAdapter, timeout: float, setting: str | None = None) -> BootBody:
+# Called on every poll of a boot with the seconds since start and the log's last line (for a live status).
+OnPoll = Callable[[float, str], None]
+
+
+def wait_healthy(
+    server: Server, adapter: EngineAdapter, timeout: float, setting: str | None = None, on_poll: OnPoll | None = None
+) -> BootBody:
     """Poll the health endpoint until ready, the child exits (died) or the timeout passes.
 
     A log line saying the engine is going down counts as died once the child has had
@@ -92,6 +98,7 @@ def wait_healthy(server: Server, adapter: EngineAdapter, timeout: float, setting
     outcome = "timeout"
     dying_since: float | None = None
     carry = ""  # the tail of what was read, so a line split across reads still matches
+    last = ""
     with httpx.Client(timeout=2.0, trust_env=False) as client, open(server.log_path, "rb") as log:
         while True:
             if server.process.poll() is not None:
@@ -102,6 +109,10 @@ def wait_healthy(server: Server, adapter: EngineAdapter, timeout: float, setting
                 if adapter.dying_regex.search(text):
                     dying_since = time.monotonic()
                 carry = text[-256:]
+                complete = [line for line in text[: max(text.rfind("\n"), 0)].splitlines() if line.strip()]
+                last = strip_prefix(adapter, complete[-1]).strip() if complete else last
+            if on_poll is not None:
+                on_poll(time.monotonic() - server.started, last)
             if dying_since is not None and time.monotonic() - dying_since >= DYING_GRACE_S:
                 outcome = "died"
                 break

