@@ -13,8 +13,9 @@ from forklift.fork.git import Git
 from forklift.fork.replay import replay as run_replay
 from forklift.fork.upstream import UpstreamPaths
 from forklift.series.model import parse_patch
+from tests.cli import forklift
 from tests.fork.fixtures import LOGGER
-from tests.fork.gitfork import branch, commit, edit, forklift
+from tests.fork.gitfork import branch, commit, edit
 
 pytestmark = pytest.mark.network
 

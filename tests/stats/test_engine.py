@@ -10,10 +10,7 @@ against the other, hence the A B B A A B B A order below.
 """
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +20,7 @@ from forklift.cli.app import app
 from forklift.receipts import read_receipts
 from forklift.report import load_campaign, render_report
 from forklift.stats import bench_runs, compare_groups
+from tests.cli import forklift
 
 pytestmark = pytest.mark.engine
 
@@ -108,20 +106,7 @@ def test_ngram_against_plain_shows_the_tok_step_difference(receipts):
 
 
 def test_compare_and_report_command_lines_on_real_receipts(receipts):
-    env = {**os.environ, "COLUMNS": "220"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from forklift.cli import main; main()",
-            "compare",
-            str(receipts / "plain-a"),
-            str(receipts / "ngram"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    done = forklift("compare", receipts / "plain-a", receipts / "ngram")
     assert done.returncode == 0, done.stderr
     assert "tok/chunk" in done.stdout and "95% CI" in done.stdout and "MDE" in done.stdout
     assert "server tok/step (counter delta, no interval): A –, B " in done.stdout
