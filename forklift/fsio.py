@@ -46,12 +46,20 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
+class Link(bytes):
+    """A symbolic link read from a tree (or made by a patch): its bytes are the link's target."""
+
+
 def tree_reader(root: Path) -> Reader:
-    """Read files under `root`; a path that is not a regular file inside it reads as absent."""
+    """Read files under `root`: a symlink reads as a `Link` (patch and git apply refuse to patch
+    through one); a path that is not a regular file inside the tree reads as absent."""
     base = root.resolve()
 
     def read(path: str) -> bytes | None:
-        target = (base / path).resolve()
+        place = base / path
+        if place.is_symlink():
+            return Link(os.readlink(place).encode("utf-8", "surrogateescape"))
+        target = place.resolve()
         if base not in target.parents or not target.is_file():
             return None
         return target.read_bytes()

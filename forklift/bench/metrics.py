@@ -58,6 +58,17 @@ async def scrape(session: aiohttp.ClientSession, base_url: str) -> Snapshot | No
         return None
 
 
+async def server_version(session: aiohttp.ClientSession, base_url: str) -> str | None:
+    """The engine version the server states (vLLM: GET /version -> {"version": "0.32.0"}); None when it does not."""
+    try:
+        async with session.get(base_url.rstrip("/") + "/version", timeout=aiohttp.ClientTimeout(total=30)) as response:
+            stated = await response.json(content_type=None) if response.status == 200 else None
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+        return None
+    version = stated.get("version") if isinstance(stated, dict) else None
+    return str(version) if isinstance(version, (str, int, float)) else None
+
+
 def counter_deltas(before: Snapshot, after: Snapshot, names: dict[str, str]) -> dict[str, Any]:
     """Raw counter movement between two snapshots, by role (only roles the server exposes)."""
     out: dict[str, Any] = {}

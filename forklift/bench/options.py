@@ -41,8 +41,8 @@ class BenchOptions(BaseModel):
     requests: int | None = None
     rate: float | None = None
     burstiness: float = 1.0
-    runs: int = 1
-    keep: str = "last"
+    runs: int = 4
+    warmup: int = 1
     timeout: float = 600.0
     engine: str = "vllm"
 
@@ -122,7 +122,7 @@ class BenchOptions(BaseModel):
             workload=self.workload(),
             cells=cell_specs(self.bench_mode, self.levels(), self.requests, self.rate, self.burstiness),
             runs=self.runs,
-            keep=self.keep,  # type: ignore[arg-type]  # BenchPlan refuses anything but last/all
+            warmup=self.warmup,
             timeout=self.timeout,
             engine=self.engine,
             seed=self.seed,

@@ -63,7 +63,7 @@ def client_facts(plan: BenchPlan) -> dict[str, Any]:
         "library": f"aiohttp {version('aiohttp')}",
         "timeout_s": plan.timeout,
         "runs": plan.runs,
-        "keep": plan.keep,
+        "warmup": plan.warmup,
         **({"pacing": "gamma", "burstiness": plan.cells[0].burstiness} if plan.cells[0].rate else {}),
     }
 
@@ -75,6 +75,7 @@ def bench(
     folder: Path,
     progress: Progress | None = None,
     setting: str | None = None,
+    label: str | None = None,
     boot: dict[str, Any] | None = None,
     receipt_fields: dict[str, Any] | None = None,
 ) -> BenchOutcome:
@@ -85,6 +86,7 @@ def bench(
         mode=mode,
         workload=plan.workload.identity(),
         setting=setting,
+        label=label,
         boot=boot,
         client=client_facts(plan),
     )
@@ -115,6 +117,7 @@ def bench_launched(
     progress: Progress | None = None,
     on_start: Callable[[Any], None] | None = None,
     on_poll: Callable[[float, str], None] | None = None,
+    label: str | None = None,
 ) -> BenchOutcome:
     """Launch the profile (forklift.launch), bench it once healthy, stop it: nothing left running.
 
@@ -137,6 +140,7 @@ def bench_launched(
                 folder=folder,
                 progress=progress,
                 setting=setting_name(resolved),
+                label=label,
                 boot=booted.body.model_dump(mode="json"),
                 receipt_fields={
                     "profile": profile_record(resolved),

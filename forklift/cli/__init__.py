@@ -23,6 +23,8 @@ COMMAND_MODULES = (
     "knobs",
     "installed",
     "bench",
+    "quality",
+    "canary",
     "compare",
     "report",
 )

@@ -79,8 +79,12 @@ ROWS = (
     ("duration s", lambda c: _num(c.duration_s, "{:.2f}")),
     (
         "TTFT ms median / p99",
-        lambda c: f"{_ms(c.aggregate.get('ttft_ms'), 'median')} / {_ms(c.aggregate.get('ttft_ms'), 'p99')}",
+        lambda c: (
+            f"{_ms(c.aggregate.get('ttft_ms'), 'median')} / {_ms(c.aggregate.get('ttft_ms'), 'p99')}"
+            + (" (bursts)" if c.aggregate.get("burst_requests") else "")
+        ),
     ),
+    ("burst-delivered requests", lambda c: str(c.aggregate.get("burst_requests", "-"))),
     (
         "TPOT ms median / p99",
         lambda c: f"{_ms(c.aggregate.get('tpot_ms'), 'median')} / {_ms(c.aggregate.get('tpot_ms'), 'p99')}",
@@ -116,7 +120,10 @@ def render(body) -> None:
     console.print(table)
     if body.server_info:
         say("server: " + ", ".join(f"{k}={v}" for k, v in body.server_info.items()))
-    say("aggregate decode = C x 1000 / median TPOT (ms); statistics over the kept runs only")
+    say(
+        "aggregate decode = C x 1000 / median TPOT (ms); statistics over the kept runs only; "
+        "TPOT/ITL/decode over timed requests (burst-delivered ones measured delivery, not decoding)"
+    )
 
 
 @bench_app.callback(invoke_without_command=True)
@@ -203,11 +210,19 @@ def bench(
     runs: Annotated[
         int,
         typer.Option(
-            "--runs", help="repeat each cell; with --keep last the first runs are warm-up", rich_help_panel=LOAD
+            "--runs", help="kept runs of each cell (compare needs 2+ a side to claim anything)", rich_help_panel=LOAD
+        ),
+    ] = 4,
+    warmup: Annotated[
+        int,
+        typer.Option(
+            "--warmup", help="runs before the kept ones, discarded (a cold server reads low)", rich_help_panel=LOAD
         ),
     ] = 1,
-    keep: Annotated[str, typer.Option("--keep", help="last (drop warm-up runs) or all", rich_help_panel=LOAD)] = "last",
     timeout: Annotated[float, typer.Option("--timeout", help="seconds per request", rich_help_panel=LOAD)] = 600.0,
+    label: Annotated[
+        str | None, typer.Option("--label", help="your name for what is benched, shown by compare")
+    ] = None,
     receipts: ReceiptsOption = None,
 ) -> None:
     """Stream a workload at a server; prints a table and writes a bench receipt with every request."""
@@ -238,7 +253,7 @@ def bench(
         rate=rate,
         burstiness=burstiness,
         runs=runs,
-        keep=keep,
+        warmup=warmup,
         timeout=timeout,
         engine=engine,
     )
@@ -258,11 +273,12 @@ def bench(
                 progress=progress,
                 on_start=status.on_start,
                 on_poll=status.on_poll,
+                label=label,
             )
     else:
         assert url is not None  # BenchOptions saw exactly one server
         with RichProgress() as progress:
-            outcome = run(make_plan(url), mode=options.bench_mode, folder=folder, progress=progress)
+            outcome = run(make_plan(url), mode=options.bench_mode, folder=folder, progress=progress, label=label)
     render(outcome.body)
     say(f"receipt: {outcome.path} ({outcome.status})")
     if outcome.status == "interrupted":

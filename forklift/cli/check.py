@@ -33,7 +33,7 @@ def _hunks(row) -> str:
         else:
             parts.append(f"{h.file}#{h.index} {h.status}")
     exact = sum(1 for h in row.hunks if h.status == "exact")
-    return "; ".join([f"{exact}/{len(row.hunks)} exact", *parts, *row.problems])
+    return "; ".join([f"{exact}/{len(row.hunks)} exact", *parts, *row.problems, *row.disagreements])
 
 
 def _status(status: str) -> Text:

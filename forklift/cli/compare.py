@@ -11,7 +11,14 @@ from rich.text import Text
 from forklift.cli.app import MEASURE, JsonOption, app, console, print_json, say
 from forklift.errors import ForkliftError, UsageError
 
-CLAIM_STYLE = {"better": "green", "worse": "red", "different": "yellow", "noise": "dim", "insufficient": "dim"}
+CLAIM_STYLE = {
+    "better": "green",
+    "worse": "red",
+    "different": "yellow",
+    "noise": "dim",
+    "unclaimable": "yellow",
+    "insufficient": "dim",
+}
 
 SeedOption = Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are reproducible for a given seed).")]
 
@@ -31,7 +38,7 @@ def _render(comparison) -> None:
 
     from forklift.report import format as fmt
 
-    a, b = f"{comparison.build_a} on {comparison.host_a}", f"{comparison.build_b} on {comparison.host_b}"
+    a, b = f"{comparison.label_a} on {comparison.host_a}", f"{comparison.label_b} on {comparison.host_b}"
     table = Table(title=f"{fmt.setting(comparison)} · {comparison.workload}   A = {a}   B = {b}", title_justify="left")
     for column in ("cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"):
         table.add_column(column, justify="right" if column in ("A", "B", "Δ", "95% CI", "MDE") else "left")
@@ -73,17 +80,33 @@ def compare_command(
     ] = False,
     seed: SeedOption = 0,
     as_json: JsonOption = False,
+    aa: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--aa",
+            help="A/A control: receipts (files or folders, repeatable) of one build benched 2+ times on A's box; "
+            "their bench-to-bench spread floors every interval.",
+        ),
+    ] = None,
 ) -> None:
     """Paired per-prompt A/B of bench receipts: deltas, 95% intervals, verdicts, divergence, MDE."""
     from forklift.stats import compare_groups, match
 
     if len(receipts) < 2:
         raise UsageError(f"compare needs at least two receipts or folders (A B ...), got {len(receipts)}")
+    from forklift.cli.quality import compare_suite_receipts  # quality and canary receipts: their own module
+
+    if compare_suite_receipts(receipts, across_machines=across_machines, seed=seed, as_json=as_json):
+        return
     baseline = _side(receipts[0])
+    aa_runs = [run for path in aa or [] for run in _side(path)]
     results, unmatched = [], []
     for other in receipts[1:]:
         matching = match(baseline, _side(other), across_machines=across_machines)
-        results += [compare_groups(a, b, across_machines=across_machines, seed=seed) for a, b in matching.pairs]
+        results += [
+            compare_groups(a, b, across_machines=across_machines, seed=seed, aa_runs=aa_runs or None)
+            for a, b in matching.pairs
+        ]
         unmatched += [f"A only: {name}" for name in matching.only_a] + [f"{other} only: {n}" for n in matching.only_b]
     if as_json:
         print_json({"comparisons": [r.model_dump(mode="json") for r in results], "unmatched": unmatched})

@@ -62,6 +62,10 @@ class SeriesConfig(Strict):
     patches_md: str | None = Field(
         default="PATCHES.md", description="generated patch table that check keeps in sync; '' for none"
     )
+    applier: Literal["gnu-patch", "git-apply"] = Field(
+        default="gnu-patch",
+        description="whose rules the gate holds patches to at fuzz 0: GNU patch (quilt, dpkg-source) or git apply",
+    )
 
     @field_validator("contract")
     @classmethod
@@ -72,8 +76,22 @@ class SeriesConfig(Strict):
         return names
 
 
+class CorpusConfig(Strict):
+    """A perplexity corpus: a user file pinned by sha256, so a corpus edited by one byte is refused by name."""
+
+    path: str = Field(description="text or JSONL file, relative to forklift.toml")
+    sha256: Sha256
+    format: Literal["text", "jsonl"] | None = Field(default=None, description="default: jsonl for *.jsonl, else text")
+    field: str = Field(default="text", description="JSONL: the key that holds each document's text")
+
+
+class QualityConfig(Strict):
+    corpora: dict[str, CorpusConfig] = Field(default_factory=dict, description="`forklift quality --corpus NAME`")
+
+
 class ForkliftToml(Strict):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     upstream: Pin
     series: SeriesConfig = Field(default_factory=SeriesConfig)
     profiles: dict[str, Profile] = Field(default_factory=dict, description="launch profiles (forklift launch NAME)")
+    quality: QualityConfig = Field(default_factory=QualityConfig)

@@ -40,6 +40,14 @@ class FatalPattern:
 
 
 @dataclass(frozen=True)
+class ScanPattern:
+    """A line a healthy server never logs: `canary logscan` counts each in the server's log."""
+
+    name: str
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True)
 class EngineAdapter:
     name: str
     package: str  # the importable top-level package
@@ -56,6 +64,8 @@ class EngineAdapter:
     log_prefix: re.Pattern[str]  # process/level/time/location prefix stripped from reported lines
     metrics: dict[str, str] = field(default_factory=dict)  # role -> Prometheus metric name
     deprecated_env: dict[str, str] = field(default_factory=dict)  # variable -> the flag that supersedes it
+    scan_patterns: tuple[ScanPattern, ...] = ()  # what `canary logscan` counts
+    scan_until: re.Pattern[str] | None = None  # a deliberate stop begins: what follows is teardown, not faults
 
     def serve_argv(self, python: str | None) -> list[str]:
         """The command that starts the server, before the model and flags."""

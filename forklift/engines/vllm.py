@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from forklift.engines import EngineAdapter, FactPattern, FatalPattern
+from forklift.engines import EngineAdapter, FactPattern, FatalPattern, ScanPattern
 
 
 def _int(text: str) -> int:
@@ -113,6 +113,32 @@ FATALS = (
     FatalPattern(re.compile(r"^Traceback \(most recent call last\)"), rank=4),
 )
 
+# `canary logscan`: lines a healthy server never prints. Grammar rejections are the
+# structured-output backends' error lines (vllm/v1/structured_output/backend_xgrammar.py,
+# vllm/v1/core/sched/scheduler.py); server errors are uvicorn's access-log lines.
+SCAN = (
+    ScanPattern("traceback", re.compile(r"Traceback \(most recent call last\)")),
+    ScanPattern(
+        "engine_dead", re.compile(r"EngineDeadError|EngineCore failed to start|Engine core initialization failed")
+    ),
+    ScanPattern("rpc_timeout", re.compile(r"RPC call to \S+ timed out")),
+    ScanPattern("nccl_error", re.compile(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError")),
+    ScanPattern("illegal_memory_access", re.compile(r"illegal memory access", re.IGNORECASE)),
+    ScanPattern(
+        "out_of_memory",
+        re.compile(
+            r"out of memory|OutOfMemoryError|No available memory for the cache blocks"
+            r"|is less than (?:desired CPU memory utilization|requested memory for kv)",
+            re.IGNORECASE,
+        ),
+    ),
+    ScanPattern(
+        "grammar_rejection",
+        re.compile(r"Failed to advance FSM|grammar rejected tokens|grammar terminated or rejected draft token"),
+    ),
+    ScanPattern("http_5xx", re.compile(r'"(?:GET|POST) \S+ HTTP/[\d.]+" 5\d\d\b')),
+)
+
 VLLM = EngineAdapter(
     name="vllm",
     package="vllm",
@@ -149,4 +175,7 @@ VLLM = EngineAdapter(
         # vllm/platforms/cpu.py: "# Legacy setting" -> cache_config.kv_cache_memory_bytes
         "VLLM_CPU_KVCACHE_SPACE": "--kv-cache-memory-bytes",
     },
+    scan_patterns=SCAN,
+    # A clean SIGTERM stop logs a Traceback ending in EngineDeadError (vllm/v1/engine/async_llm.py) after this.
+    scan_until=re.compile(r"\[shutdown\] (?:EngineCore: trigger received signal|API server: shutdown triggered)"),
 )

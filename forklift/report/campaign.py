@@ -186,8 +186,8 @@ def _rows(old: Side, new: Side, host: str, workload: str, seed: int) -> tuple[li
 def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -> Campaign:
     receipts = read_receipts([folder])
     runs, boots = bench_runs(receipts), _boots(receipts)
-    if not runs and not boots:
-        raise ForkliftError(f"{folder}: no bench or boot receipts to report")
+    if not runs and not boots and not any(r.kind in ("quality", "canary") for _, r in receipts):
+        raise ForkliftError(f"{folder}: no bench or boot receipts to report (nor quality or canary ones)")
     builds = _build_order(runs, boots)
     settings = list(dict.fromkeys([r.setting for r in runs] + [b.setting for b in boots]))
     by_setting = baseline is not None and baseline not in builds

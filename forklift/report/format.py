@@ -33,6 +33,8 @@ def interval(result: MetricResult) -> str:
 
 def mde(result: MetricResult) -> str:
     est = result.estimate
+    if est is not None and est.mde is None and est.unit == "run":
+        return "too few runs"  # t with one degree of freedom: an MDE of several hundred percent says nothing
     return "–" if est is None or est.mde is None else f"±{est.mde * 100:.1f}%"
 
 
@@ -58,7 +60,11 @@ def pairing(paired: bool, pairs: int, requests_a: int, requests_b: int, runs: in
             if (requests_a > pairs or requests_b > pairs)
             else ""
         )
-        unit = f"; intervals over {runs} kept runs a side (a run, not a request, is the unit)" if runs else ""
+        unit = (
+            f"; intervals: Student's t over {runs} kept runs a side (a run, not a request, is the unit)"
+            if runs
+            else "; one kept run a side: intervals over prompts cannot see run-to-run variation"
+        )
         return f"paired by prompt: {pairs} pairs{alone}{unit}"
     return f"unpaired bootstrap (prompts differ: {pairs} shared ids; A {requests_a}, B {requests_b} requests)"
 
@@ -86,6 +92,18 @@ def cell_notes(cell: CellResult) -> list[str]:
         notes.append(
             f"delivered in one burst: A {cell.bursts_a}/{cell.requests_a}, B {cell.bursts_b}/{cell.requests_b} "
             "requests (left out of TPOT and decode tok/s: their chunk spacing measures delivery, not decoding)"
+        )
+    floor = next((m.estimate for m in cell.metrics if m.estimate and m.estimate.floor is not None), None)
+    if floor is not None:
+        widened = [m.label for m in cell.metrics if m.estimate and m.estimate.widened]
+        notes.append(
+            "A/A floor applied (bench-to-bench spread of one build on this box)"
+            + (f"; it widened: {', '.join(widened)}" if widened else "; no interval was narrower than it")
+        )
+    if any(m.claim == "unclaimable" for m in cell.metrics):
+        notes.append(
+            "not claimable: with one kept run a side the interval cannot include the box's run-to-run drift "
+            "(same-server benches here have moved 20-35%); bench --runs 2+ a side or pass --aa"
         )
     if cell.failed_a or cell.failed_b:
         notes.append(f"failed requests: A {cell.failed_a}, B {cell.failed_b} (left out of pairs)")

@@ -18,11 +18,15 @@ SUMMARY_METRICS = ("decode_tps", "e2e")
 METHODS = """\
 **How to read this.** Requests are paired by prompt id and kept run: the same prompt on A and B is one pair.
 Δ is the geometric mean of the per-prompt ratios B/A, minus one (log ratios: swapping A and B flips the sign
-exactly, and pure noise is not biased). The 95% interval is a seeded percentile bootstrap over prompts, widened
-for small cohorts (Hesterberg's expanded percentile). A verdict names a winner only when that interval excludes
+exactly, and pure noise is not biased). With several kept runs a side the run is the unit: the 95% interval is
+Student's t over the runs' mean log ratios, so run-to-run variation of the box is inside it. With one kept run a
+side it is a seeded percentile bootstrap over prompts (Hesterberg's expanded percentile for small cohorts), which
+cannot see that variation: an effect is then reported as "not claimable" unless an A/A control (benches of one
+build on the same box) floors the interval. A verdict names a winner only when a claimable interval excludes
 zero; otherwise it reads "within noise (±Y%)", Y being the interval's half-width. Higher tok/s and tok/step are
 better; lower TTFT, TPOT and E2E are better ("faster" = lower latency). MDE is the smallest true change this
-cohort would catch 80% of the time at the 5% level: (t₀.₉₇₅ + t₀.₈₀) × SE of the mean log ratio, about 2.8 × SE.
+design would catch 80% of the time at the 5% level: (t₀.₉₇₅ + t₀.₈₀) × SE with the interval's own degrees of
+freedom (none is given for two runs a side: t with one degree of freedom makes it meaningless).
 When both sides decode greedily and a prompt's output hash differs, the texts diverged: tok/step, acceptance
 and output-length deltas of that cell are confounded by trajectory. Boxes are never averaged: each is its own row.
 """
@@ -183,15 +187,18 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
 def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
     hosts = sorted({receipt.fingerprint.hostname for _, receipt in campaign.receipts})
     builds = ", ".join(f"{b} (baseline)" if b == campaign.baseline else b for b in campaign.builds)
+    from forklift.report.quality import sections  # quality and canary tables (imports this module)
+
     parts = [
         f"# forklift report: {campaign.folder.name}",
         f"{len(campaign.receipts)} receipts ({len(campaign.runs)} bench, {len(campaign.boots)} boot) from "
         f"{', '.join(hosts)}; builds: {builds}. Rendered by forklift {forklift.__version__}.",
-        "## Summary",
-        _summary(campaign),
     ]
+    if campaign.rows:
+        parts += ["## Summary", _summary(campaign)]
     if campaign.comparisons:
         parts += ["## Paired detail", METHODS, *(_detail(c) for c in campaign.comparisons)]
+    parts += sections(campaign.receipts, campaign.baseline if not campaign.by_setting else None)
     parts += ["## Boots", _boots(campaign)]
     if images:
         parts.append("## Plots")

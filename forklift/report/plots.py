@@ -24,6 +24,7 @@ CLAIM_COLOUR = {
     "worse": "#c62828",
     "different": "#f9a825",
     "noise": "#757575",
+    "unclaimable": "#ffcc80",
     "insufficient": "#bdbdbd",
 }
 

@@ -13,10 +13,10 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, Field
 
 from forklift.errors import ConfigError
-from forklift.series.engine import APPLIED, Overlay, PatchResult, Reader, apply_patch, apply_series
+from forklift.series.engine import Applier, Overlay, PatchResult, Reader, apply_patch, apply_series
 from forklift.series.manifest import check_manifest
 from forklift.series.model import Patch, Series
-from forklift.series.render import overlay_hash, patches_md
+from forklift.series.render import DiffMemo, overlay_hash, patches_md
 
 CheckName = Literal["pass1", "pass2", "whitespace", "compile", "patches-md", "nothing-changed", "manifest"]
 
@@ -45,6 +45,7 @@ class PatchRow(BaseModel):
     hunks: list[HunkRow] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
     files: list[FileStat] = Field(default_factory=list)
+    disagreements: list[str] = Field(default_factory=list)  # where the other applier's verdict differs
 
 
 class Finding(BaseModel):
@@ -76,17 +77,13 @@ def _row(patch: Patch, result: PatchResult) -> PatchRow:
         hunks=[HunkRow(**vars(h)) for h in result.hunks],
         problems=[str(p) for p in result.problems],
         files=[FileStat(path=f.path, added=f.added, removed=f.removed) for f in patch.files],
+        disagreements=list(result.disagreements),
     )
 
 
 def _explain(result: PatchResult) -> str:
-    """Why a patch did not land exactly: the hunks that did not, with their verdict."""
-    parts = [str(p) for p in result.problems]
-    for h in result.hunks:
-        if h.status not in APPLIED:
-            verdict = f"needs fuzz {h.fuzz}" if h.status == "fuzz" else h.status
-            parts.append(f"{h.file} hunk #{h.index} (line {h.stated}): {verdict}")
-    return f"{result.status}: " + "; ".join(dict.fromkeys(parts))
+    """Why a patch did not land exactly: the files and hunks that did not, with their verdict."""
+    return f"{result.status}: " + "; ".join(result.reasons())
 
 
 def whitespace_findings(patches: list[Patch]) -> list[Finding]:
@@ -171,20 +168,22 @@ def check_series(
     digest: str = "",
     committed_patches_md: str | None = None,
     compiled: CompiledMemo | None = None,
+    applier: Applier = "gnu-patch",
+    diffs: DiffMemo | None = None,
 ) -> CheckReport:
     """Run every check of the gate; the report's findings are empty only when all hold."""
     patches = list(series.patches)
     findings: list[Finding] = []
     require_contract(series, contract)
 
-    results, overlay = apply_series(read, patches)
+    results, overlay = apply_series(read, patches, applier)
     pass1 = [_row(p, r) for p, r in zip(patches, results, strict=True)]
     findings += [Finding(check="pass1", subject=r.name, message=_explain(r)) for r in results if not r.applies]
 
     pass2 = []
     for name in contract:
         patch = series.by_name(name)
-        result = apply_patch(read, patch)
+        result = apply_patch(read, patch, applier)
         pass2.append(_row(patch, result))
         if not result.applies:
             findings.append(
@@ -220,7 +219,7 @@ def check_series(
         pass1=pass1,
         pass2=pass2,
         findings=findings,
-        overlay_hash=overlay_hash(changed) if changed else None,
+        overlay_hash=overlay_hash(changed, diffs) if changed else None,
         touched=touched_files(changed, patches),
     )
 

@@ -28,6 +28,22 @@ class CompiledMarkers:
         (self.folder / key).touch()
 
 
+class CachedDiffs:
+    """Rendered file diffs in the cache, one file each, keyed by what they depend on."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def get(self, key: str) -> str | None:
+        try:
+            return (self.folder / key[:2] / key).read_bytes().decode("utf-8", "surrogateescape")
+        except FileNotFoundError:
+            return None
+
+    def __setitem__(self, key: str, text: str) -> None:
+        write_atomic(self.folder / key[:2] / key, text)
+
+
 @dataclass(frozen=True)
 class GateResult:
     report: CheckReport
@@ -50,6 +66,8 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         digest=tree.digest,
         committed_patches_md=committed,
         compiled=CompiledMarkers(default_cache().root / "compiled"),
+        applier=config.data.series.applier,
+        diffs=CachedDiffs(default_cache().root / "diffs"),
     )
     receipt = new_receipt(
         "check",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+from typing import Protocol
 
 from forklift.mdtable import table
 from forklift.series.engine import split_lines
@@ -83,12 +84,38 @@ def file_diff(path: str, before: bytes | None, after: bytes | None) -> str:
     return "".join(head + out)
 
 
-def combined_diff(changed: dict[str, tuple[bytes | None, bytes | None]]) -> str:
-    return "".join(file_diff(path, *changed[path]) for path in sorted(changed))
+class DiffMemo(Protocol):
+    """Diffs already rendered, by a key of what they depend on (a dict, or a folder in the cache)."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def __setitem__(self, key: str, text: str) -> None: ...
 
 
-def overlay_hash(changed: dict[str, tuple[bytes | None, bytes | None]]) -> str:
-    return "sha256:" + hashlib.sha256(combined_diff(changed).encode("utf-8", "surrogateescape")).hexdigest()
+def _diff_key(path: str, before: bytes | None, after: bytes | None) -> str:
+    digest = hashlib.sha256(f"file_diff 1\0{path}\0".encode("utf-8", "surrogateescape"))
+    for side in (before, after):
+        digest.update(b"-" if side is None else hashlib.sha256(side).digest())
+    return digest.hexdigest()
+
+
+def combined_diff(changed: dict[str, tuple[bytes | None, bytes | None]], memo: DiffMemo | None = None) -> str:
+    """Every changed file's diff in path order; `memo` keeps them (difflib on big files is slow)."""
+    parts = []
+    for path in sorted(changed):
+        key = _diff_key(path, *changed[path]) if memo is not None else ""
+        text = memo.get(key) if memo is not None else None
+        if text is None:
+            text = file_diff(path, *changed[path])
+            if memo is not None:
+                memo[key] = text
+        parts.append(text)
+    return "".join(parts)
+
+
+def overlay_hash(changed: dict[str, tuple[bytes | None, bytes | None]], memo: DiffMemo | None = None) -> str:
+    text = combined_diff(changed, memo)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def patches_md(patches: list[Patch], retired: list[str] | None = None) -> str:

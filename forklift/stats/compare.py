@@ -5,8 +5,10 @@ A cell is compared paired when at least half of the smaller side's kept
 requests found a partner; otherwise (different prompts, e.g. imported
 archives or per-run synthetic ids) it falls back to an unpaired bootstrap
 and says so. A verdict is a claim ("B faster by 4.1% (CI 1.2%..7.0%)")
-only when the 95 % interval excludes zero; otherwise "within noise (+-Y%)"
-where Y is the interval's half-width.
+only when the 95 % interval excludes zero and includes run-to-run variation of
+the box (several kept runs a side, or an A/A floor); an interval over the
+prompts of one run a side reports its effect as "not claimable". Otherwise
+"within noise (+-Y%)" where Y is the interval's half-width.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ import numpy as np
 from pydantic import BaseModel
 
 from forklift.client.records import RequestRecord
+from forklift.stats.aa import aa_floor
 from forklift.stats.divergence import Determinism, Divergence, determinism, divergence, is_greedy
 from forklift.stats.guards import check_comparable, check_group
-from forklift.stats.interval import Estimate, paired_change, unpaired_change
-from forklift.stats.metrics import METRICS, Metric, delivered_in_bursts
+from forklift.stats.interval import Estimate, paired_change, unpaired_change, with_floor
+from forklift.stats.metrics import METRICS, Metric
 from forklift.stats.sample import BenchRun, Key, kept_requests, output_throughput, requests_by_text, server_tok_step
 
-Claim = Literal["better", "worse", "different", "noise", "insufficient"]
+Claim = Literal["better", "worse", "different", "noise", "unclaimable", "insufficient"]
+
+NOT_CLAIMABLE = "not claimable: one run a side (bench --runs 2 or more, or give compare an A/A control with --aa)"
 
 
 class MetricResult(BaseModel):
@@ -47,7 +52,7 @@ class CellResult(BaseModel):
     requests_b: int
     failed_a: int
     failed_b: int
-    bursts_a: int  # kept requests delivered in bursts: no decode timing (see metrics.delivered_in_bursts)
+    bursts_a: int  # kept requests delivered in bursts: no decode timing (RequestRecord.delivered_in_burst)
     bursts_b: int
     throughput_a: float | None  # output tok/s of the cell
     throughput_b: float | None
@@ -68,6 +73,8 @@ class GroupComparison(BaseModel):
     setting_a: str
     setting_b: str
     workload: str
+    label_a: str  # what was compared: build or user label, and the served model
+    label_b: str
     build_a: str
     build_b: str
     host_a: str
@@ -79,6 +86,7 @@ class GroupComparison(BaseModel):
     cells: list[CellResult]
     only_a: list[str]  # cells measured on one side only
     only_b: list[str]
+    aa: list[str] = []  # the A/A receipts whose spread floors the intervals
 
 
 def _percent(value: float) -> str:
@@ -96,6 +104,8 @@ def verdict(metric: Metric, estimate: Estimate | None, n_a: int, n_b: int, paire
     word = metric.up_word if up else metric.down_word
     low, high = sorted((abs(estimate.low), abs(estimate.high)))
     text = f"B {word} by {_percent(abs(estimate.change))} (CI {_percent(low)}..{_percent(high)})"
+    if not estimate.claimable:
+        return "unclaimable", f"{text}, {NOT_CLAIMABLE}"
     if metric.better is None:
         return "different", text
     better = up == (metric.better == "higher")
@@ -112,8 +122,18 @@ def _geomean(values: np.ndarray, scale: float) -> float | None:
     return float(np.exp(np.log(values).mean()) * scale) if len(values) else None
 
 
+def _runs(requests: dict[Key, RequestRecord]) -> int:
+    return len({key[1] for key in requests})
+
+
 def compare_metric(
-    metric: Metric, a: dict[Key, RequestRecord], b: dict[Key, RequestRecord], paired: bool, seed: int
+    metric: Metric,
+    a: dict[Key, RequestRecord],
+    b: dict[Key, RequestRecord],
+    paired: bool,
+    seed: int,
+    aa_runs: list[BenchRun] | None = None,
+    cell_name: str = "",
 ) -> MetricResult | None:
     """None when neither side has the metric (e.g. tok/step without per-request speculation stats)."""
     all_a, all_b = _values(metric, list(a.values())), _values(metric, list(b.values()))
@@ -137,6 +157,9 @@ def compare_metric(
             if paired
             else unpaired_change(values_a, values_b, seed=seed)
         )
+        floor = aa_floor(aa_runs, cell_name, metric) if aa_runs else None
+        if floor is not None:
+            estimate = with_floor(estimate, floor, _runs(a), _runs(b))
     claim, text = verdict(metric, estimate, len(values_a), len(values_b), paired)
     return MetricResult(
         metric=metric.key,
@@ -150,7 +173,14 @@ def compare_metric(
     )
 
 
-def compare_cell(a_runs: list[BenchRun], b_runs: list[BenchRun], cell_name: str, *, seed: int = 0) -> CellResult:
+def compare_cell(
+    a_runs: list[BenchRun],
+    b_runs: list[BenchRun],
+    cell_name: str,
+    *,
+    seed: int = 0,
+    aa_runs: list[BenchRun] | None = None,
+) -> CellResult:
     a, b = kept_requests(a_runs, cell_name), kept_requests(b_runs, cell_name)
     pairs = len(a.keys() & b.keys())
     paired = pairs >= 2 and pairs >= min(len(a), len(b)) / 2
@@ -160,7 +190,7 @@ def compare_cell(a_runs: list[BenchRun], b_runs: list[BenchRun], cell_name: str,
     )
     metrics = []
     for metric in METRICS:
-        result = compare_metric(metric, a, b, paired, seed)
+        result = compare_metric(metric, a, b, paired, seed, aa_runs, cell_name)
         if result is None:
             continue
         if metric.trajectory_sensitive and drift.diverged:
@@ -177,8 +207,8 @@ def compare_cell(a_runs: list[BenchRun], b_runs: list[BenchRun], cell_name: str,
         requests_b=len(b),
         failed_a=sum(not r.ok for r in a.values()),
         failed_b=sum(not r.ok for r in b.values()),
-        bursts_a=sum(map(delivered_in_bursts, a.values())),
-        bursts_b=sum(map(delivered_in_bursts, b.values())),
+        bursts_a=sum(r.delivered_in_burst for r in a.values()),
+        bursts_b=sum(r.delivered_in_burst for r in b.values()),
         throughput_a=output_throughput(a_runs, cell_name),
         throughput_b=output_throughput(b_runs, cell_name),
         server_tok_step_a=server_tok_step(a_runs, cell_name),
@@ -195,18 +225,32 @@ def _cell_names(runs: list[BenchRun]) -> list[str]:
 
 
 def compare_groups(
-    a_runs: list[BenchRun], b_runs: list[BenchRun], *, across_machines: bool = False, seed: int = 0
+    a_runs: list[BenchRun],
+    b_runs: list[BenchRun],
+    *,
+    across_machines: bool = False,
+    seed: int = 0,
+    aa_runs: list[BenchRun] | None = None,
 ) -> GroupComparison:
-    """Guard, then compare every cell both sides measured. Each side is one box: boxes are never pooled."""
+    """Guard, then compare every cell both sides measured. Each side is one box: boxes are never pooled.
+
+    `aa_runs`: an A/A control (benches of one build, same workload, on A's box) whose
+    bench-to-bench spread floors every interval.
+    """
     check_group(a_runs)
     check_group(b_runs)
     check_comparable(a_runs[0], b_runs[0], across_machines=across_machines)
+    if aa_runs:
+        check_group(aa_runs)
+        check_comparable(a_runs[0], aa_runs[0])
     names_a, names_b = _cell_names(a_runs), _cell_names(b_runs)
     first_a, first_b = a_runs[0], b_runs[0]
     return GroupComparison(
         setting_a=first_a.setting,
         setting_b=first_b.setting,
         workload=first_a.body.workload.name,
+        label_a=first_a.label,
+        label_b=first_b.label,
         build_a=first_a.build,
         build_b=first_b.build,
         host_a=first_a.hostname,
@@ -215,7 +259,8 @@ def compare_groups(
         paths_a=[str(r.path) for r in a_runs],
         paths_b=[str(r.path) for r in b_runs],
         partial=[f"{r.path} ({r.receipt.status})" for r in a_runs + b_runs if r.receipt.status != "ok"],
-        cells=[compare_cell(a_runs, b_runs, name, seed=seed) for name in names_a if name in names_b],
+        cells=[compare_cell(a_runs, b_runs, name, seed=seed, aa_runs=aa_runs) for name in names_a if name in names_b],
         only_a=[name for name in names_a if name not in names_b],
         only_b=[name for name in names_b if name not in names_a],
+        aa=[str(r.path) for r in aa_runs or []],
     )

@@ -16,14 +16,27 @@ level is raised until its normal quantile equals sqrt(n / (n - 1)) times
 Student's t quantile. For the 8-prompt cohorts maintainers actually run,
 this is the difference between a 95 % interval and an 88 % one.
 
-Paired (the same prompt on both sides): bootstrap over prompts of the mean
-log ratio; with several kept runs a side, over the runs' mean log ratios. Unpaired (no shared prompt ids): each side is resampled on its
-own and the statistic is mean(log b) - mean(log a).
+Paired (the same prompt on both sides), one kept run a side: bootstrap over
+prompts of the mean log ratio. Several kept runs a side: requests of one run
+share that run's state of the box, so the run is the unit; each run's mean log
+ratio is one value and the interval is Student's t over them (a bootstrap of
+four values cannot reach its own tails, and named a winner for pure drift in
+one trial of eight). The MDE always uses the interval's own standard error and
+degrees of freedom, so the two never tell different stories. Unpaired (no
+shared prompt ids): each side is resampled on its own and the statistic is
+mean(log b) - mean(log a).
+
+The A/A floor (`Floor`): benches of one build on one box, measured as the
+same workload, give the spread of a bench's mean log value from bench to bench
+(sd over N units, N - 1 degrees of freedom). A one-run-a-side interval over
+prompts cannot see that spread; with a floor the interval is widened to at
+least t(N - 1) x sd x sqrt(1/R_a + 1/R_b), R the runs a side.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -43,8 +56,16 @@ class Estimate(BaseModel):
     paired: bool
     n_a: int
     n_b: int
-    mde: float | None = None  # smallest |change| this sample detects with 80 % power
+    mde: float | None = None  # smallest |change| this sample detects with 80 % power; None: too few units
     runs: int | None = None  # when several runs a side: the interval is over this many runs
+    unit: Literal["prompt", "run"] = "prompt"  # what the interval treats as independent
+    floor: float | None = None  # half-width (as a fraction) the A/A floor imposes, when one was given
+    widened: bool = False  # the floor was wider than the estimate's own interval
+
+    @property
+    def claimable(self) -> bool:
+        """Run-to-run variation of the box is inside the interval: several runs a side, or an A/A floor."""
+        return self.unit == "run" or self.floor is not None
 
     @property
     def excludes_zero(self) -> bool:
@@ -79,6 +100,60 @@ def _interval(low_log: float, high_log: float) -> tuple[float, float]:
     return math.expm1(low_log), math.expm1(high_log)
 
 
+class Floor(BaseModel):
+    """Bench-to-bench spread of one build on one box, from N same-build units (an A/A measurement)."""
+
+    units: int
+    sd: float  # standard deviation of a unit's mean log value
+
+    def half_width_log(self, runs_a: int, runs_b: int, level: float = LEVEL) -> float:
+        return float(stats.t.ppf(1 - (1 - level) / 2, self.units - 1)) * self.standard_error(runs_a, runs_b)
+
+    def standard_error(self, runs_a: int, runs_b: int) -> float:
+        return self.sd * math.sqrt(1 / runs_a + 1 / runs_b)
+
+
+def floor_from_units(unit_means: list[float]) -> Floor | None:
+    """The floor from each A/A unit's mean log value (None with fewer than two units)."""
+    if len(unit_means) < 2:
+        return None
+    return Floor(units=len(unit_means), sd=float(np.std(unit_means, ddof=1)))
+
+
+def with_floor(estimate: Estimate, floor: Floor, runs_a: int, runs_b: int) -> Estimate:
+    """The estimate with its interval widened to at least the floor's (centre kept), and its MDE to match."""
+    centre = math.log1p(estimate.change)
+    own = (math.log1p(estimate.high) - math.log1p(estimate.low)) / 2
+    half = floor.half_width_log(runs_a, runs_b)
+    floor_mde = minimum_detectable_effect(floor.standard_error(runs_a, runs_b), floor.units - 1)
+    update: dict = {"floor": math.expm1(half)}
+    if half > own:
+        low, high = _interval(centre - half, centre + half)
+        mde = floor_mde if estimate.mde is None else max(estimate.mde, floor_mde)
+        update |= {"low": low, "high": high, "mde": mde, "widened": True}
+    return estimate.model_copy(update=update)
+
+
+def _t_interval(units: np.ndarray, pairs: int) -> Estimate:
+    """Student's t over run units; no MDE from two units (t with one degree of freedom says nothing useful)."""
+    n = len(units)
+    mean = float(units.mean())
+    standard_error = float(units.std(ddof=1)) / math.sqrt(n)
+    half = float(stats.t.ppf(1 - (1 - LEVEL) / 2, n - 1)) * standard_error
+    low, high = _interval(mean - half, mean + half)
+    return Estimate(
+        change=math.expm1(mean),
+        low=low,
+        high=high,
+        paired=True,
+        n_a=pairs,
+        n_b=pairs,
+        mde=minimum_detectable_effect(standard_error, n - 1) if n >= 3 else None,
+        runs=n,
+        unit="run",
+    )
+
+
 def paired_change(
     a: np.ndarray, b: np.ndarray, *, runs: np.ndarray | None = None, seed: int = 0, resamples: int = RESAMPLES
 ) -> Estimate:
@@ -92,10 +167,10 @@ def paired_change(
     """
     log_ratio = np.log(np.asarray(b, dtype=float)) - np.log(np.asarray(a, dtype=float))
     pairs = len(log_ratio)
-    units = log_ratio
     if runs is not None and len(set(runs)) > 1:
         runs = np.asarray(runs)
-        units = np.array([log_ratio[runs == run].mean() for run in sorted(set(runs))])
+        return _t_interval(np.array([log_ratio[runs == run].mean() for run in sorted(set(runs))]), pairs)
+    units = log_ratio
     n = len(units)
     if n < 2:
         raise ValueError(f"a paired interval needs at least 2 pairs, got {n}")
@@ -122,7 +197,6 @@ def paired_change(
         n_a=pairs,
         n_b=pairs,
         mde=minimum_detectable_effect(standard_error, n - 1),
-        runs=n if units is not log_ratio else None,
     )
 
 

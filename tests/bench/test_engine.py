@@ -63,9 +63,17 @@ def test_single_stream_cohort_with_ngram(vllm_server_ngram, tmp_path):
         "--ignore-eos",
         "--sampling",
         "greedy",
+        "--warmup",
+        "0",
+        "--runs",
+        "1",
+        "--label",
+        "ngram-tiny",
     )
     assert receipt.status == "ok" and receipt.body["mode"] == "single"
     assert "tok/step (spec decode)" in out and "gen tokens server=client" in out
+    # a --url bench says what it measured: the user's label, and the version the server states
+    assert receipt.body["label"] == "ngram-tiny" and receipt.engine_version.startswith("0.32.0")
     [cell] = receipt.body["cells"]
     records = cell["requests"]
     assert [r["prompt_id"] for r in records] == ["q0", "q1", "q2"]
@@ -94,7 +102,7 @@ def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
         "--concurrency",
         "1,2,4",
         "--runs",
-        "2",
+        "1",
     )
     assert receipt.status == "ok" and receipt.body["mode"] == "sweep"
     cells = receipt.body["cells"]
@@ -113,7 +121,7 @@ def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
 
 def test_salted_misses_and_unsalted_repeat_hits_the_prefix_cache(vllm_server, tmp_path):
     # block size 128 on CPU: a prompt must be well over 128 tokens to hit
-    common = ["--url", vllm_server.url, "--synthetic", "210:2", "--prompts", "2", "--runs", "2", "--keep", "all"]
+    common = ["--url", vllm_server.url, "--synthetic", "210:2", "--prompts", "2", "--warmup", "0", "--runs", "2"]
     _, salted = bench(tmp_path / "salted", *common)
     _, unsalted = bench(tmp_path / "unsalted", *common, "--no-salt")
     assert salted.body["cells"][0]["metrics_delta"]["prefix_cache_hits"] == 0

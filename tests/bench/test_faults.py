@@ -31,13 +31,14 @@ def cohort(tmp_path: Path, n: int = 6) -> Path:
     return path
 
 
-def run(tmp_path, url, *, n=6, concurrency=2, timeout=10.0, runs=1):
+def run(tmp_path, url, *, n=6, concurrency=2, timeout=10.0, runs=1, warmup=0):
     plan = BenchPlan(
         url=url,
         model="fake-sse",
         workload=load_cohort(cohort(tmp_path, n)),
         cells=cell_specs("batch", [concurrency], n, None, 1.0),
         runs=runs,
+        warmup=warmup,
         timeout=timeout,
     )
     outcome = bench(plan, mode="batch", folder=tmp_path / "receipts")
@@ -152,7 +153,7 @@ def test_ctrl_c_mid_run_keeps_every_completed_record(tmp_path, sse_server):
 
 
 def test_bench_ok_receipt_keeps_warmup_records(tmp_path, sse_server):
-    receipt, cell = run(tmp_path, sse_server.url, runs=2)
+    receipt, cell = run(tmp_path, sse_server.url, runs=1, warmup=1)
     assert receipt.status == "ok" and cell["kept_runs"] == [1]
     assert [r["run"] for r in cell["requests"]].count(0) == 6  # the warm-up stays in the receipt
     assert cell["aggregate"]["requests"] == 6  # but statistics use the kept run only

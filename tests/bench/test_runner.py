@@ -19,8 +19,8 @@ def workload(n: int) -> Workload:
     return Workload(name="w", endpoint="completions", items=items)
 
 
-def run(url: str, folder: Path, cells, runs=1, keep="last"):
-    plan = BenchPlan(url=url, model="fake-sse", workload=workload(6), cells=tuple(cells), runs=runs, keep=keep)
+def run(url: str, folder: Path, cells, runs=1, warmup=0):
+    plan = BenchPlan(url=url, model="fake-sse", workload=workload(6), cells=tuple(cells), runs=runs, warmup=warmup)
     body = BenchBody(url=url, model="fake-sse", mode="sweep", workload=plan.workload.identity())
     recorder = BenchRecorder(new_receipt("bench"), body, folder)
     status = asyncio.run(run_bench(plan, recorder))
@@ -52,10 +52,10 @@ def test_concurrency_is_respected(tmp_path, sse_server):
         assert len(in_flight) <= 2
 
 
-def test_keep_all_uses_every_run_and_salts_differ(tmp_path, sse_server):
+def test_every_kept_run_counts_and_salts_differ(tmp_path, sse_server):
     seen = []
     sse_server.plan = lambda i, body: seen.append(body["prompt"]) or Plan()
-    _status, body = run(sse_server.url, tmp_path, [CellSpec("c1", 1)], runs=2, keep="all")
+    _status, body = run(sse_server.url, tmp_path, [CellSpec("c1", 1)], runs=2)
     cell = body.cells[0]
     assert cell.kept_runs == [0, 1] and cell.aggregate["requests"] == 12
     assert len(set(seen)) == 12  # every (run, prompt) had its own salt

@@ -42,8 +42,8 @@ def no_engine_left(receipt: dict) -> None:
     assert all(not os.path.exists(f"/proc/{pid}") or group_members(int(pid)) == [] for pid in set(pids))
 
 
-def test_boot_that_dies_on_memory_reports_the_fatal_line(dist):
-    result = forklift(dist, "launch", "tiny", "--set", "env.VLLM_CPU_KVCACHE_SPACE=1000")
+def test_boot_that_dies_on_memory_reports_the_fatal_line(huge_kv_boot):
+    dist, result = huge_kv_boot  # a session fixture: the logscan canary reads the same boot's log
     assert result.returncode == 1
     # vLLM takes ~30 s to tear down after a failed start; forklift stops it 5 s after the line that says so.
     assert "error: engine failed during boot" in result.stderr

@@ -1,9 +1,10 @@
 """forklift's engine against git apply and GNU patch (fuzz 0) on the same seeded random inputs.
 
 Each case builds a real file, a real unified diff of a random edit, and a
-perturbed target (unchanged, shifted, context edited, already patched,
-conflicting), then asks all three tools. They must agree on whether the
-patch applies, where (offsets), and on the resulting bytes.
+perturbed target (unchanged, shifted, context edited, already patched, or
+drifted at the file's start or end, where the two tools' rules differ), then
+asks the tools. Under each applier forklift must agree with that tool on
+whether the patch applies, where (offsets), and on the resulting bytes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from forklift.series.engine import apply_patch
 from forklift.series.model import parse_patch
-from tests.series.peers import git_apply, gnu_patch, gnu_patch_apply, write_tree
+from tests.series.peers import git_apply, gnu_patch, gnu_patch_apply, really_apply, write_tree
 
 COMMON = ["", "    return None", "}", "    pass", "# ----"]
 
@@ -26,10 +27,10 @@ def _base(rng: random.Random, n: int) -> list[str]:
     ]
 
 
-def _edit(rng: random.Random, lines: list[str]) -> list[str]:
+def _edit(rng: random.Random, lines: list[str], edge: bool = False) -> list[str]:
     out = list(lines)
     for _ in range(rng.randint(1, 4)):
-        i = rng.randrange(len(out))
+        i = rng.choice([0, 1, 2, 3, len(out) - 3, len(out) - 2, len(out) - 1]) if edge else rng.randrange(len(out))
         kind = rng.choice(["replace", "insert", "delete"])
         if kind == "replace":
             out[i] = f"changed {rng.randrange(10**6)}\n"
@@ -55,15 +56,20 @@ def _target(rng: random.Random, variant: str, old: list[str], new: list[str]) ->
         lines[i] = f"upstream rewrote {rng.randrange(10**6)}\n"
     elif variant == "applied":
         lines = list(new)
+    elif variant == "head-drift":
+        lines[:0] = [f"upstream head {rng.randrange(10**6)}\n" for _ in range(rng.randint(1, 3))]
+    elif variant == "tail-drift":
+        lines += [f"upstream tail {rng.randrange(10**6)}\n" for _ in range(rng.randint(1, 3))]
     return lines
 
 
 def _cases():
     rng = random.Random(20261130)
-    for number in range(120):
-        variant = ["unchanged", "shifted", "context-edited", "applied"][number % 4]
+    variants = ["unchanged", "shifted", "context-edited", "applied", "head-drift", "tail-drift"]
+    for number in range(180):
+        variant = variants[number % len(variants)]
         old = _base(rng, rng.randint(20, 120))
-        new = _edit(rng, old)
+        new = _edit(rng, old, edge=variant.endswith("drift"))
         if new == old:
             continue
         yield pytest.param(number, variant, old, new, _target(rng, variant, old, new), id=f"{number}-{variant}")
@@ -76,22 +82,41 @@ def test_engine_agrees_with_git_and_gnu_patch(tmp_path, number, variant, old, ne
     write_tree(tmp_path, {"f.txt": content})
     patch = parse_patch("case.patch", text)
     ours = apply_patch(lambda p: content if p == "f.txt" else None, patch)
+    theirs = apply_patch(lambda p: content if p == "f.txt" else None, patch, "git-apply")
 
     forward = gnu_patch(tmp_path, text)
     git = git_apply(tmp_path, text)
     assert ours.applies == forward.applies, forward.output
-    assert ours.applies == git.applies, git.output
+    assert theirs.applies == git.applies, git.output
+    assert bool(ours.disagreements) == (forward.applies != git.applies)
+    if theirs.applies:
+        assert tuple(h.offset for h in theirs.hunks if h.offset) == git.offsets, git.output
+        write_tree(tmp_path / "git", {"f.txt": content})
+        assert really_apply(tmp_path / "git", "git-apply", text.encode())[1]["f.txt"] == theirs.files["f.txt"]
     if ours.applies:
         assert tuple(h.offset for h in ours.hunks if h.offset) == forward.offsets
         assert ours.files["f.txt"] == gnu_patch_apply(tmp_path, text, "f.txt")
         return
     reverse = gnu_patch(tmp_path, text, reverse=True)
     assert (ours.status == "already-applied") == reverse.applies, reverse.output
-    assert (ours.status == "already-applied") == git_apply(tmp_path, text, reverse=True).applies
     if ours.status == "fuzz":
         assert gnu_patch(tmp_path, text, fuzz=2).fuzz
     if variant == "applied":
         assert ours.status == "already-applied"
+
+
+def test_the_cases_reach_where_the_tools_disagree():
+    """File-edge drift is where GNU and git part: the cases must include both directions."""
+    split = set()
+    for param in _cases():
+        _, _, old, new, target = param.values
+        content = "".join(target).encode()
+        patch = parse_patch("case.patch", _diff(old, new))
+        gnu = apply_patch(lambda p, c=content: c, patch)
+        git = apply_patch(lambda p, c=content: c, patch, "git-apply")
+        if gnu.applies != git.applies:
+            split.add("gnu" if gnu.applies else "git")
+    assert split == {"gnu", "git"}
 
 
 def test_the_cases_cover_every_verdict():

@@ -1,14 +1,19 @@
-"""Engine cases the random cross-check does not reach: whole-file operations, EOF newlines, series order."""
+"""Engine cases the random cross-check does not reach: whole-file operations, EOF newlines, series order,
+and every case of issue #9, each run through the real GNU patch and git apply on the same input."""
 
 from __future__ import annotations
 
 import subprocess
 
-from forklift.series.engine import apply_patch, apply_series
-from forklift.series.model import parse_patch
-from tests.series.peers import git_apply, write_tree
+import pytest
+
+from forklift.fsio import tree_reader
+from forklift.series.engine import APPLIERS, Link, PatchResult, apply_patch, apply_series
+from forklift.series.model import PatchError, parse_patch
+from tests.series.peers import git_apply, gnu_patch, really_apply, write_tree
 
 BASE = b"one\ntwo\nthree\nfour\nfive\nsix\nseven\n"
+NUMBERS = b"".join(b"%d\n" % i for i in range(1, 61))
 
 
 def _reader(files: dict[str, bytes]):
@@ -45,7 +50,11 @@ def test_no_newline_at_end_of_file_matches_git(tmp_path):
     after = {"f.txt": b"one\ntwo\nTHREE\n"}
     text = (
         subprocess.run(
-            ["git", "diff", "--no-index", "a/f.txt", "b/f.txt"], cwd=tmp_path, capture_output=True, text=True
+            ["git", "diff", "--no-index", "a/f.txt", "b/f.txt"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
         ).stdout
         if write_tree(tmp_path / "a", before) or write_tree(tmp_path / "b", after) is None
         else ""
@@ -104,3 +113,191 @@ def test_a_file_with_crlf_endings_is_patched_byte_for_byte(tmp_path):
     assert result.status == "exact" and result.files["win.py"] == after
     write_tree(tmp_path, {"win.py": before})
     assert git_apply(tmp_path, text).applies
+
+
+# --- every case of issue #9, held to the real GNU patch and git apply on the same input ----------------
+
+
+def _held(tmp_path, files: dict[str, bytes], text: str, name: str = "case.patch") -> dict[str, PatchResult]:
+    """Each applier's verdict and bytes equal its real tool's (quilt's `patch -f --fuzz=0`, `git apply`)."""
+    write_tree(tmp_path / "pristine", files)
+    patch = parse_patch(name, text)
+    results = {}
+    for applier in APPLIERS:
+        ours = apply_patch(tree_reader(tmp_path / "pristine"), patch, applier)
+        write_tree(tmp_path / applier, files)
+        ok, after, output = really_apply(tmp_path / applier, applier, text.encode("utf-8", "surrogateescape"))
+        assert ours.applies == ok, f"{applier}: forklift says {ours.status} {ours.reasons()}; the tool: {output}"
+        if ok:
+            expected = {**files, **ours.files}
+            assert after == {p: c for p, c in expected.items() if c is not None}, applier
+        results[applier] = ours
+    return results
+
+
+def test_asymmetric_context_mid_file_is_not_pinned_to_the_start(tmp_path):
+    """2 leading, 3 trailing context lines at line 38: GNU pins to the start only when stated at line <= 1."""
+    text = "--- a/f\n+++ b/f\n@@ -38,6 +38,6 @@\n 38\n 39\n-40\n+FORTY\n 41\n 42\n 43\n"
+    results = _held(tmp_path, {"f": NUMBERS}, text)
+    assert all(r.status == "exact" and not r.disagreements for r in results.values())
+
+
+def test_less_trailing_context_mid_file_splits_gnu_and_git(tmp_path):
+    """3 leading, 2 trailing: GNU patch must match at the file's end (so refuses at fuzz 0), git applies."""
+    text = "--- a/f\n+++ b/f\n@@ -37,6 +37,6 @@\n 37\n 38\n 39\n-40\n+FORTY\n 41\n 42\n"
+    results = _held(tmp_path, {"f": NUMBERS}, text)
+    assert results["gnu-patch"].status == "fuzz" and results["git-apply"].status == "exact"
+    assert results["gnu-patch"].disagreements == ("f hunk #1 (line 37): git apply would apply this hunk",)
+    assert results["git-apply"].disagreements == ("f hunk #1 (line 37): GNU patch would refuse this hunk",)
+
+
+def test_new_file_without_dev_null_is_created(tmp_path):
+    text = "--- a/new.py\n+++ b/new.py\n@@ -0,0 +1,2 @@\n+a = 1\n+b = 2\n"
+    results = _held(tmp_path, {"f": NUMBERS}, text)
+    assert all(r.status == "exact" and r.files == {"new.py": b"a = 1\nb = 2\n"} for r in results.values())
+
+
+def test_diff_u0_hunks_apply_under_gnu_and_git_refuses(tmp_path):
+    """dpkg-source runs GNU patch at fuzz 0, which applies -U0 hunks (at an offset too); git apply
+    without --unidiff-zero refuses them."""
+    shifted = b"0a\n0b\n" + NUMBERS
+    text = "--- a/f\n+++ b/f\n@@ -10 +10 @@\n-10\n+TEN\n@@ -15,0 +16,1 @@\n+after 15\n"
+    results = _held(tmp_path, {"f": shifted}, text)
+    gnu = results["gnu-patch"]
+    assert gnu.status == "offset" and [h.offset for h in gnu.hunks] == [2, 2]
+    assert gnu.files["f"].splitlines()[11:19] == [b"TEN", b"11", b"12", b"13", b"14", b"15", b"after 15", b"16"]
+    assert results["git-apply"].status == "fails"
+    assert "git apply would refuse this hunk" in gnu.disagreements[0]
+
+
+def test_blank_line_after_the_last_hunk_is_not_part_of_it(tmp_path):
+    text = "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n 1\n-2\n+TWO\n 3\n\n"
+    results = _held(tmp_path, {"f": NUMBERS}, text)
+    assert all(r.status == "exact" for r in results.values())
+
+
+def test_copy_keeps_the_source(tmp_path):
+    text = "diff --git a/f b/g\nsimilarity index 90%\ncopy from f\ncopy to g\n--- a/f\n+++ b/g\n@@ -1,3 +1,3 @@\n 1\n-2\n+TWO\n 3\n"
+    results = _held(tmp_path, {"f": NUMBERS}, text)
+    for result in results.values():
+        assert result.status == "exact" and set(result.files) == {"g"}  # f is not deleted
+        assert result.files["g"].startswith(b"1\nTWO\n3\n")
+
+
+def test_git_quoted_paths_are_unquoted(tmp_path):
+    text = (
+        'diff --git "a/a b.py" "b/a b.py"\n--- "a/a b.py"\n+++ "b/a b.py"\n@@ -1,3 +1,3 @@\n 1\n-2\n+TWO\n 3\n'
+        'diff --git "a/caf\\303\\251.py" "b/caf\\303\\251.py"\n--- "a/caf\\303\\251.py"\n+++ "b/caf\\303\\251.py"\n'
+        "@@ -1,3 +1,3 @@\n 1\n-2\n+TWO\n 3\n"
+    )
+    results = _held(tmp_path, {"a b.py": NUMBERS, "café.py": NUMBERS}, text)
+    assert all(set(r.files) == {"a b.py", "café.py"} for r in results.values())
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (
+            "--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+x\n",
+            "case.patch: line 1: both sides of the diff are /dev/null",
+        ),
+        (
+            "diff --git a/x b/x\n--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+x\n",
+            "case.patch: line 2: both sides of the diff are /dev/null",
+        ),
+        (
+            "--- a/f\n+++ b/f\n@@ -999999999999999999999,3 +1,3 @@\n 1\n-2\n+TWO\n 3\n",
+            "case.patch: line 3: line number 999999999999999999999 is too large",
+        ),
+        ("--- a/f\x00x\n+++ b/f\x00x\n@@ -1,3 +1,3 @@\n 1\n-2\n+TWO\n 3\n", "contains a NUL byte"),
+    ],
+)
+def test_inputs_no_tool_reads_soundly_are_one_line(tmp_path, text, message):
+    """GNU says 'No file to patch' for /dev/null on both sides while git makes a folder `dev`; GNU calls
+    the number too large while git wraps it; both cut a name at a NUL. forklift refuses, in one line."""
+    with pytest.raises(PatchError) as exc:
+        parse_patch("case.patch", text)
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_far_stated_line_lands_where_both_tools_put_it(tmp_path):
+    text = "--- a/f\n+++ b/f\n@@ -99999999,3 +99999999,3 @@\n 1\n-2\n+TWO\n 3\n"
+    results = _held(tmp_path, {"f": NUMBERS}, text)
+    assert all(r.hunks[0].offset == -99999998 for r in results.values())
+    write_tree(tmp_path / "check", {"f": NUMBERS})
+    assert gnu_patch(tmp_path / "check", text).offsets == (-99999998,)
+
+
+def test_a_symlink_in_the_tree_is_refused_as_both_tools_do(tmp_path):
+    text = "--- a/l\n+++ b/l\n@@ -1,3 +1,3 @@\n 1\n-2\n+TWO\n 3\n"
+    results = _held(tmp_path, {"f": NUMBERS, "l": Link(b"f")}, text)
+    for result in results.values():
+        assert result.status == "fails" and "is a symbolic link" in result.reasons()[0]
+
+
+def test_a_patch_creating_a_symlink_creates_one(tmp_path):
+    text = (
+        "diff --git a/lnk b/lnk\nnew file mode 120000\nindex 0000000..1234567\n--- /dev/null\n+++ b/lnk\n"
+        "@@ -0,0 +1 @@\n+f\n\\ No newline at end of file\n"
+    )
+    results = _held(tmp_path, {"f": NUMBERS}, text)
+    for result in results.values():
+        assert isinstance(result.files["lnk"], Link) and result.files["lnk"] == b"f"
+
+
+DATALESS = (
+    "diff --git a/x.bin b/x.bin\nnew file mode 100644\nindex 0000000..e69de29\nBinary files /dev/null and b/x.bin differ\n"
+    "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n 1\n-2\n+TWO\n 3\n"
+)
+
+
+def test_a_dataless_binary_stanza_follows_the_applier(tmp_path):
+    """GNU patch creates an empty file (and patches the rest); git apply refuses the whole patch."""
+    results = _held(tmp_path, {"f": NUMBERS}, DATALESS)
+    assert results["gnu-patch"].files["x.bin"] == b"" and results["gnu-patch"].status == "exact"
+    assert results["git-apply"].status == "fails"
+    assert "binary diff without data" in results["git-apply"].reasons()[0]
+
+
+def test_a_dataless_binary_stanza_does_not_take_down_the_series():
+    before = parse_patch("1.patch", "--- a/f\n+++ b/f\n@@ -5,3 +5,3 @@\n 5\n-6\n+SIX\n 7\n")
+    after = parse_patch("3.patch", "--- a/f\n+++ b/f\n@@ -8,3 +8,3 @@\n 8\n-9\n+NINE\n 10\n")
+    patches = [before, parse_patch("2.patch", DATALESS), after]
+    results, overlay = apply_series(_reader({"f": NUMBERS}), patches, "git-apply")
+    assert [r.status for r in results] == ["exact", "fails", "exact"]
+    assert overlay.read("f").splitlines()[4:9] == [b"5", b"SIX", b"7", b"8", b"NINE"]
+
+
+def test_dev_null_creation_over_an_empty_file_splits_gnu_and_git(tmp_path):
+    text = "--- /dev/null\n+++ b/e\n@@ -0,0 +1,2 @@\n+a\n+b\n"
+    results = _held(tmp_path, {"e": b""}, text)
+    assert results["gnu-patch"].files == {"e": b"a\nb\n"}
+    assert results["git-apply"].reasons() == ("e: file to create already exists",)
+
+
+def test_a_patch_that_does_not_land_says_what_did(tmp_path):
+    """`landed` holds the hunks that landed, `reasons()` one line per hunk that did not (flip uses both)."""
+    text = "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n 1\n-2\n+TWO\n 3\n@@ -20,3 +20,3 @@\n 20\n-nope\n+x\n 22\n"
+    results = _held(tmp_path, {"f": NUMBERS}, text)
+    for result in results.values():
+        assert result.status == "fails" and result.files == {}
+        assert result.landed["f"].startswith(b"1\nTWO\n3\n")
+        assert result.reasons() == ("f hunk #2 (line 20): does not apply",)
+
+
+def test_a_name_with_spaces_and_no_tab_is_cut_by_gnu_but_not_by_git(tmp_path):
+    """Debian's python3.11 frame_dealloc-crash.diff creates `Misc/NEWS.d/next/Core and Builtins/...`
+    in a plain diff: GNU patch ends an unquoted name at a space unless a tab follows; git does not."""
+    text = "--- /dev/null\n+++ b/Core and Builtins/news.rst\n@@ -0,0 +1 @@\n+fixed\n"
+    results = _held(tmp_path, {"f": NUMBERS}, text)
+    assert set(results["gnu-patch"].files) == {"Core"}
+    assert set(results["git-apply"].files) == {"Core and Builtins/news.rst"}
+
+
+def test_an_empty_patch_file_applies_under_quilt_and_not_under_git(tmp_path):
+    """Debian's procps lists an empty `ps_checks`: quilt skips a 0-byte patch, git apply refuses it."""
+    results = _held(tmp_path, {"f": NUMBERS}, "")
+    assert results["gnu-patch"].status == "exact" and results["gnu-patch"].files == {}
+    assert results["git-apply"].reasons() == (
+        "case.patch: empty patch file (quilt skips it; git apply refuses it: no valid patches in input)",
+    )

@@ -68,10 +68,12 @@ def test_missing_series_file_is_named(tmp_path):
     [
         (DIFF.replace("a/pkg/mod.py", "a/../etc/passwd"), "escapes the tree"),
         (DIFF.replace("a/pkg/mod.py", "/etc/passwd").replace("b/pkg/mod.py", "/etc/passwd"), "is absolute"),
-        (DIFF.replace("@@ -1,3 +1,3 @@", "@@ -1,9 +1,3 @@"), "malformed diff"),
+        (DIFF.replace("@@ -1,3 +1,3 @@", "@@ -1,9 +1,3 @@"), "line 4: pkg/mod.py: hunk at line 1 ends early"),
         (DIFF.replace("\n", "\r\n"), "line 1: CRLF line ending on a diff line"),
         ("Description: only a header\n", "contains no diff"),
-        ("diff --git a/x.bin b/x.bin\nBinary files a/x.bin and b/x.bin differ\n", "binary diffs are not supported"),
+        ("--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+x\n", "line 1: both sides of the diff are /dev/null"),
+        (DIFF.replace("a/pkg/mod.py", "a/pkg/m\0od.py"), "contains a NUL byte"),
+        (DIFF.replace("@@ -1,3 +1,3 @@", "@@ -999999999999999999999,3 +1,3 @@"), "line 4: line number"),
     ],
 )
 def test_bad_patches_fail_with_one_line_naming_the_patch(text, message):

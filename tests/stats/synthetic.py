@@ -37,16 +37,21 @@ def records(
     tokens: int = 64,
     prefix: str = "p",
     tok_step: float | None = None,
+    run_speed: list[float] | None = None,
 ) -> list[RequestRecord]:
-    """`runs` runs over `prompts` prompts; decode is `speed` times the per-prompt base, with lognormal noise."""
+    """`runs` runs over `prompts` prompts; decode is `speed` times the per-prompt base, with lognormal noise.
+
+    `run_speed` multiplies every request of a run: the state of the box during that run (drift).
+    """
     base = np.random.default_rng(12345).uniform(0.02, 0.06, prompts)  # per-prompt TPOT, shared by both sides
     rng = np.random.default_rng(seed)
     out = []
     for run in range(runs):
         clock = 0.0
+        box = run_speed[run] if run_speed else 1.0
         for i in range(prompts):
-            tpot = base[i] / speed * rng.lognormal(0, noise)
-            ttft = 0.1 * base[i] / 0.04 / speed * rng.lognormal(0, noise)
+            tpot = base[i] / speed / box * rng.lognormal(0, noise)
+            ttft = 0.1 * base[i] / 0.04 / speed / box * rng.lognormal(0, noise)
             first = clock + ttft
             end = first + tpot * (tokens - 1)
             out.append(

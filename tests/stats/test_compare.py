@@ -1,5 +1,7 @@
 """compare_groups over synthetic bench receipts built through the real schema."""
 
+import math
+
 import pytest
 
 from forklift.errors import ForkliftError
@@ -8,7 +10,13 @@ from tests.stats.synthetic import as_run, bench_receipt, records, workload
 
 
 def one_cell(**kwargs):
+    """One bench keeping one run (its second): an interval over prompts only."""
     return as_run(bench_receipt({"single": records(**kwargs)}))
+
+
+def four_runs(**kwargs):
+    """One bench keeping four runs: the run is the unit, run-to-run variation is in the interval."""
+    return as_run(bench_receipt({"single": records(runs=4, **kwargs)}, kept=[0, 1, 2, 3]))
 
 
 def compare(a, b, **kwargs):
@@ -16,9 +24,10 @@ def compare(a, b, **kwargs):
 
 
 def test_planted_speedup_is_claimed_at_its_size_in_the_metrics_own_words():
-    cell = compare(one_cell(prompts=16, seed=1), one_cell(prompts=16, speed=1.2, seed=2))
-    assert cell.paired and cell.pairs == 16  # kept run only: 16 prompts x 1 run
+    cell = compare(four_runs(prompts=16, seed=1), four_runs(prompts=16, speed=1.2, seed=2))
+    assert cell.paired and cell.pairs == 64  # 16 prompts x 4 kept runs
     decode, ttft = cell.metric("decode_tps"), cell.metric("ttft")
+    assert decode.estimate.unit == "run" and decode.estimate.runs == 4
     assert decode.claim == "better" and decode.verdict.startswith("B faster by")
     assert decode.estimate.low < 0.2 < decode.estimate.high
     assert ttft.claim == "better" and ttft.verdict.startswith("B faster by")  # lower TTFT is better
@@ -26,8 +35,33 @@ def test_planted_speedup_is_claimed_at_its_size_in_the_metrics_own_words():
     assert cell.metric("output_tokens").claim == "noise"
 
 
+def test_one_run_a_side_reports_the_effect_but_names_no_winner():
+    cell = compare(one_cell(prompts=16, seed=1), one_cell(prompts=16, speed=1.2, seed=2))
+    decode = cell.metric("decode_tps")
+    assert decode.estimate.unit == "prompt" and decode.estimate.excludes_zero
+    assert decode.claim == "unclaimable"
+    assert decode.verdict.startswith("B faster by") and "not claimable: one run a side" in decode.verdict
+
+
+def test_two_runs_a_side_give_no_mde_rather_than_a_meaningless_one():
+    two = dict(prompts=8, runs=2)
+    a = as_run(bench_receipt({"single": records(seed=1, **two)}, kept=[0, 1]))
+    b = as_run(bench_receipt({"single": records(seed=2, speed=1.3, **two)}, kept=[0, 1]))
+    decode = compare(a, b).metric("decode_tps")
+    assert decode.estimate.runs == 2 and decode.estimate.mde is None and decode.claim != "unclaimable"
+    # the interval is Student's t with one degree of freedom over the two runs' mean log ratios
+    ratios = {}
+    for ra, rb in zip(a.body.cells[0].requests, b.body.cells[0].requests):
+        ratios.setdefault(ra.run, []).append(math.log(rb.decode_tps / ra.decode_tps))
+    units = [sum(v) / len(v) for v in ratios.values()]
+    half = 12.7062 * abs(units[0] - units[1]) / 2  # t(0.975, 1) x sd / sqrt(2), sd = |d| / sqrt(2)
+    centre = sum(units) / 2
+    assert decode.estimate.low == pytest.approx(math.expm1(centre - half), rel=1e-3)
+    assert decode.estimate.high == pytest.approx(math.expm1(centre + half), rel=1e-3)
+
+
 def test_planted_slowdown_reads_slower_and_worse():
-    cell = compare(one_cell(prompts=16, seed=1), one_cell(prompts=16, speed=0.85, seed=2))
+    cell = compare(four_runs(prompts=16, seed=1), four_runs(prompts=16, speed=0.85, seed=2))
     assert cell.metric("tpot").claim == "worse" and cell.metric("tpot").verdict.startswith("B slower by")
     assert cell.metric("decode_tps").verdict.startswith("B slower by")
 
@@ -58,7 +92,7 @@ def test_different_prompts_fall_back_to_unpaired_and_say_so():
     cell = compare(one_cell(prompts=20, seed=1), one_cell(prompts=20, speed=1.5, seed=2, prefix="q"))
     assert not cell.paired and cell.pairs == 0
     decode = cell.metric("decode_tps")
-    assert not decode.estimate.paired and decode.claim == "better"
+    assert not decode.estimate.paired and decode.claim == "unclaimable"  # one bench a side, no A/A
     assert not cell.divergence.assessed
 
 
@@ -126,7 +160,7 @@ def test_requests_delivered_in_one_burst_have_no_decode_timing():
 
 def test_tok_step_row_appears_only_with_per_request_spec_stats():
     assert compare(one_cell(prompts=4), one_cell(prompts=4)).metric("tok_step") is None
-    cell = compare(one_cell(prompts=8, tok_step=1.0, seed=1), one_cell(prompts=8, tok_step=2.0, seed=2))
+    cell = compare(four_runs(prompts=8, tok_step=1.0, seed=1), four_runs(prompts=8, tok_step=2.0, seed=2))
     assert cell.metric("tok_step").claim == "better" and cell.metric("tok_step").verdict.startswith("B higher by")
 
 

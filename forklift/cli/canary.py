@@ -1,0 +1,108 @@
+"""`forklift canary`: pass/fail correctness checks against a server or a launched profile; a receipt per suite."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from forklift.cli.app import MEASURE, ReceiptsOption, app
+from forklift.cli.quality import finish, run_suites, suite_names
+from forklift.errors import UsageError
+
+
+@app.command("canary", rich_help_panel=MEASURE)
+def canary(
+    suite: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--suite", help="tools, json, needle, cold-pair, soak, logscan (comma-separated or repeated; run in order)"
+        ),
+    ] = None,
+    url: Annotated[str | None, typer.Option("--url", help="base URL of any OpenAI-compatible server")] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="launch this forklift.toml profile, run, stop it")
+    ] = None,
+    sets: Annotated[
+        list[str] | None, typer.Option("--set", help="with --profile: axis=choice, args.FLAG=VALUE, env.NAME=VALUE")
+    ] = None,
+    logs: Annotated[Path | None, typer.Option("--logs", help="with --profile: engine log folder")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="served model name (default: the first listed)")] = None,
+    repeats: Annotated[int, typer.Option("--repeats", help="tools/json: consecutive forced requests")] = 20,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="tools/json: answer length limit")] = 64,
+    label: Annotated[str, typer.Option("--label", help="tools/json: the const label the schema fixes")] = "SPEC_OK",
+    context_tokens: Annotated[
+        int, typer.Option("--context-tokens", help="needle/cold-pair: filler context, in tokens")
+    ] = 1500,
+    depth: Annotated[float, typer.Option("--depth", help="needle: where the needle sits (0 start .. 1 end)")] = 0.5,
+    needle: Annotated[
+        str, typer.Option("--needle", help="needle: the exact string to retrieve")
+    ] = "forklift-needle-7391",
+    force_choice: Annotated[
+        bool,
+        typer.Option("--force-choice", help="needle: force the answer by grammar (a positive control of the pipeline)"),
+    ] = False,
+    requests: Annotated[int, typer.Option("--requests", help="soak: serial requests")] = 120,
+    soak_tokens: Annotated[
+        int, typer.Option("--soak-tokens", help="soak: tokens each request decodes (ignore_eos)")
+    ] = 64,
+    log: Annotated[
+        Path | None, typer.Option("--log", help="with --url: the server's log (logscan, grammar rejections)")
+    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds per request")] = 600.0,
+    engine: Annotated[str, typer.Option("--engine", help="engine adapter (metrics and log patterns)")] = "vllm",
+    receipts: ReceiptsOption = None,
+) -> None:
+    """Forced tool calls, JSON schema, needle, cold/cached pair, soak, log scan; exit 0 only if every suite passes."""
+    from forklift.canary import (
+        CANARY_SUITES,
+        ColdPairOptions,
+        LogscanOptions,
+        NeedleOptions,
+        SoakOptions,
+        StructuredOptions,
+        run_cold_pair,
+        run_json,
+        run_logscan,
+        run_needle,
+        run_soak,
+        run_tools,
+    )
+    from forklift.quality.session import Suite
+
+    names = suite_names(suite or [], CANARY_SUITES)
+    if not 0.0 <= depth <= 1.0:
+        raise UsageError(f"--depth {depth}: expected a fraction from 0 to 1")
+    for option, value in (("--repeats", repeats), ("--requests", requests), ("--context-tokens", context_tokens)):
+        if value < 1:
+            raise UsageError(f"{option} {value}: must be at least 1")
+    if "logscan" in names and url is not None and log is None:
+        raise UsageError("--suite logscan with --url needs --log FILE (the server's log)")
+    structured = StructuredOptions(repeats=repeats, max_tokens=max_tokens, arguments={"ok": True, "label": label})
+    runs = {
+        "tools": partial(run_tools, options=structured),
+        "json": partial(run_json, options=structured),
+        "needle": partial(
+            run_needle,
+            options=NeedleOptions(tokens=context_tokens, depth=depth, needle=needle, force_choice=force_choice),
+        ),
+        "cold-pair": partial(run_cold_pair, options=ColdPairOptions(tokens=context_tokens)),
+        "soak": partial(run_soak, options=SoakOptions(requests=requests, max_tokens=soak_tokens)),
+        "logscan": partial(run_logscan, options=LogscanOptions(log=log)),
+    }
+    outcomes = run_suites(
+        lambda config: [Suite("canary", name, runs[name]) for name in names],
+        url=url,
+        profile=profile,
+        sets=sets or [],
+        logs=logs,
+        model=model,
+        timeout=timeout,
+        engine=engine,
+        engine_roots=[],
+        log=log,
+        receipts=receipts,
+    )
+    finish(outcomes, "canary")

@@ -1,0 +1,132 @@
+"""Suites from endpoint to receipt, against a running server or one launched from a profile.
+
+Every suite is a plain function `run_<suite>(endpoint, options) -> SuiteBody`; this module
+wraps one in a receipt (kind `quality` or `canary`), written as partial when the suite
+starts and rewritten with its verdict, so an interrupted run still leaves a record.
+With a profile, the server is launched once, every suite runs against it, and it is
+stopped (nothing left running), as `forklift bench --profile` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from forklift.errors import ForkliftError
+from forklift.quality.endpoint import Endpoint
+from forklift.quality.schema import SuiteBody
+from forklift.receipts import new_receipt, write_receipt
+from forklift.receipts.envelope import Status
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A suite ready to run: its receipt kind, its name and the call that runs it."""
+
+    kind: str  # quality or canary
+    name: str
+    run: Callable[[Endpoint], SuiteBody]
+
+
+@dataclass
+class Outcome:
+    status: Status
+    path: Path
+    body: SuiteBody
+
+
+def run_suite(
+    suite: Suite,
+    endpoint: Endpoint,
+    folder: Path,
+    *,
+    setting: str | None = None,
+    boot: dict[str, Any] | None = None,
+    receipt_fields: dict[str, Any] | None = None,
+) -> Outcome:
+    """Run one suite and write its receipt; status ok only when the suite passed."""
+    started = SuiteBody(suite=suite.name, url=endpoint.url, model=endpoint.model, setting=setting, boot=boot)
+    receipt = new_receipt(suite.kind, status="partial", body=started.model_dump(mode="json"), **(receipt_fields or {}))
+    path = write_receipt(receipt, folder)
+    try:
+        body = suite.run(endpoint)
+    except KeyboardInterrupt:
+        receipt.status = "interrupted"
+        write_receipt(receipt, folder, path)
+        raise
+    except ForkliftError as exc:  # the suite could not run at all (server gone, bad input): say so in the receipt
+        started.passed, started.failure = False, str(exc)
+        receipt.status, receipt.body = "failed", started.model_dump(mode="json")
+        write_receipt(receipt, folder, path)
+        raise
+    body.setting, body.boot = setting, boot
+    receipt.status = "ok" if body.passed else "failed"
+    receipt.body = body.model_dump(mode="json")
+    write_receipt(receipt, folder, path)
+    return Outcome(receipt.status, path, body)
+
+
+def engine_roots(resolved: Any, adapter: Any) -> tuple[Path, ...]:
+    """Where the profile's engine package is installed: a corpus there changes with the pin."""
+    from forklift.installed.package import site_from_python
+    from forklift.launch.preflight import engine_python
+
+    python = engine_python(resolved, adapter)
+    if not python or not Path(python).exists():
+        return ()
+    return (site_from_python(Path(python), adapter.package) / adapter.package,)
+
+
+def run_launched(
+    config: Any,
+    profile: str,
+    sets: list[str],
+    suites: list[Suite],
+    *,
+    folder: Path,
+    logs: Path,
+    endpoint: Endpoint | None = None,
+) -> list[Outcome]:
+    """Launch the profile, run every suite once it is healthy, stop it; one receipt per suite.
+
+    `endpoint` carries options of the caller (timeout, model name); url, log and engine
+    roots come from the launch.
+    """
+    from forklift.launch.boot import profile_record, setting_name
+    from forklift.launch.run import launch, make_plan
+
+    planned = make_plan(config, profile, sets)
+    resolved = planned.resolved
+    base = endpoint or Endpoint(url="", model="")
+    outcomes: list[Outcome] = []
+
+    def on_ready(booted: Any) -> None:
+        target = replace(
+            base,
+            url=resolved.url,
+            model=base.model or resolved.served_name,
+            log_path=booted.server.log_path,
+            engine=planned.adapter.name,
+            engine_roots=engine_roots(resolved, planned.adapter),
+        )
+        fields = {
+            "profile": profile_record(resolved),
+            "pin": config.data.upstream.model_dump(),
+            "engine_version": planned.checked_against,
+        }
+        for suite in suites:
+            outcomes.append(
+                run_suite(
+                    suite,
+                    target,
+                    folder,
+                    setting=setting_name(resolved),
+                    boot=booted.body.model_dump(mode="json"),
+                    receipt_fields=fields,
+                )
+            )
+
+    launch(config, planned, folder, logs, on_ready=on_ready, serve=False)
+    return outcomes

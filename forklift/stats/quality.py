@@ -1,0 +1,337 @@
+"""Compare quality and canary receipts, item by item: PPL windows, GSM8K questions, canary passes.
+
+- ppl: windows are paired by id; the difference in corpus perplexity (B - A) gets a seeded
+  percentile bootstrap interval over windows (each resample recomputes both perplexities,
+  ratio of sums, on the same windows). "no difference" when the interval holds zero.
+- gsm8k: questions are paired by id; McNemar's exact test on the discordant pairs (A right
+  and B wrong, A wrong and B right): under "no difference" each discordant question is a
+  fair coin, so p = two-sided binomial test of the smaller count among all discordant ones.
+- canaries: pass counts per side; B regressed when A passed and B did not.
+
+A side that failed shows its failure; receipts that measured different things (corpus
+sha256, windows, subset, shots) are refused with one line naming the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel
+
+from forklift.errors import ForkliftError
+from forklift.quality.schema import Question, SuiteBody, Window
+from forklift.receipts import Receipt
+from forklift.stats.sample import build_label, validated_body
+
+KINDS = ("quality", "canary")
+Claim = Literal["better", "worse", "noise", "identical", "failed", "refused"]
+BOOTSTRAP = 2000
+
+# Options that must match before two receipts of a suite measure the same thing.
+MUST_MATCH = {
+    "ppl": ("corpus.sha256", "corpus.name", "unit", "size", "windows"),
+    "gsm8k": ("data_sha256", "n", "seed", "shots", "endpoint", "max_tokens", "prompt"),
+}
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    path: Path
+    receipt: Receipt
+    body: SuiteBody
+
+    @property
+    def machine_id(self) -> str:
+        return self.receipt.fingerprint.machine_id
+
+    @property
+    def hostname(self) -> str:
+        return self.receipt.fingerprint.hostname
+
+    @property
+    def setting(self) -> str:
+        return self.body.setting or (self.receipt.profile or {}).get("name") or "default"
+
+    @property
+    def build(self) -> str:
+        return build_label(self.receipt)
+
+    @property
+    def label(self) -> str:
+        """What was measured, for a row: `ppl wiki`, `gsm8k 5-shot n=50`, `tools`."""
+        options = self.body.options
+        if self.body.suite == "ppl":
+            return f"ppl {(options.get('corpus') or {}).get('name', '?')}"
+        if self.body.suite == "gsm8k":
+            return f"gsm8k {options.get('shots', 0)}-shot n={options.get('n')} {options.get('endpoint', '')}".rstrip()
+        return self.body.suite
+
+    def option(self, dotted: str) -> Any:
+        value: Any = self.body.options
+        for part in dotted.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+
+def suite_runs(receipts: list[tuple[Path, Receipt]]) -> list[SuiteRun]:
+    """The quality and canary receipts among `receipts`, bodies validated, oldest first."""
+    runs = [SuiteRun(p, r, validated_body(p, r, SuiteBody)) for p, r in receipts if r.kind in KINDS]
+    return sorted(runs, key=lambda run: (run.receipt.created, str(run.path)))
+
+
+class PplResult(BaseModel):
+    windows: int
+    ppl_a: float
+    ppl_b: float
+    delta: float  # B - A
+    low: float
+    high: float
+    identical: bool  # every window's summed logprob equal on both sides
+
+
+class McNemar(BaseModel):
+    both_right: int
+    a_only: int  # A right, B wrong
+    b_only: int  # A wrong, B right
+    neither: int
+    p_value: float
+
+    @property
+    def discordant(self) -> int:
+        return self.a_only + self.b_only
+
+
+class Gsm8kResult(BaseModel):
+    questions: int
+    accuracy_a: dict[str, float]  # strict, flexible
+    accuracy_b: dict[str, float]
+    strict: McNemar
+    flexible: McNemar
+
+
+class SuiteComparison(BaseModel):
+    suite: str
+    label: str
+    setting_a: str
+    setting_b: str
+    build_a: str
+    build_b: str
+    host_a: str
+    host_b: str
+    path_a: str
+    path_b: str
+    value_a: str  # the side's headline number, or its failure
+    value_b: str
+    claim: Claim
+    verdict: str
+    ppl: PplResult | None = None
+    gsm8k: Gsm8kResult | None = None
+
+
+def headline(run: SuiteRun) -> str:
+    """A side's number in a table cell; a failed side shows why, never a blank."""
+    body, summary = run.body, run.body.summary
+    if body.passed is None:
+        return f"{run.receipt.status} (no verdict)"
+    if body.suite == "ppl":
+        if not body.passed:
+            return f"FAILED: {body.failure}"
+        bpb = summary.get("bits_per_byte")
+        return f"{summary['perplexity']:.3f}" + (f" ({bpb:.3f} bits/byte)" if bpb is not None else "")
+    if body.suite == "gsm8k":
+        if not body.passed:
+            return f"FAILED: {body.failure}"
+        return (
+            f"strict {summary['correct_strict']}/{summary['questions']}, "
+            f"flexible {summary['correct_flexible']}/{summary['questions']}"
+        )
+    passes = sum(bool(item.get("ok")) for item in body.items)
+    count = f"{passes}/{len(body.items)}" if body.suite != "logscan" else f"{sum(body.summary.values())} hits"
+    return f"PASS {count}" if body.passed else f"FAIL {count}: {body.failure}"
+
+
+def _check_comparable(a: SuiteRun, b: SuiteRun) -> None:
+    for field in MUST_MATCH.get(a.body.suite, ()):
+        if a.option(field) != b.option(field):
+            raise ForkliftError(
+                f"not comparable: {a.body.suite} options.{field} differs: "
+                f"{a.option(field)!r} in {a.path} vs {b.option(field)!r} in {b.path}"
+            )
+    for run in (a, b):
+        inside = run.option("inside_engine")
+        if inside:
+            raise ForkliftError(
+                f"not comparable: corpus {run.option('corpus.name')} ({run.option('corpus.path')}) lies inside the "
+                f"engine under test ({inside}) in {run.path}: it changes with the pin, so it is no A/B number"
+            )
+
+
+def ppl_change(a: list[Window], b: list[Window], *, seed: int = 0) -> PplResult:
+    """Corpus PPL of each side over the windows both scored, and a bootstrap interval of B - A."""
+    by_id = {w.id: w for w in b}
+    pairs = [(w, by_id[w.id]) for w in a if w.id in by_id]
+    if not pairs:
+        raise ForkliftError("no window is scored by both sides")
+    lp = np.array([[x.logprob_sum or 0.0, y.logprob_sum or 0.0] for x, y in pairs])
+    tok = np.array([[x.tokens, y.tokens] for x, y in pairs], dtype=float)
+
+    def ppl(indexes: np.ndarray) -> np.ndarray:  # (resamples, 2)
+        return np.exp(-lp[indexes].sum(axis=-2) / tok[indexes].sum(axis=-2))
+
+    whole = ppl(np.arange(len(pairs)))
+    rng = np.random.default_rng(seed)
+    resampled = ppl(rng.integers(0, len(pairs), size=(BOOTSTRAP, len(pairs))))
+    deltas = resampled[:, 1] - resampled[:, 0]
+    low, high = (float(q) for q in np.percentile(deltas, [2.5, 97.5]))
+    return PplResult(
+        windows=len(pairs),
+        ppl_a=float(whole[0]),
+        ppl_b=float(whole[1]),
+        delta=float(whole[1] - whole[0]),
+        low=low,
+        high=high,
+        identical=bool(np.all(lp[:, 0] == lp[:, 1]) and np.all(tok[:, 0] == tok[:, 1])),
+    )
+
+
+def mcnemar(right_a: list[bool], right_b: list[bool]) -> McNemar:
+    """McNemar's exact test: a two-sided binomial test of the discordant pairs (p = 1 with none)."""
+    from scipy import stats
+
+    pairs = list(zip(right_a, right_b))
+    a_only = sum(x and not y for x, y in pairs)
+    b_only = sum(y and not x for x, y in pairs)
+    discordant = a_only + b_only
+    p = stats.binomtest(min(a_only, b_only), discordant, 0.5).pvalue if discordant else 1.0
+    return McNemar(
+        both_right=sum(x and y for x, y in pairs),
+        a_only=a_only,
+        b_only=b_only,
+        neither=sum(not x and not y for x, y in pairs),
+        p_value=float(p),
+    )
+
+
+def mcnemar_verdict(test: McNemar) -> tuple[Claim, str]:
+    counts = f"A-only right {test.a_only}, B-only right {test.b_only}; McNemar exact p={test.p_value:.3f}"
+    if test.p_value >= 0.05:
+        return "noise", f"no difference ({counts})"
+    return (
+        "worse" if test.a_only > test.b_only else "better"
+    ), f"B {'worse' if test.a_only > test.b_only else 'better'} ({counts})"
+
+
+def gsm8k_change(a: list[Question], b: list[Question]) -> Gsm8kResult:
+    by_id = {q.id: q for q in b}
+    pairs = [(q, by_id[q.id]) for q in a if q.id in by_id]
+    if not pairs:
+        raise ForkliftError("no question is answered by both sides")
+
+    def accuracy(side: list[Question]) -> dict[str, float]:
+        return {
+            "strict": sum(q.correct_strict for q in side) / len(side),
+            "flexible": sum(q.correct_flexible for q in side) / len(side),
+        }
+
+    return Gsm8kResult(
+        questions=len(pairs),
+        accuracy_a=accuracy([x for x, _ in pairs]),
+        accuracy_b=accuracy([y for _, y in pairs]),
+        strict=mcnemar([x.correct_strict for x, _ in pairs], [y.correct_strict for _, y in pairs]),
+        flexible=mcnemar([x.correct_flexible for x, _ in pairs], [y.correct_flexible for _, y in pairs]),
+    )
+
+
+def _ppl_verdict(result: PplResult) -> tuple[Claim, str]:
+    if result.identical:
+        return "identical", f"identical: every one of {result.windows} windows scored the same"
+    interval = f"Δ {result.delta:+.3f} (95% CI {result.low:+.3f}..{result.high:+.3f}, {result.windows} windows)"
+    if result.low <= 0 <= result.high:
+        return "noise", f"no difference: {interval}"
+    return ("worse" if result.delta > 0 else "better"), f"B {'higher' if result.delta > 0 else 'lower'}: {interval}"
+
+
+def _canary_verdict(a: SuiteRun, b: SuiteRun) -> tuple[Claim, str]:
+    if a.body.passed and b.body.passed:
+        return "identical", "both pass"
+    if a.body.passed:
+        return "worse", f"B regressed: {b.body.failure}"
+    if b.body.passed:
+        return "better", "B passes where A failed"
+    return "failed", "both fail"
+
+
+def compare_pair(a: SuiteRun, b: SuiteRun, *, seed: int = 0) -> SuiteComparison:
+    """One row: a suite of A against the same suite of B."""
+    comparison = SuiteComparison(
+        suite=a.body.suite,
+        label=a.label,
+        setting_a=a.setting,
+        setting_b=b.setting,
+        build_a=a.build,
+        build_b=b.build,
+        host_a=a.hostname,
+        host_b=b.hostname,
+        path_a=str(a.path),
+        path_b=str(b.path),
+        value_a=headline(a),
+        value_b=headline(b),
+        claim="failed",
+        verdict="",
+    )
+    try:
+        _check_comparable(a, b)
+    except ForkliftError as exc:
+        comparison.claim, comparison.verdict = "refused", str(exc)
+        return comparison
+    suite = a.body.suite
+    if suite in ("ppl", "gsm8k") and not (a.body.passed and b.body.passed):
+        failed = [side for side, run in (("A", a), ("B", b)) if not run.body.passed]
+        comparison.verdict = f"not compared: {' and '.join(failed)} failed"
+        return comparison
+    if suite == "ppl":
+        windows = [[Window.model_validate(w) for w in run.body.items] for run in (a, b)]
+        comparison.ppl = ppl_change(*windows, seed=seed)
+        comparison.claim, comparison.verdict = _ppl_verdict(comparison.ppl)
+    elif suite == "gsm8k":
+        questions = [[Question.model_validate(q) for q in run.body.items] for run in (a, b)]
+        comparison.gsm8k = gsm8k_change(*questions)
+        claim, text = mcnemar_verdict(comparison.gsm8k.strict)
+        _, flexible = mcnemar_verdict(comparison.gsm8k.flexible)
+        comparison.claim, comparison.verdict = claim, f"strict: {text}; flexible: {flexible}"
+    else:
+        comparison.claim, comparison.verdict = _canary_verdict(a, b)
+    return comparison
+
+
+def _key(run: SuiteRun) -> tuple[str, ...]:
+    return (run.body.suite, run.label)
+
+
+def compare_suites(
+    a_runs: list[SuiteRun], b_runs: list[SuiteRun], *, across_machines: bool = False, seed: int = 0
+) -> tuple[list[SuiteComparison], list[str]]:
+    """Rows for every suite both sides ran (the latest receipt of each per box), and what only one side ran."""
+    latest_a = {(_key(r), r.machine_id): r for r in a_runs}
+    latest_b = {(_key(r), r.machine_id): r for r in b_runs}
+    rows, alone = [], []
+    for (key, machine), b in latest_b.items():
+        same_box = latest_a.get((key, machine))
+        others = [a for (k, m), a in latest_a.items() if k == key and m != machine]
+        if same_box is not None:
+            rows.append(compare_pair(same_box, b, seed=seed))
+        elif others and across_machines:
+            rows += [compare_pair(a, b, seed=seed) for a in others]
+        elif others:
+            raise ForkliftError(
+                f"not comparable: {b.label} of {b.path} ran on {b.hostname}, A's on {others[0].hostname}; "
+                "pass --across-machines to show each box as its own row"
+            )
+        else:
+            alone.append(f"B only: {b.label} on {b.hostname}")
+    matched = {(r.suite, r.label) for r in rows}
+    alone += [f"A only: {a.label} on {a.hostname}" for (k, _), a in latest_a.items() if k not in matched]
+    return rows, alone

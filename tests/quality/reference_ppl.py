@@ -1,0 +1,32 @@
+"""Summed prompt logprobs per window from transformers: the reference forklift's PPL is held to.
+
+Run with the ENGINE's python (it has torch and transformers; forklift is not installed there):
+    python reference_ppl.py MODEL_DIR DTYPE < windows.json   # [[token ids], ...] -> [sum, ...]
+Each window is scored as vLLM scores a prompt: token i's log-probability given tokens < i,
+the first token unscored.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def main() -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model_dir, dtype = sys.argv[1], getattr(torch, sys.argv[2])
+    model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=dtype).eval()
+    sums = []
+    with torch.no_grad():
+        for ids in json.load(sys.stdin):
+            tokens = torch.tensor([ids])
+            logits = model(tokens).logits.float()
+            logprobs = torch.log_softmax(logits[0, :-1], dim=-1)
+            sums.append(float(logprobs.gather(1, tokens[0, 1:, None]).sum()))
+    json.dump(sums, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,362 @@
+"""The differential corpus: real Debian source packages, their quilt series applied three ways.
+
+For each package of data/debian-corpus.toml: fetch it with `apt-get source
+--download-only` through a PRIVATE apt configuration (its own sources.list,
+state and cache under the test cache; the system's apt state is never read or
+written), extract it with `dpkg-source -x --skip-patches`, then apply its
+series with `quilt push -a --fuzz=0` (GNU patch), with `git apply` patch by
+patch, and with forklift's engine under each applier. Every verdict, every hunk
+offset and every touched file's final bytes must agree.
+
+The engine is driven directly (the series is read here the way quilt reads it:
+subfolder entries, -pN options, unlisted files ignored), so the comparison
+holds the engine alone. Run it all with `scripts/corpus`; the network-marked
+test runs the packages marked `ci`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tomllib
+from filelock import FileLock
+
+from forklift.fsio import tree_reader
+from forklift.series.engine import Applier, Overlay, PatchResult, apply_patch
+from forklift.series.model import PatchError, parse_patch
+
+DATA = Path(__file__).parent / "data" / "debian-corpus.toml"
+KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+
+@dataclass(frozen=True)
+class Package:
+    key: str
+    name: str
+    version: str
+    ci: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}_{self.version.split(':')[-1]}"
+
+
+@dataclass
+class PeerPatch:
+    """What a real tool did with one patch: applied or not, and the hunks it reported off their line."""
+
+    applies: bool
+    offsets: list[tuple[int, int]] = field(default_factory=list)  # (hunk number, offset) in report order
+    output: str = ""
+
+
+@dataclass
+class Outcome:
+    package: str
+    applier: Applier
+    patches: int = 0
+    agree: int = 0
+    offsets: int = 0  # hunks landed off their stated line, compared
+    files: int = 0  # touched files whose final bytes were compared
+    refused: int = 0  # patches the real tool refuses (forklift must refuse them too)
+    split: int = 0  # patches where forklift says the other applier's verdict differs
+    disagreements: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("FORKLIFT_TEST_CACHE") or Path.home() / ".cache" / "forklift-tests") / "debian-corpus"
+
+
+def packages(ci_only: bool = False) -> list[Package]:
+    data = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    out = [
+        Package(key, spec.get("name", key), spec["version"], bool(spec.get("ci", False)))
+        for key, spec in data["packages"].items()
+    ]
+    return [p for p in out if p.ci or not ci_only]
+
+
+def _apt_config(root: Path) -> Path:
+    """A private apt: its own sources.list (deb-src for the suite), state, cache and config parts."""
+    data = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    apt = root / "apt"
+    for sub in ("etc/sources.list.d", "etc/apt.conf.d", "etc/preferences.d", "state/lists/partial", "cache"):
+        (apt / sub).mkdir(parents=True, exist_ok=True)
+    (apt / "etc" / "sources.list").write_text(
+        f"deb-src [signed-by={KEYRING}] {data['mirror']} {data['suite']} main\n", encoding="utf-8"
+    )
+    conf = apt / "apt.conf"
+    conf.write_text(
+        "\n".join(
+            [
+                f'Dir::Etc "{apt}/etc";',
+                f'Dir::Etc::SourceList "{apt}/etc/sources.list";',
+                f'Dir::Etc::SourceParts "{apt}/etc/sources.list.d";',
+                f'Dir::Etc::Parts "{apt}/etc/apt.conf.d";',
+                f'Dir::Etc::Preferences "{apt}/etc/preferences";',
+                f'Dir::Etc::PreferencesParts "{apt}/etc/preferences.d";',
+                f'Dir::State "{apt}/state";',
+                'Dir::State::status "/dev/null";',
+                f'Dir::Cache "{apt}/cache";',
+                'APT::Sandbox::User "root";' if os.geteuid() == 0 else "",
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    return conf
+
+
+def fetch(package: Package) -> Path:
+    """The package's .dsc in the cache, downloaded once through the private apt."""
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    folder = root / "src" / package.label
+    with FileLock(str(root / "fetch.lock")):
+        found = sorted(folder.glob("*.dsc")) if folder.exists() else []
+        if found:
+            return found[0]
+        env = {**os.environ, "APT_CONFIG": str(_apt_config(root))}
+        if not any((root / "apt" / "state" / "lists").glob("*Sources")):
+            subprocess.run(["apt-get", "update", "-qq"], env=env, check=True, capture_output=True)
+        partial = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        proc = subprocess.run(
+            ["apt-get", "source", "--download-only", "-qq", f"{package.name}={package.version}"],
+            check=False,
+            cwd=partial,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode:
+            raise RuntimeError(f"{package.label}: apt-get source failed: {proc.stderr.strip()[-500:]}")
+        partial.rename(folder)
+        return min(folder.glob("*.dsc"))
+
+
+def pristine(package: Package) -> Path:
+    """The unpacked source with no patch applied (cached beside the download)."""
+    dsc = fetch(package)
+    tree = cache_root() / "tree" / package.label
+    with FileLock(str(cache_root() / "extract.lock")):
+        if not (tree / "debian" / "patches" / "series").exists():
+            shutil.rmtree(tree, ignore_errors=True)
+            tree.parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run(
+                ["dpkg-source", "--no-check", "-x", "--skip-patches", str(dsc), str(tree)],
+                check=True,
+                capture_output=True,
+            )
+    return tree
+
+
+def series_entries(tree: Path) -> list[tuple[str, int]]:
+    """debian/patches/series as quilt reads it: first word the patch (may be in a subfolder), -pN."""
+    entries = []
+    for raw in (tree / "debian" / "patches" / "series").read_bytes().decode("utf-8", "surrogateescape").splitlines():
+        words = re.sub(r"(^|[ \t]+)#.*", "", raw).split()
+        if not words:
+            continue
+        strip = next((int(w[2:]) for w in words[1:] if re.fullmatch(r"-p\d+", w)), 1)
+        entries.append((words[0], strip))
+    return entries
+
+
+def _copy(tree: Path, dest: Path) -> Path:
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["cp", "-a", str(tree), str(dest)], check=True)
+    return dest
+
+
+def run_quilt(tree: Path, work: Path) -> tuple[dict[str, PeerPatch], Path]:
+    """`quilt push -a --fuzz=0` on a fresh copy: each patch's result until the first that fails."""
+    copy = _copy(tree, work / "quilt")
+    env = {**os.environ, "QUILT_PATCHES": "debian/patches", "QUILT_PC": ".pc", "LC_ALL": "C"}
+    proc = subprocess.run(
+        ["quilt", "--quiltrc", "/dev/null", "push", "-a", "--fuzz=0"],
+        check=False,
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        errors="surrogateescape",
+    )
+    results: dict[str, PeerPatch] = {}
+    current = None
+    for line in (proc.stdout + proc.stderr).splitlines():
+        if m := re.match(r"Applying patch (?:debian/patches/)?(.+)$", line):
+            current = m.group(1)
+            results[current] = PeerPatch(True)
+        elif current and (m := re.match(r"Hunk #(\d+) succeeded at \d+ \(offset (-?\d+) lines?\)", line)):
+            results[current].offsets.append((int(m.group(1)), int(m.group(2))))
+        elif current and re.match(r"Patch (?:debian/patches/)?.+ does not apply", line):
+            results[current].applies = False
+        if current:
+            results[current].output += line + "\n"
+    return results, copy
+
+
+def run_git(tree: Path, work: Path, entries: list[tuple[str, int]]) -> tuple[dict[str, PeerPatch], Path]:
+    """`git apply -v -pN` patch by patch on a fresh copy (outside any repository)."""
+    copy = _copy(tree, work / "git")
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(work), "LC_ALL": "C"}
+    results = {}
+    for name, strip in entries:
+        patch = tree / "debian" / "patches" / name
+        proc = subprocess.run(
+            ["git", "apply", "-v", f"-p{strip}", str(patch)],
+            check=False,
+            cwd=copy,
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="surrogateescape",
+        )
+        out = proc.stdout + proc.stderr
+        offsets = [
+            (int(m.group(1)), int(m.group(2)))
+            for m in re.finditer(r"Hunk #(\d+) succeeded at \d+ \(offset (-?\d+) lines?\)", out)
+        ]
+        results[name] = PeerPatch(proc.returncode == 0, offsets, out)
+    return results, copy
+
+
+def run_forklift(tree: Path, entries: list[tuple[str, int]], applier: Applier) -> tuple[dict, Overlay]:
+    """The engine over the pristine tree, patch by patch; a patch it refuses to read is a verdict too."""
+    overlay = Overlay(tree_reader(tree))
+    results: dict[str, PatchResult | str] = {}
+    for name, strip in entries:
+        raw = (tree / "debian" / "patches" / name).read_bytes()
+        try:
+            patch = parse_patch(name, raw.decode("utf-8", "surrogateescape"), strip)
+        except PatchError as exc:
+            results[name] = str(exc)
+            continue
+        result = apply_patch(overlay.read, patch, applier)
+        overlay.files.update(result.files)
+        results[name] = result
+    return results, overlay
+
+
+def _touched(copy: Path, tree: Path, paths: set[str]) -> set[str]:
+    """Paths a peer changed: from quilt's .pc backups, else those forklift touched (checked both ways below)."""
+    pc = copy / ".pc"
+    if pc.is_dir():
+        for patch_dir in pc.iterdir():
+            if patch_dir.is_dir():
+                paths |= {p.relative_to(patch_dir).as_posix() for p in patch_dir.rglob("*") if not p.is_dir()}
+    return {p for p in paths if not p.startswith(".pc/") and p not in (".timestamp",)}
+
+
+def _read(root: Path, path: str) -> bytes | None:
+    place = root / path
+    if place.is_symlink():
+        return b"-> " + os.readlink(place).encode("utf-8", "surrogateescape")
+    return place.read_bytes() if place.is_file() else None
+
+
+def compare(package: Package, applier: Applier, work: Path) -> Outcome:
+    """Hold forklift under `applier` to its real tool on every patch, offset and touched file."""
+    tree = pristine(package)
+    entries = series_entries(tree)
+    outcome = Outcome(package.label, applier)
+    start = time.perf_counter()
+    if applier == "gnu-patch":
+        peer, copy = run_quilt(tree, work)
+    else:
+        peer, copy = run_git(tree, work, entries)
+    outcome.seconds["peer"] = time.perf_counter() - start
+    start = time.perf_counter()
+    ours, overlay = run_forklift(tree, entries, applier)
+    outcome.seconds["forklift"] = time.perf_counter() - start
+    for name, _ in entries:
+        theirs = peer.get(name)
+        if theirs is None:
+            continue  # quilt stopped before it (after a patch that does not apply): not compared
+        outcome.patches += 1
+        mine = ours[name]
+        if isinstance(mine, str):
+            outcome.disagreements.append(
+                f"{name}: forklift refuses to read it ({mine}); the peer applies={theirs.applies}"
+            )
+            continue
+        mine_offsets = [(h.index, h.offset) for h in mine.hunks if h.offset and h.status in ("exact", "offset")]
+        if mine.applies != theirs.applies:
+            outcome.disagreements.append(
+                f"{name}: forklift {mine.status} ({'; '.join(mine.reasons())}), the peer applies={theirs.applies}: "
+                + theirs.output.strip().replace("\n", " | ")[-400:]
+            )
+        elif mine.applies and mine_offsets != theirs.offsets:
+            outcome.disagreements.append(f"{name}: offsets forklift {mine_offsets} vs peer {theirs.offsets}")
+        else:
+            outcome.agree += 1
+            outcome.offsets += len(theirs.offsets)
+        outcome.refused += not theirs.applies
+        outcome.split += bool(mine.disagreements)
+    gnu_stopped = applier == "gnu-patch" and not all(p.applies for p in peer.values())
+    if not gnu_stopped:  # quilt stops at a failing patch where forklift goes on: bytes compare only without one
+        for path in sorted(_touched(copy, tree, set(overlay.files))):
+            outcome.files += 1
+            mine_bytes = overlay.read(path)
+            if isinstance(mine_bytes, bytes) and type(mine_bytes).__name__ == "Link":
+                mine_bytes = b"-> " + bytes(mine_bytes)
+            if mine_bytes != _read(copy, path):
+                outcome.disagreements.append(f"{path}: final bytes differ from the peer's tree")
+    return outcome
+
+
+def run(selection: list[Package], work: Path, appliers: tuple[Applier, ...]) -> list[Outcome]:
+    outcomes = []
+    for package in selection:
+        for applier in appliers:
+            outcome = compare(package, applier, work / package.label)
+            shutil.rmtree(work / package.label, ignore_errors=True)
+            outcomes.append(outcome)
+            print(
+                f"{package.label:<42} {applier:<9} {outcome.patches:>4} patches {outcome.agree:>4} agree "
+                f"{outcome.offsets:>4} offsets {outcome.files:>5} files {outcome.refused:>2} refused "
+                f"{outcome.split:>2} split  peer {outcome.seconds['peer']:.2f}s "
+                f"forklift {outcome.seconds['forklift']:.2f}s",
+                flush=True,
+            )
+            for line in outcome.disagreements[:20]:
+                print(f"    {line}", flush=True)
+    return outcomes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="forklift's engine vs quilt and git apply on real Debian series")
+    parser.add_argument("--ci", action="store_true", help="only the packages the network test runs")
+    parser.add_argument("--package", action="append", help="only these packages (by name)")
+    parser.add_argument("--applier", choices=["gnu-patch", "git-apply"], action="append")
+    args = parser.parse_args()
+    selection = [p for p in packages(args.ci) if not args.package or p.name in args.package or p.key in args.package]
+    appliers = tuple(args.applier or ("gnu-patch", "git-apply"))
+    work = cache_root() / "work"
+    outcomes = run(selection, work, appliers)
+    for applier in appliers:
+        mine = [o for o in outcomes if o.applier == applier]
+        total = sum(o.patches for o in mine)
+        agree = sum(o.agree for o in mine)
+        files = sum(o.files for o in mine)
+        wrong = sum(len(o.disagreements) for o in mine)
+        print(
+            f"{applier}: {len(mine)} packages, {total} patches, {agree} agree, {files} files compared, {wrong} disagreements"
+        )
+    return 1 if any(o.disagreements for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
