@@ -84,7 +84,11 @@ def vllm_series(dest: Path) -> list[str]:
         before = old_tree / rel
         if before.is_file() and before.read_bytes() != path.read_bytes():
             old, new = _lines(before), _lines(path)
-            delta = sum(max(i2 - i1, j2 - j1) for t, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if t != "equal")
+            delta = sum(
+                max(i2 - i1, j2 - j1)
+                for t, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+                if t != "equal"
+            )
             changed.append((len(old), delta, rel, old, new))
     big = sorted((c for c in changed if c[1] >= GROUPS * 3), key=lambda c: -c[0])[:BIG]
     rest = sorted((c for c in changed if c not in big), key=lambda c: -c[1])
@@ -100,7 +104,11 @@ def vllm_series(dest: Path) -> list[str]:
     (dest / "patches").mkdir(parents=True)
     for number, text in enumerate(diffs, 1):
         name = f"{number:04d}-upstream-0.33.0-part-{number}.patch"
-        (dest / "patches" / name).write_text(f"Description: upstream change 0.32.0 -> 0.33.0, part {number}\n---\n{text}", encoding="utf-8", errors="surrogateescape")
+        (dest / "patches" / name).write_text(
+            f"Description: upstream change 0.32.0 -> 0.33.0, part {number}\n---\n{text}",
+            encoding="utf-8",
+            errors="surrogateescape",
+        )
         names.append(name)
     (dest / "patches" / "series").write_text("".join(n + "\n" for n in names))
     (dest / "forklift.toml").write_text(
@@ -171,12 +179,21 @@ def main() -> None:
         work = Path(tmp) / "vllm"
         names = vllm_series(work)
         tree = _tree(*VLLM_032)
-        files = sum(open(work / "patches" / n).read().count("diff --git ") for n in names)
+        files = sum((work / "patches" / n).read_text().count("diff --git ") for n in names)
         timed(forklift_argv(work), work, env)  # warm-up: the tree and compile markers are in the cache
         if args.profile:
-            subprocess.run([sys.executable, "-m", "cProfile", "-s", "cumtime", "-m", "forklift", "-c", str(work), "check"], cwd=work, env=env, check=False, stdout=open(Path(tmp) / "profile.txt", "w"))
-            print("".join(open(Path(tmp) / "profile.txt").readlines()[:60]))
-        shell = f"set -e; cp -r {tree} {tmp}/shell; cd {tmp}/shell; " + "; ".join(f"patch -s -p1 --fuzz 0 < {work}/patches/{n}" for n in names)
+            profile = subprocess.run(
+                [sys.executable, "-m", "cProfile", "-s", "cumtime", "-m", "forklift", "-c", str(work), "check"],
+                cwd=work,
+                env=env,
+                check=False,
+                capture_output=True,
+                text=True,
+            )
+            print("".join(profile.stdout.splitlines(keepends=True)[:60]))
+        shell = f"set -e; cp -r {tree} {tmp}/shell; cd {tmp}/shell; " + "; ".join(
+            f"patch -s -p1 --fuzz 0 < {work}/patches/{n}" for n in names
+        )
         ours, theirs = [], []
         for _ in range(args.repeat):
             ours.append(timed(forklift_argv(work), work, env))

@@ -83,7 +83,7 @@ def bench(
     body = BenchBody(
         url=plan.url,
         model=plan.model,
-        mode=mode,
+        mode=mode,  # type: ignore[arg-type]  # cell_specs refused any other mode
         workload=plan.workload.identity(),
         setting=setting,
         label=label,

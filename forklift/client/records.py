@@ -97,5 +97,5 @@ class RequestRecord(BaseModel):
         has no decode timing: TPOT, ITL and decode tok/s skip it, in the bench table and
         in compare alike.
         """
-        gaps = [later - earlier for (earlier, _), (later, _) in zip(self.chunks, self.chunks[1:])]
+        gaps = [later - earlier for (earlier, _), (later, _) in pairwise(self.chunks)]
         return len(gaps) >= 2 and 2 * sum(gap < BURST_GAP_S for gap in gaps) > len(gaps)

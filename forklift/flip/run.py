@@ -12,7 +12,7 @@ from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.engines import adapter
 from forklift.errors import ForkliftError, UsageError
 from forklift.flip.knobs import knob_deltas
-from forklift.flip.report import FlipReport, FlipRow
+from forklift.flip.report import FlipReport, FlipRow, KnobDelta
 from forklift.flip.triage import PatchTriage, triage
 from forklift.fsio import tree_reader, write_atomic
 from forklift.receipts import new_receipt, receipts_folder, write_receipt
@@ -71,6 +71,8 @@ def run_flip(
     old_read, new_read = tree_reader(old_tree.path), tree_reader(new_tree.path)
     verdicts, new_overlay = triage(old_read, new_read, series.patches)
     _, old_overlay = apply_series(old_read, series.patches)
+    knobs: list[KnobDelta]
+    skipped: str | None
     if config.data.engine.kind == "generic":
         knobs, skipped = [], "not compared: engine.kind is generic (no knob registry)"
     else:
@@ -118,7 +120,7 @@ def drop_from_contract(text: str, names: set[str]) -> str:
     its line goes with the line and its comment), so comments and layout survive."""
     section = re.search(r"(?ms)^\[series\][^\n]*\n(.*?)(?=^\[|\Z)", text)
     array = section and re.search(r"(?ms)^contract\s*=\s*\[(.*?)\]", section.group(1))
-    if not array:
+    if not section or not array:
         return text
     items = array.group(1)
     for name in names:
@@ -152,10 +154,10 @@ def write_flip(
     series_lines = []
     for raw in series_file.read_text(encoding="utf-8").splitlines():
         entry, sep, comment = raw.partition("#")
-        name = entry.split()
-        if name and name[0] in retired:
-            raw = f"# retired: {name[0]} (already upstream in {report.new})"
-        elif name and name[0] in recut:  # re-cut with a/ b/ prefixes: -p1, the series default
+        words = entry.split()
+        if words and words[0] in retired:
+            raw = f"# retired: {words[0]} (already upstream in {report.new})"
+        elif words and words[0] in recut:  # re-cut with a/ b/ prefixes: -p1, the series default
             raw = re.sub(r"\s+-p\d+(?=\s|$)", "", entry) + sep + comment
         series_lines.append(raw)
     written = [config.path, series_file]

@@ -32,7 +32,7 @@ class UpstreamPaths:
 
 def tree_files(root: Path) -> list[str]:
     """Every file (and symlink) under root as a /-separated relative path, sorted."""
-    out = []
+    out: list[str] = []
     for folder, dirs, files in os.walk(root):
         rel = os.path.relpath(folder, root)
         prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"

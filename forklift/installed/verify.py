@@ -131,7 +131,7 @@ def verify(package: InstalledPackage, series: Series) -> Verification:
             checks.append(FileCheck(path, "missing", "in the wheel's RECORD, not on disk"))
         else:
             want = package.record[path]
-            if want is not None and sha256_hex(installed) != want:
+            if want is not None and (installed is None or sha256_hex(installed) != want):
                 checks.append(FileCheck(path, "modified", "sha256 differs from the wheel's RECORD"))
     return Verification(package, patches, checks, checked=len(on_disk), touched=touched)
 

@@ -18,8 +18,9 @@ from forklift.launch.facts import BootBody, BootFacts
 from forklift.launch.resolve import REDACTED, Resolved, is_secret, printed_lines
 from forklift.launch.supervise import OnPoll, Server, boot_body, start, stop, wait_healthy
 from forklift.receipts import new_receipt, write_receipt
+from forklift.receipts.envelope import Status
 
-STATUS = {"ready": "ok", "interrupted": "interrupted", "booting": "partial"}
+STATUS: dict[str, Status] = {"ready": "ok", "interrupted": "interrupted", "booting": "partial"}
 
 
 @dataclass
@@ -77,7 +78,7 @@ def boot(
 
     def record(body: BootBody) -> None:
         body.facts.warnings = list(warnings or [])
-        if path is not None:
+        if path is not None and receipts is not None:
             receipt.status = STATUS.get(body.outcome, "failed")
             receipt.body = body.model_dump()
             write_receipt(receipt, receipts, path)

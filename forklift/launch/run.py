@@ -40,8 +40,8 @@ def make_plan(config: Config, name: str, sets: list[str], port: int | None = Non
     choices, overrides = parse_sets(sets)
     resolved = resolve(config.data.profiles, name, choices, overrides, adapter)
     if port is not None:
-        flags = [replace(f, values=(str(port),)) if f.name == "--port" else f for f in resolved.flags]
-        resolved = replace(resolved, port=port, flags=flags)
+        moved = [replace(f, values=(str(port),)) if f.name == "--port" else f for f in resolved.flags]
+        resolved = replace(resolved, port=port, flags=moved)
     plan = Plan(resolved, adapter, legacy_warnings(resolved, adapter))
     if not check:
         return plan

@@ -21,7 +21,7 @@ import httpx
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
-from forklift.launch.facts import BootBody
+from forklift.launch.facts import BootBody, Outcome
 from forklift.launch.logfacts import parse_boot_log, strip_prefix
 from forklift.launch.resolve import Resolved
 
@@ -95,7 +95,7 @@ def wait_healthy(
     """
     health = server.url + adapter.health_path
     deadline = server.started + timeout
-    outcome = "timeout"
+    outcome: Outcome = "timeout"
     dying_since: float | None = None
     carry = ""  # the tail of what was read, so a line split across reads still matches
     last = ""
@@ -128,7 +128,7 @@ def wait_healthy(
     return boot_body(server, adapter, outcome, setting)
 
 
-def boot_body(server: Server, adapter: EngineAdapter, outcome: str, setting: str | None) -> BootBody:
+def boot_body(server: Server, adapter: EngineAdapter, outcome: Outcome, setting: str | None) -> BootBody:
     body = BootBody(
         outcome=outcome,
         exit_code=server.process.poll(),

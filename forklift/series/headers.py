@@ -81,8 +81,8 @@ def split_trailers(lines: list[str]) -> tuple[str, list[tuple[str, str]]]:
     while start > 0 and lines[start - 1].strip():
         start -= 1
     paragraph = lines[start:]
-    matches = [_FIELD.match(line) for line in paragraph]
-    if paragraph and all(matches):
+    matches = [m for m in (_FIELD.match(line) for line in paragraph) if m is not None]
+    if paragraph and len(matches) == len(paragraph):
         return "\n".join(lines[:start]).strip(), [(m.group(1), m.group(2).strip()) for m in matches]
     return "\n".join(lines).strip(), []
 

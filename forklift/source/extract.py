@@ -16,6 +16,7 @@ import stat
 import tarfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from forklift.errors import ForkliftError
 
@@ -50,7 +51,7 @@ def _extract_tar(archive: Path, dest: Path, strip_top: bool, label: str) -> None
                 if not rel:
                     continue
                 _check_type(member, rel, label)
-                changes = {"name": rel}
+                changes: dict[str, Any] = {"name": rel}
                 if member.issym():
                     _check_symlink(rel, member.linkname, member.name, label)
                 elif member.islnk():
