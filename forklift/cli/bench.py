@@ -10,7 +10,7 @@ import typer
 from rich.text import Text
 
 from forklift.cli.app import MEASURE, App, ReceiptsOption, app, console, load, receipts_dir, say, styled
-from forklift.cli.launch import LogsOption, SetsOption
+from forklift.cli.launch import SERVER, ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
 from forklift.cli.progress import BootStatus
 from forklift.errors import ForkliftError
 
@@ -20,7 +20,7 @@ bench_app = App(
 app.add_typer(bench_app, name="bench", rich_help_panel=MEASURE)
 
 # Help panels of `forklift bench --help`.
-SERVER, WORKLOAD, LOAD = "Server", "Workload", "Load and runs"
+WORKLOAD, LOAD = "Workload", "Load and runs"
 
 
 class RichProgress:
@@ -129,19 +129,11 @@ def render(body) -> None:
 @bench_app.callback(invoke_without_command=True)
 def bench(
     ctx: typer.Context,
-    url: Annotated[
-        str | None, typer.Option("--url", help="base URL of any OpenAI-compatible server", rich_help_panel=SERVER)
-    ] = None,
-    profile: Annotated[
-        str | None,
-        typer.Option("--profile", help="launch this forklift.toml profile, bench it, stop it", rich_help_panel=SERVER),
-    ] = None,
-    sets: SetsOption = None,
-    logs: LogsOption = None,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="served model name (default: the first /v1/models lists)", rich_help_panel=SERVER),
-    ] = None,
+    url: UrlOption = None,
+    profile: ProfileOption = None,
+    sets: ServerSetsOption = None,
+    logs: ServerLogsOption = None,
+    model: ModelOption = None,
     engine: Annotated[
         str, typer.Option("--engine", help="engine adapter naming the server's metrics", rich_help_panel=SERVER)
     ] = "vllm",

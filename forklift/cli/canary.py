@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from forklift.cli.app import MEASURE, ReceiptsOption, app
+from forklift.cli.launch import ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
 from forklift.cli.quality import finish, run_suites, suite_names
 from forklift.errors import UsageError
 
@@ -21,15 +22,11 @@ def canary(
             "--suite", help="tools, json, needle, cold-pair, soak, logscan (comma-separated or repeated; run in order)"
         ),
     ] = None,
-    url: Annotated[str | None, typer.Option("--url", help="base URL of any OpenAI-compatible server")] = None,
-    profile: Annotated[
-        str | None, typer.Option("--profile", help="launch this forklift.toml profile, run, stop it")
-    ] = None,
-    sets: Annotated[
-        list[str] | None, typer.Option("--set", help="with --profile: axis=choice, args.FLAG=VALUE, env.NAME=VALUE")
-    ] = None,
-    logs: Annotated[Path | None, typer.Option("--logs", help="with --profile: engine log folder")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="served model name (default: the first listed)")] = None,
+    url: UrlOption = None,
+    profile: ProfileOption = None,
+    sets: ServerSetsOption = None,
+    logs: ServerLogsOption = None,
+    model: ModelOption = None,
     repeats: Annotated[int, typer.Option("--repeats", help="tools/json: consecutive forced requests")] = 20,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="tools/json: answer length limit")] = 64,
     label: Annotated[str, typer.Option("--label", help="tools/json: the const label the schema fixes")] = "SPEC_OK",

@@ -21,6 +21,37 @@ LogsOption = Annotated[
 ]
 PortOption = Annotated[int | None, typer.Option("--port", help="listen on this port instead of the profile's")]
 
+# The server a measuring command (bench, quality, canary) talks to: a running one, or a profile it launches.
+SERVER = "Server"
+UrlOption = Annotated[
+    str | None, typer.Option("--url", help="base URL of any OpenAI-compatible server", rich_help_panel=SERVER)
+]
+ProfileOption = Annotated[
+    str | None,
+    typer.Option(
+        "--profile", help="launch this forklift.toml profile, run against it, stop it", rich_help_panel=SERVER
+    ),
+]
+ServerSetsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="AXIS=CHOICE",
+        help="with --profile: axis=choice, args.FLAG=VALUE, env.NAME=VALUE",
+        rich_help_panel=SERVER,
+    ),
+]
+ServerLogsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--logs", help="with --profile: engine log folder (default: logs/ beside forklift.toml)", rich_help_panel=SERVER
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", help="served model name (default: the first /v1/models lists)", rich_help_panel=SERVER),
+]
+
 
 @app.command(rich_help_panel=ENGINE)
 def launch(

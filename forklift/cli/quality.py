@@ -25,6 +25,7 @@ from forklift.cli.app import (
     say,
     styled,
 )
+from forklift.cli.launch import ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
 from forklift.config import Config
 from forklift.errors import ForkliftError, UsageError
 
@@ -151,15 +152,11 @@ def quality(
     suite: Annotated[
         list[str] | None, typer.Option("--suite", help="ppl and/or gsm8k (comma-separated or repeated)")
     ] = None,
-    url: Annotated[str | None, typer.Option("--url", help="base URL of any OpenAI-compatible server")] = None,
-    profile: Annotated[
-        str | None, typer.Option("--profile", help="launch this forklift.toml profile, run, stop it")
-    ] = None,
-    sets: Annotated[
-        list[str] | None, typer.Option("--set", help="with --profile: axis=choice, args.FLAG=VALUE, env.NAME=VALUE")
-    ] = None,
-    logs: Annotated[Path | None, typer.Option("--logs", help="with --profile: engine log folder")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="served model name (default: the first listed)")] = None,
+    url: UrlOption = None,
+    profile: ProfileOption = None,
+    sets: ServerSetsOption = None,
+    logs: ServerLogsOption = None,
+    model: ModelOption = None,
     corpus: Annotated[
         list[str] | None, typer.Option("--corpus", help="ppl: a [quality.corpora.NAME] of forklift.toml (repeat)")
     ] = None,
