@@ -1,4 +1,4 @@
-"""`forklift flip 0.33.0` on a 40-patch series over vLLM 0.32.0, beside cherry-picking the same commits.
+"""`forklift flip 0.33.0` on a 46-patch series over vLLM 0.32.0, beside cherry-picking the same commits.
 
 The git way is port-triage's: check out the new tag and cherry-pick each fork
 commit in turn, aborting (and noting) the ones that conflict. Both sides run in
@@ -6,11 +6,17 @@ this one run on a warm cache (both sdists already extracted; the flip still
 asks the index for 0.33.0's sha256, as it must), best of N; the ratio is printed.
 
 The fork is a throwaway bare repository: v0.32.0 = the pristine 0.32.0 sdist
-tree, v0.33.0 = the 0.33.0 sdist tree, and 40 commits on v0.32.0, one per
-vLLM module (a comment above its first top-level def or class) plus the change
-upstream made to vllm/assets/audio.py (so one patch retires). Usage:
+tree, v0.33.0 = the 0.33.0 sdist tree, and commits on v0.32.0: one per vLLM
+module (a comment above its first top-level def or class), the change upstream
+made to vllm/assets/audio.py (so one patch retires), and a chain of three on
+vllm/envs.py whose first edits lines 0.33.0 removed (a conflict and two
+patches blocked by it, so the cascade and the evidence are part of the cost).
 
-    .venv/bin/python benchmarks/flip_vs_cherry_pick.py [--patches 40] [--repeat 3]
+`--cold` also measures the first flip to the release: both sdists downloaded
+and extracted into an empty cache (timed apart), then the flip (which reads
+both knob registries for the first time). Usage:
+
+    .venv/bin/python benchmarks/flip_vs_cherry_pick.py [--patches 46] [--repeat 3] [--cold]
 """
 
 from __future__ import annotations
@@ -43,6 +49,13 @@ VLLM_033 = PypiPin(
     sha256="f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112",
 )
 AUDIO = "vllm/assets/audio.py"
+ENVS = "vllm/envs.py"
+OVERLAP = "    VLLM_USE_RAY_COMPILED_DAG_OVERLAP_COMM: bool = False\n"
+CHAIN = (
+    "    VLLM_RAY_DAG_VENDOR_BUFFERS: int = 4\n",
+    "    VLLM_RAY_DAG_VENDOR_BUFFER_MB: int = 64\n",
+    "    VLLM_RAY_DAG_VENDOR_PIN: bool = False\n",
+)
 TOML = f"""[upstream]
 source = "pypi"
 package = "vllm"
@@ -69,7 +82,7 @@ def make_fork(old: Path, new: Path, repo: Path, count: int) -> tuple[str, list[s
     files = sorted(
         p for p in (old / "vllm").rglob("*.py") if p.stat().st_size > 4000 and (new / p.relative_to(old)).exists()
     )
-    chosen = files[:: max(len(files) // (count - 1), 1)][: count - 1]
+    chosen = files[:: max(len(files) // (count - 4), 1)][: count - 4]
     commits = []
     tip = base
     for number, path in enumerate(chosen, 1):
@@ -81,6 +94,17 @@ def make_fork(old: Path, new: Path, repo: Path, count: int) -> tuple[str, list[s
         commits.append(tip)
     tip = commit(git, tip, {AUDIO: (new / AUDIO).read_bytes()}, "Add the azacinto_foscolo audio asset\n")
     commits.append(tip)
+    envs = (old / ENVS).read_text(encoding="utf-8")
+    steps = [
+        (OVERLAP, OVERLAP.replace("False", "True") + CHAIN[0]),  # 0.33.0 removed the OVERLAP knob: conflicts
+        (CHAIN[0], CHAIN[0] + CHAIN[1]),  # builds on the line above: blocked by it
+        (CHAIN[1], CHAIN[1] + CHAIN[2]),  # and again
+    ]
+    for number, (before, after) in enumerate(steps, 1):
+        assert envs.count(before) == 1, before
+        envs = envs.replace(before, after)
+        tip = commit(git, tip, {ENVS: envs.encode()}, f"Ray compiled graph tuning, step {number}\n\nKind: tuning\n")
+        commits.append(tip)
     branch(git, "fork", tip)
     return base, commits
 
@@ -113,10 +137,30 @@ def cherry_pick_loop(work: Path, commits: list[str]) -> tuple[int, int]:
     return picked, stopped
 
 
+def first_flip(dist: Path, root: Path) -> tuple[float, float]:
+    """(download + extract of both sdists into an empty cache, the first flip after it), in seconds."""
+    env = {**os.environ, "FORKLIFT_CACHE": str(root / "cold-cache")}
+    fetch = "from pathlib import Path; from benchmarks.flip_vs_cherry_pick import trees; trees()"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", fetch], cwd=REPO, env=env, check=True)
+    fetched = time.perf_counter() - start
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", "from forklift.cli import main; main()", "-c", str(dist), "flip", "0.33.0", "--json"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+    )
+    if proc.returncode not in (0, 1):
+        sys.exit(f"first flip failed: {proc.stderr.decode()}")
+    return fetched, time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--patches", type=int, default=40)
+    parser.add_argument("--patches", type=int, default=46)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cold", action="store_true", help="also time the first flip into an empty cache")
     args = parser.parse_args()
     old, new = trees()
     with tempfile.TemporaryDirectory(prefix="forklift-bench-flip-") as scratch:
@@ -148,6 +192,7 @@ def main() -> None:
 
         verdicts = [p["verdict"] for p in json.loads(proc.stdout)["patches"]]
         summary = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
+        cold = first_flip(dist, root) if args.cold else None
     print(
         f"series: {len(commits)} patches over vllm 0.32.0 -> 0.33.0 (flip verdicts: {summary}; "
         f"cherry-pick: {picked} picked, {stopped} stopped)"
@@ -155,6 +200,8 @@ def main() -> None:
     print(f"forklift flip 0.33.0 (whole CLI)    best {min(flips):6.3f} s   median {statistics.median(flips):6.3f} s")
     print(f"git checkout + cherry-pick loop     best {min(picks):6.3f} s   median {statistics.median(picks):6.3f} s")
     print(f"ratio (cherry-pick / flip, best)    {min(picks) / min(flips):6.2f}x")
+    if cold:
+        print(f"first flip: download + extract      {cold[0]:6.3f} s, then the flip {cold[1]:6.3f} s (whole CLI)")
 
 
 if __name__ == "__main__":

@@ -17,18 +17,19 @@ FORKLIFT = [sys.executable, "-m", "forklift"]  # for tests that need a Popen of 
 
 
 def forklift(
-    *args: object, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600
+    *args: object, cwd: Path | None = None, env: dict[str, str | None] | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
-    """Run `forklift ARGS...` to completion; `env` adds to (or overrides) this process's environment.
+    """Run `forklift ARGS...` to completion; `env` adds to (or overrides) this process's environment,
+    and an entry of None unsets the variable.
 
     COLUMNS is dropped, so output is what a CI log gets: no terminal, no width, tables uncut.
     """
-    inherited = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+    merged: dict[str, str | None] = {**os.environ, "COLUMNS": None, **(env or {})}
     return subprocess.run(
         [*FORKLIFT, *map(str, args)],
         cwd=cwd,
         capture_output=True,
         text=True,
-        env={**inherited, **(env or {})},
+        env={key: value for key, value in merged.items() if value is not None},
         timeout=timeout,
     )

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from forklift.cli.app import MEASURE, App, ReceiptsOption, app, console, load, receipts_dir, say, styled
+from forklift.cli.app import MEASURE, App, ReceiptsOption, app, console, load, receipts_dir, say, styled, warn
 from forklift.cli.launch import SERVER, ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
 from forklift.cli.progress import BootStatus
 from forklift.errors import ForkliftError
@@ -124,6 +124,10 @@ def render(body) -> None:
         "aggregate decode = C x 1000 / median TPOT (ms); statistics over the kept runs only; "
         "TPOT/ITL/decode over timed requests (burst-delivered ones measured delivery, not decoding)"
     )
+    from forklift.bench.metrics import cache_reuse
+
+    for warning in cache_reuse(body):
+        warn(warning)
 
 
 @bench_app.callback(invoke_without_command=True)

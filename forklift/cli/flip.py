@@ -10,26 +10,32 @@ import typer
 from forklift.cli.app import FLIP, JsonOption, ReceiptsOption, app, console, load, print_json, receipts_dir, say, styled
 
 STYLE = {
-    "applies": "green",
+    "exact": "green",
     "offset": "yellow",
+    "fuzz": "red",
     "already-upstream": "cyan",
     "partly-upstream": "magenta",
-    "conflicts": "red",
+    "retire-candidate": "cyan",
+    "upstream-own": "red",
     "file-gone": "red",
+    "blocked": "red",
+    "conflict": "red",
+    "skipped": "dim",
 }
 
 
 def render(report) -> None:
+    """The verdict table; off a terminal the console is wide (cli/app.py), so no name is folded."""
     from rich.table import Table
 
-    from forklift.flip.report import VERDICT_TEXT
-
     table = Table(title=f"forklift flip — {report.old} → {report.new}", title_justify="left")
-    for column in ("#", "patch", "verdict", "needs a look", "detail"):
-        table.add_column(column)
+    table.add_column("#")
+    table.add_column("patch", overflow="fold")
+    table.add_column("verdict", overflow="fold")
+    table.add_column("needs a look", overflow="fold")
+    table.add_column("detail", overflow="fold")
     for number, p in enumerate(report.patches, 1):
-        look = "upstream changed " + ", ".join(p.upstream_changed) if p.needs_look else ""
-        table.add_row(str(number), p.name, styled(VERDICT_TEXT[p.verdict], STYLE[p.verdict]), look, p.detail())
+        table.add_row(str(number), p.name, styled(p.verdict_text(), STYLE[p.verdict]), "; ".join(p.look), p.detail())
     console.print(table)
     if report.knobs_skipped:
         say(f"knobs: {report.knobs_skipped}")
@@ -54,13 +60,23 @@ def flip(
         Path | None, typer.Option("--report", help="also write the markdown flip report here")
     ] = None,
     receipts: ReceiptsOption = None,
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            "--repo", help="with --write: the fork, which gets the new release's commit the series' base line names"
+        ),
+    ] = None,
 ) -> None:
     """Dry run by default: which patches apply, moved, are upstream (retire), conflict; knobs before/after."""
     from forklift.flip.report import render_markdown
     from forklift.flip.run import run_flip
+    from forklift.fork.git import Git
     from forklift.fsio import write_atomic
 
-    result = run_flip(load(), version, receipts_dir(receipts), progress=None if as_json else console, write=write)
+    fork = Git(repo) if repo is not None else None
+    result = run_flip(
+        load(), version, receipts_dir(receipts), progress=None if as_json else console, write=write, fork=fork
+    )
     report = result.report
     if report_file:
         write_atomic(report_file, render_markdown(report))

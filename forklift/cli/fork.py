@@ -7,12 +7,29 @@ from typing import Annotated
 
 import typer
 
-from forklift.cli.app import FORK, app, load, say
+from forklift.cli.app import FORK, app, console, load, say
 from forklift.cli.source import RepoOption, pristine
+from forklift.errors import ForkliftError
 
+SHOWN_DIFFERENCES = 20  # replay lists this many files, then a count
 BaseOption = Annotated[
     str | None, typer.Option("--base", help="fork commit of the pristine tree (PyPI/path pins; export records it)")
 ]
+
+
+def _shown(path: Path) -> Path:
+    """A path as the user would type it here: relative to the current folder when it is inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def _release(config, move):
+    """The tree of the release a pending rebase moves to (the pin it recorded)."""
+    from forklift.source import materialize
+
+    return materialize(move.target(), config.root, progress=console)
 
 
 @app.command("export", rich_help_panel=FORK)
@@ -33,12 +50,21 @@ def export_command(
     from forklift.fork.base import find_base
     from forklift.fork.export import export_drift, export_fork, write_export
     from forklift.fork.git import Git
+    from forklift.fork.rebase import pending_move, rebase_in_progress
     from forklift.fork.upstream import UpstreamPaths
 
     config = load()
     fork = Git(repo)
-    upstream = UpstreamPaths.from_tree(pristine(config).path)
-    export = export_fork(fork, find_base(config, base, fork), ref, upstream, drop_outside=drop_outside)
+    move = pending_move(fork)
+    if move is not None and rebase_in_progress(fork):
+        raise ForkliftError(
+            f"{repo}: the rebase onto {move.version} is not finished: resolve, `git -C {repo} rebase --continue`, "
+            "then export"
+        )
+    tree = pristine(config) if move is None else _release(config, move)
+    base = move.new_base if move is not None else find_base(config, base, fork)
+    upstream = UpstreamPaths.from_tree(tree.path)
+    export = export_fork(fork, base, ref, upstream, drop_outside=drop_outside, series_dir=config.series_dir)
     for patch in export.patches:
         for path in patch.dropped:
             say(
@@ -50,17 +76,27 @@ def export_command(
         for line in drift:
             say(("drift", "red"), f" {line}")
         if drift:
-            say(("FAILED", "red"), f" {len(drift)} drifted: run `forklift export --from {ref}` and commit")
+            command = f"forklift -c {_shown(config.root)} export --from {ref} --repo {repo}"
+            say(("FAILED", "red"), f" {len(drift)} drifted: run `{command}` and commit")
             raise typer.Exit(1)
         say(("OK", "green"), f" {len(export.patches)} patches match a fresh export of {ref} ({export.tip[:12]})")
         return
     removed = write_export(export, config.series_dir)
+    if move is not None:  # the rebase is done and exported: the pin, the manifest and PATCHES.md follow
+        from forklift.fork.rebase import finish_rebase
+
+        for written in finish_rebase(config, fork, move):
+            say(f"wrote {_shown(written)}")
+        say(f"moved the pin to {move.version}: {_shown(config.path)} and the series' base line name it")
+        config = load()
     if config.patches_md is not None:
         from forklift.series.gate import write_patches_md
 
         say(f"wrote {write_patches_md(config)}")
     for patch in export.patches:
         say(f"{patch.name}  <- {patch.commit[:12]} {patch.subject}")
+        if patch.normalised:
+            say("  ", ("normalised", "yellow"), f" its {patch.normalised} (the change itself is as committed)")
     for name in removed:
         say(("removed", "yellow"), f" {name} (no longer on the fork branch)")
     say(f"wrote {len(export.patches)} patches and {config.series_dir / 'series'} (base {export.base[:12]})")
@@ -78,7 +114,6 @@ def import_command(
     For a PyPI or path pin, a --repo folder that does not exist yet becomes a new fork: the pristine
     tree as the base commit on main (tagged v<version>; forklift-base for a path pin), the
     branch checked out on top of it."""
-    from forklift.cli.app import console
     from forklift.fork.importer import import_branch
 
     result = import_branch(load(), repo, branch, base, force=force, progress=console)
@@ -90,6 +125,33 @@ def import_command(
 
 
 @app.command(rich_help_panel=FORK)
+def rebase(
+    version: Annotated[str, typer.Argument(help="the upstream version (PyPI) or tag (git) to move the fork to")],
+    branch: Annotated[str, typer.Option("--branch", help="the fork branch to move (its commits since the base)")],
+    repo: RepoOption = Path("."),
+) -> None:
+    """Move the fork to a new release: its pristine commit and tag, then `git rebase --onto` it; export finishes."""
+    from forklift.fork.git import Git
+    from forklift.fork.rebase import start_rebase
+
+    config = load()
+    outcome = start_rebase(config, Git(repo), version, branch, progress=console)
+    move = outcome.move
+    export = f"forklift -c {_shown(config.root)} export --from {branch} --repo {repo}"
+    say(f"release {version} is {move.new_base[:12]} on the fork (the old base was {move.old_base[:12]})")
+    if outcome.stopped_at is None:
+        say(("rebased", "green"), f" {outcome.commits} commits of {branch} onto it; now run `{export}`")
+        return
+    files = ", ".join(outcome.conflicted) or "see git status"
+    say(("conflict", "red"), f" in {outcome.stopped_at}: {files}")
+    say(
+        f"resolve the files, `git -C {repo} add FILES`, `git -C {repo} rebase --continue` (one commit at a time, "
+        f"as git rebase does; `git -C {repo} rebase --abort` gives up); when the rebase is done, run `{export}`"
+    )
+    raise typer.Exit(1)
+
+
+@app.command(rich_help_panel=FORK)
 def replay(
     against: Annotated[
         str | None, typer.Option("--against", help="fork ref to compare with (default: SOURCE's commit)")
@@ -98,7 +160,7 @@ def replay(
 ) -> None:
     """Apply the series to the pristine tree and compare with the fork's tree over upstream's paths."""
     from forklift.errors import UsageError
-    from forklift.fork.base import find_base
+    from forklift.fork.base import base_mismatch, find_base
     from forklift.fork.binding import SOURCE_FILE, load_binding
     from forklift.fork.git import Git
     from forklift.fork.replay import replay as run_replay
@@ -108,9 +170,12 @@ def replay(
     ref = against or load_binding(config.root / SOURCE_FILE).commit
     fork = Git(repo)
     fork.ensure_repo()
+    mismatch = base_mismatch(config, fork)
+    if mismatch:  # named first: every upstream file that moved between the releases would read as a difference
+        say(("base mismatch", "red"), f" {mismatch}")
     base: str | None
     try:
-        base = find_base(config, None, fork)
+        base = None if mismatch else find_base(config, None, fork)
     except UsageError:
         base = None  # without a known base every upstream file is compared
     result = run_replay(fork, ref, pristine(config).path, load_series(config.series_dir).patches, base)
@@ -120,8 +185,10 @@ def replay(
             f"not compared: {len(result.not_in_base)} upstream files the fork's base {(base or '?')[:12]} never "
             f"had (generated into the release: {shown})"
         )
-    for difference in result.differences:
+    for difference in result.differences[:SHOWN_DIFFERENCES]:
         say(("differs", "red"), f" {difference}")
+    if len(result.differences) > SHOWN_DIFFERENCES:
+        say(f"... and {len(result.differences) - SHOWN_DIFFERENCES} more differing files")
     verdict = ("identical", "green") if result.identical else ("NOT identical", "red")
     say(
         f"{len(result.differences)} differing files of {result.compared} compared "

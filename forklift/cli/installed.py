@@ -43,13 +43,21 @@ def apply(path: PathArgument = None, _installed: InstalledFlag = False) -> None:
 
 
 @app.command(rich_help_panel=ENGINE)
-def verify(path: PathArgument = None, as_json: JsonOption = False, _installed: InstalledFlag = False) -> None:
+def verify(
+    path: PathArgument = None,
+    as_json: JsonOption = False,
+    trimmed: Annotated[
+        bool,
+        typer.Option("--trimmed", help="a trimmed install: RECORD files absent from disk are counted, not failed"),
+    ] = False,
+    _installed: InstalledFlag = False,
+) -> None:
     """Check every file of an installed engine: pristine, patched as the series says, or unexpected."""
     from forklift.errors import ForkliftError
     from forklift.installed.verify import verify as verify_installed
 
     package, series = _package(path)
-    state = verify_installed(package, series)
+    state = verify_installed(package, series, trimmed=trimmed)
     if as_json:
         print_json(
             {
@@ -57,6 +65,7 @@ def verify(path: PathArgument = None, as_json: JsonOption = False, _installed: I
                 "site": str(package.site),
                 "distribution": package.dist_info.name,
                 "checked": state.checked,
+                "absent": state.absent,
                 "patches": [{"name": p.name, "state": p.state, "status": p.status} for p in state.patches],
                 "files": [{"path": f.path, "state": f.state, "why": f.why} for f in state.files],
             }
@@ -65,7 +74,11 @@ def verify(path: PathArgument = None, as_json: JsonOption = False, _installed: I
         for patch in state.patches:
             say(f"{patch.state:12} {patch.name}")
         for check in state.files:
+            if check.state == "absent":
+                continue
             say(f"{check.state:12} {check.path}{'  (' + check.why + ')' if check.why else ''}")
         say(f"{state.checked} files checked against {package.dist_info.name}/RECORD")
+        if state.absent:
+            say(f"{state.absent} file(s) of the RECORD absent (trimmed install): not checked")
     if not state.ok:
         raise ForkliftError(f"installed {package.package} does not match the pin plus the series: {state.summary()}")

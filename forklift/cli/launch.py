@@ -94,6 +94,16 @@ def launch(
         typer.echo("# env")
         for line in lines[len(resolved.argv) :]:
             typer.echo(line)
+        from forklift.launch.resolve import rank_lines, ray_commands
+
+        for header, extra in (
+            ("# per GPU", rank_lines(resolved)),
+            ("# ray cluster (start first)", ray_commands(resolved)),
+        ):
+            if extra:
+                typer.echo(header)
+                for line in extra:
+                    typer.echo(line)
         if plan.checked_against is None and check:
             knobs = f"knobs checked against {plan.knobs_from}" if plan.knobs_from else "knobs not checked"
             say(f"note: engine not installed here: flags not checked; {knobs}", err=True)
@@ -119,7 +129,7 @@ def launch(
             say("serving; Ctrl-C or `forklift stop` to end")
 
     with BootStatus(console, plan.resolved.profile) as status:
-        run_launch(
+        booted = run_launch(
             config,
             plan,
             receipts_dir(receipts),
@@ -131,6 +141,8 @@ def launch(
             on_poll=status.on_poll,
         )
     say("stopped: the engine's process group is gone")
+    if booted.body.after_stop:
+        say(f"GPUs after stop: {booted.body.after_stop}")
 
 
 def _count(value: int | None) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,8 +26,10 @@ from forklift.cli.app import (
     styled,
 )
 from forklift.cli.launch import ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
-from forklift.config import Config
 from forklift.errors import ForkliftError, UsageError
+
+if TYPE_CHECKING:
+    from forklift.config import Config
 
 
 def suite_names(given: list[str], known: tuple[str, ...]) -> list[str]:
@@ -233,15 +235,18 @@ def quality(
 
 
 def compare_suite_receipts(paths: list[Path], *, across_machines: bool, seed: int, as_json: bool) -> bool:
-    """`forklift compare` for quality and canary receipts; False when the baseline holds none (bench's turn)."""
+    """`forklift compare` for quality and canary receipts; True when nothing is left for the bench comparison.
+
+    With bench receipts too, the suites' table comes first and bench compares after it
+    (with --json, bench's document alone, as before).
+    """
     from forklift.receipts import read_receipts
     from forklift.stats.quality import compare_suites, suite_runs
 
     baseline_receipts = read_receipts([paths[0]])
-    if any(r.kind == "bench" for _, r in baseline_receipts):
-        return False
+    has_bench = any(r.kind == "bench" for _, r in baseline_receipts)
     baseline = suite_runs(baseline_receipts)
-    if not baseline:
+    if not baseline or (has_bench and as_json):
         return False
     rows, alone = [], []
     for other in paths[1:]:
@@ -251,6 +256,8 @@ def compare_suite_receipts(paths: list[Path], *, across_machines: bool, seed: in
         rows += found
         alone += only
     if not rows:
+        if has_bench:
+            return False
         raise ForkliftError("nothing to compare: " + "; ".join(alone))
     if as_json:
         print_json({"suites": [r.model_dump(mode="json") for r in rows], "unmatched": alone})
@@ -259,7 +266,7 @@ def compare_suite_receipts(paths: list[Path], *, across_machines: bool, seed: in
     refused = [row for row in rows if row.claim == "refused"]
     if refused:
         raise ForkliftError(refused[0].verdict)
-    return True
+    return not has_bench
 
 
 def _render_comparison(rows: list, alone: list[str]) -> None:

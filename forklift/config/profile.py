@@ -41,6 +41,15 @@ class Choice(_Strict):
     env: dict[str, EnvValue] = Field(default_factory=dict)
 
 
+class Ray(_Strict):
+    """A multi-node profile: vLLM over a Ray cluster of a head and workers (started by hand, printed here)."""
+
+    head: str = Field(description="the head node's address, as the workers reach it")
+    port: int = Field(default=6379, ge=1, le=65535)
+    workers: list[str] = Field(min_length=1, description="the worker nodes")
+    gpus_per_node: int = Field(ge=1)
+
+
 class Profile(_Strict):
     extends: str | None = Field(default=None, description="a profile this one starts from")
     model: str | None = None
@@ -56,6 +65,10 @@ class Profile(_Strict):
     health_timeout: float | None = Field(default=None, gt=0, description="seconds to wait for /health")
     args: dict[str, ArgValue] = Field(default_factory=dict)
     env: dict[str, EnvValue] = Field(default_factory=dict)
+    gpus: list[int] | None = Field(
+        default=None, description="GPU indices of this profile, one per rank: CUDA_VISIBLE_DEVICES, the idle check"
+    )
+    ray: Ray | None = None
     axes: dict[str, dict[str, Choice]] = Field(default_factory=dict)
     defaults: dict[str, str] = Field(default_factory=dict, description="axis -> choice when --set does not pick")
 

@@ -62,7 +62,14 @@ class EngineAdapter:
     unknown_env_regex: re.Pattern[str]
     dying_regex: re.Pattern[str]  # a line after which the engine will not become healthy
     log_prefix: re.Pattern[str]  # process/level/time/location prefix stripped from reported lines
+    # "(Worker_TP1 pid=74488) ...": which process (rank, engine core) wrote a line; groups tag and pid
+    process_tag: re.Pattern[str] | None = None
+    # the line that maps a process to its ranks; groups rank, world, dp, pp, tp
+    rank_line: re.Pattern[str] | None = None
     metrics: dict[str, str] = field(default_factory=dict)  # role -> Prometheus metric name
+    forced_env: dict[str, str] = field(default_factory=dict)  # set in every launch; a profile may not change it
+    # flags whose product is the number of GPUs a launch uses (tensor x pipeline x data parallel)
+    parallel_flags: tuple[str, ...] = ()
     deprecated_env: dict[str, str] = field(default_factory=dict)  # variable -> the flag that supersedes it
     scan_patterns: tuple[ScanPattern, ...] = ()  # what `canary logscan` counts
     scan_until: re.Pattern[str] | None = None  # a deliberate stop begins: what follows is teardown, not faults

@@ -18,19 +18,18 @@ def _float(text: str) -> float:
 _NUM = r"-?[\d,]+(?:\.\d+)?"
 
 FACTS = (
+    # 0.32 prints pool and concurrency on one line; 0.26 (the GPU runs) on two, so each is its own pattern.
     FactPattern(
-        regex=re.compile(
-            rf"(?P<device>\w+(?: \+ host)?) KV cache size: (?P<tokens>{_NUM}) tokens, "
-            rf"Maximum concurrency for (?P<per>{_NUM}) tokens per request: (?P<conc>{_NUM})x"
-        ),
-        facts={
-            "device": ("kv_pool_device", str),
-            "tokens": ("kv_pool_tokens", _int),
-            "per": ("max_concurrency_tokens", _int),
-            "conc": ("max_concurrency", _float),
-        },
+        regex=re.compile(rf"(?P<device>\w+(?: \+ host)?) KV cache size: (?P<tokens>{_NUM}) tokens"),
+        facts={"device": ("kv_pool_device", str), "tokens": ("kv_pool_tokens", _int)},
         source="vllm/v1/core/kv_cache_utils.py",
-        format="%s KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx",
+        format="%s KV cache size: %s tokens, ",
+    ),
+    FactPattern(
+        regex=re.compile(rf"Maximum concurrency for (?P<per>{_NUM}) tokens per request: (?P<conc>{_NUM})x"),
+        facts={"per": ("max_concurrency_tokens", _int), "conc": ("max_concurrency", _float)},
+        source="vllm/v1/core/kv_cache_utils.py",
+        format="Maximum concurrency for %s tokens per request: %.2fx",
     ),
     FactPattern(
         regex=re.compile(rf"Available KV cache memory: (?P<gib>{_NUM}) GiB"),
@@ -45,7 +44,7 @@ FACTS = (
         format="Explicitly set ({}/{}) GiB for KV cache on node {}.",
     ),
     FactPattern(
-        regex=re.compile(rf"Model loading took (?P<gib>{_NUM}) GiB memory and (?P<s>{_NUM}) seconds"),
+        regex=re.compile(rf"Model loading took (?P<gib>{_NUM}) GiB (?:memory )?and (?P<s>{_NUM}) seconds"),
         facts={"gib": ("model_load_gib", _float), "s": ("model_load_s", _float)},
         source="vllm/v1/worker/gpu_model_runner.py",
         format="Model loading took %s GiB memory and %.6f seconds",
@@ -55,6 +54,41 @@ FACTS = (
         facts={"s": ("graph_capture_s", _float), "gib": ("graph_capture_gib", _float)},
         source="vllm/v1/worker/gpu_model_runner.py",
         format="Graph capturing finished in %.0f secs, took %.2f GiB",
+    ),
+    FactPattern(
+        regex=re.compile(
+            rf"CUDA graph pool memory: (?P<actual>{_NUM}) GiB \(actual\), (?P<est>{_NUM}) GiB \(estimated\)"
+        ),
+        facts={"actual": ("graph_pool_gib", _float), "est": ("graph_pool_estimate_gib", _float)},
+        source="vllm/v1/worker/gpu_worker.py",
+        format="CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), ",
+    ),
+    FactPattern(
+        # The GPU worker's memory summary (0.26 and 0.32 word its middle differently; these parts agree).
+        regex=re.compile(
+            rf"Free memory on device \((?P<free>{_NUM})/(?P<total>{_NUM}) GiB\) on startup\. "
+            rf"Desired GPU memory utilization is \((?P<util>{_NUM}), (?P<want>{_NUM}) GiB\)"
+        ),
+        facts={
+            "free": ("gpu_free_gib", _float),
+            "total": ("gpu_total_gib", _float),
+            "util": ("gpu_memory_utilization", _float),
+            "want": ("gpu_requested_gib", _float),
+        },
+        source="vllm/v1/worker/gpu_worker.py",
+        format="Free memory on device ({}/{} GiB) on startup. Desired GPU memory utilization is ({}, {} GiB). ",
+    ),
+    FactPattern(
+        regex=re.compile(rf"and (?P<gib>{_NUM}) GiB for CUDAGraph memory\."),
+        facts={"gib": ("graph_pool_gib", _float)},
+        source="vllm/v1/worker/gpu_worker.py",
+        format="and {} GiB for CUDAGraph memory. ",
+    ),
+    FactPattern(
+        regex=re.compile(rf"Estimated CUDA graph memory: (?P<gib>{_NUM}) GiB total"),
+        facts={"gib": ("graph_pool_estimate_gib", _float)},
+        source="vllm/v1/worker/gpu_model_runner.py",
+        format="Estimated CUDA graph memory: %.2f GiB total",
     ),
     FactPattern(
         regex=re.compile(rf"torch\.compile took (?P<s>{_NUM}) s in total"),
@@ -101,6 +135,14 @@ FATALS = (
     ),
     FatalPattern(re.compile(r"is less than (?:desired CPU memory utilization|requested memory for kv)"), rank=0),
     FatalPattern(re.compile(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError"), rank=0),
+    # A rank that stopped answering: torch's NCCL watchdog, and vLLM's executor waiting on a worker.
+    FatalPattern(re.compile(r"Watchdog caught collective operation timeout|NCCL communicator was aborted"), rank=0),
+    FatalPattern(
+        re.compile(r"RPC call to \S+ timed out"),
+        rank=0,
+        source="vllm/v1/executor/multiproc_executor.py",
+        format="RPC call to {} timed out.",
+    ),
     FatalPattern(re.compile(r"EngineDeadError"), rank=1),
     # The exception line that closes a traceback: its message is usually the cause.
     FatalPattern(re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): \S"), rank=2),
@@ -156,6 +198,14 @@ VLLM = EngineAdapter(
     log_prefix=re.compile(
         r"^(?:\(\w[\w-]* pid=\d+\) )?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d [\d:]+ \[[^\]]+\] )?"
     ),
+    # vllm/logger.py: "(%(vllm_process_name)s pid=%(process)d) ..."; names: APIServer, EngineCore,
+    # EngineCore_DP<r>, Worker (before the parallel groups exist), Worker[_DP<r>][_PP<r>][_TP<r>]...
+    process_tag=re.compile(r"^\((?P<tag>\w[\w-]*) pid=(?P<pid>\d+)\)"),
+    # vllm/distributed/parallel_state.py (0.26 and 0.32 alike up to the TP rank)
+    rank_line=re.compile(
+        r"rank (?P<rank>\d+) in world size (?P<world>\d+) is assigned as "
+        r"DP rank (?P<dp>\d+), PP rank (?P<pp>\d+), (?:PCP rank \d+, )?TP rank (?P<tp>\d+)"
+    ),
     metrics={
         "spec_drafts": "vllm:spec_decode_num_drafts",
         "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens",
@@ -171,6 +221,10 @@ VLLM = EngineAdapter(
     # Legacy variables that overlap a CLI flag: when both are set, one silently beats the
     # other (the 0.29 retention-interval bug). vLLM keeps no machine-readable list; each
     # entry names the source line that proves the overlap.
+    # NVLink multicast (NVLS) kept off on every launch: on the shared multi-GPU hosts it is not usable
+    # (the GPU kit and the device notes say so) and NCCL, torch symmetric memory and NVSHMEM each try it.
+    forced_env={"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"},
+    parallel_flags=("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size"),
     deprecated_env={
         # vllm/platforms/cpu.py: "# Legacy setting" -> cache_config.kv_cache_memory_bytes
         "VLLM_CPU_KVCACHE_SPACE": "--kv-cache-memory-bytes",

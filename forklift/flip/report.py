@@ -8,20 +8,41 @@ from forklift.flip.triage import BLOCKING, PatchTriage
 from forklift.mdtable import table
 
 VERDICT_TEXT = {
-    "applies": "applies exactly",
+    "exact": "applies exactly",
     "offset": "applies at an offset",
+    "fuzz": "applies only with fuzz",
     "already-upstream": "already upstream: retire",
     "partly-upstream": "partly upstream",
-    "conflicts": "conflicts",
+    "retire-candidate": "retire candidate",
+    "upstream-own": "upstream has its own version",
     "file-gone": "file gone upstream",
+    "blocked": "blocked",
+    "conflict": "conflicts",
+    "skipped": "skipped",
 }
 
 
 class HunkNote(BaseModel):
     file: str
     index: int
-    status: str
-    offset: int = 0
+    status: str  # exact offset fuzz already conflict blocked gone own-version
+    text: str
+    line: int | None = None
+    was: list[str] = Field(default_factory=list)
+    now: list[str] = Field(default_factory=list)
+    blocked_by: str | None = None
+
+    def line_text(self) -> str:
+        return f"{self.file} hunk #{self.index}: {self.text}"
+
+
+class RetireNote(BaseModel):
+    present: int
+    total: int
+    differing: list[tuple[str, str | None]] = Field(default_factory=list)  # (patch line, upstream's nearest)
+
+    def summary(self) -> str:
+        return f"{self.present} of {self.total} added lines present upstream"
 
 
 class FlipRow(BaseModel):
@@ -30,9 +51,11 @@ class FlipRow(BaseModel):
     description: str = ""
     files: list[str]
     hunks: list[HunkNote]
-    problems: list[str] = Field(default_factory=list)
-    upstream_changed: list[str] = Field(default_factory=list)
-    needs_look: bool = False
+    blocked_by: str | None = None
+    via: str | None = None
+    look: list[str] = Field(default_factory=list)  # why a patch that applies needs a human look
+    retire: RetireNote | None = None
+    skipped: str | None = None  # a series entry the series skips, with its reason
 
     @classmethod
     def of(cls, t: PatchTriage, description: str) -> FlipRow:
@@ -41,18 +64,43 @@ class FlipRow(BaseModel):
             verdict=t.verdict,
             description=description,
             files=list(t.files),
-            hunks=[HunkNote(file=h.file, index=h.index, status=h.status, offset=h.offset) for h in t.hunks],
-            problems=list(t.problems),
-            upstream_changed=list(t.upstream_changed),
-            needs_look=t.needs_look,
+            hunks=[
+                HunkNote(
+                    file=h.file,
+                    index=h.index,
+                    status=h.status,
+                    text=h.text,
+                    line=h.line,
+                    was=list(h.was),
+                    now=list(h.now),
+                    blocked_by=h.blocked_by,
+                )
+                for h in t.hunks
+            ],
+            blocked_by=t.blocked_by,
+            via=t.via,
+            look=list(t.look),
+            retire=RetireNote(present=t.retire.present, total=t.retire.total, differing=list(t.retire.differing))
+            if t.retire
+            else None,
         )
 
+    def verdict_text(self) -> str:
+        if self.skipped is not None:
+            return f"skipped: {self.skipped}"
+        if self.verdict == "blocked":
+            return f"blocked by {self.blocked_by}" + (f" (via {self.via})" if self.via else "")
+        return VERDICT_TEXT[self.verdict]
+
     def detail(self) -> str:
-        """What a reviewer needs on one line: why it conflicts, or where it moved."""
-        if self.problems:
-            return "; ".join(self.problems)
-        moved = [f"{h.file}#{h.index} {h.offset:+d}" for h in self.hunks if h.status == "offset"]
-        upstream = [f"{h.file}#{h.index}" for h in self.hunks if h.status == "already-applied"]
+        """What a reviewer needs on one line: the evidence that decides the verdict."""
+        if self.retire is not None:
+            return self.retire.summary()
+        wrong = [h.line_text() for h in self.hunks if h.status not in ("exact", "offset", "already")]
+        if wrong:
+            return "; ".join(wrong)
+        moved = [f"{h.file}#{h.index} {h.text.removeprefix('applies at ')}" for h in self.hunks if h.status == "offset"]
+        upstream = [f"{h.file}#{h.index}" for h in self.hunks if h.status == "already"]
         parts = []
         if upstream and self.verdict == "partly-upstream":
             parts.append("upstream carries " + ", ".join(upstream))
@@ -98,7 +146,7 @@ class FlipReport(BaseModel):
     new_pin: dict
     patches: list[FlipRow]
     knobs: list[KnobDelta] = Field(default_factory=list)
-    knobs_skipped: str | None = None  # why there is no knob section (not a vLLM tree)
+    knobs_skipped: str | None = None  # why there is no knob section (not a vLLM tree, the series did not land)
 
     def count(self, verdict: str) -> int:
         return sum(1 for p in self.patches if p.verdict == verdict)
@@ -113,7 +161,7 @@ class FlipReport(BaseModel):
 
     @property
     def needs_look(self) -> list[FlipRow]:
-        return [p for p in self.patches if p.needs_look]
+        return [p for p in self.patches if p.look]
 
     def summary(self) -> str:
         counts = [f"{self.count(v)} {VERDICT_TEXT[v]}" for v in VERDICT_TEXT if self.count(v)]
@@ -121,30 +169,42 @@ class FlipReport(BaseModel):
 
 
 def render_markdown(report: FlipReport) -> str:
-    """The flip report for the pull request that moves the pin."""
+    """The flip report for the pull request that moves the pin: the table, then the evidence per patch."""
     lines = [f"# Flip {report.old} → {report.new}", "", report.summary() + ".", ""]
     if report.blocked:
         lines += [
-            f"**Blocked:** {len(report.blocked)} patch(es) do not apply; the pin cannot move until they are re-cut.",
+            (
+                f"**Blocked:** {len(report.blocked)} patch(es) do not apply as they are; the pin cannot move "
+                "until they are re-cut or retired."
+            ),
             "",
         ]
     rows = []
     for number, p in enumerate(report.patches, 1):
-        look = "yes: upstream changed " + ", ".join(f"`{f}`" for f in p.upstream_changed) if p.needs_look else ""
-        rows.append([number, f"`{p.name}`", VERDICT_TEXT[p.verdict], look, p.detail()])
+        look = "yes" if p.look else ""
+        rows.append([number, f"`{p.name}`", p.verdict_text(), look, p.detail()])
     lines += table(["#", "patch", "verdict", "needs a look", "detail"], rows, empty="-")
     if report.retired:
         lines += ["", "## Retire (upstream carries them)", ""]
         lines += [f"- `{p.name}`: {p.description or 'no description'}" for p in report.retired]
     if report.needs_look:
-        lines += [
-            "",
-            "## Needs a human look",
-            "",
-            "These apply cleanly, but upstream changed the files they touch between the two releases:",
-            "",
-        ]
-        lines += [f"- `{p.name}`: " + ", ".join(f"`{f}`" for f in p.upstream_changed) for p in report.needs_look]
+        lines += ["", "## Needs a human look", "", "These apply, but upstream changed something they depend on:", ""]
+        lines += [f"- `{p.name}`: {reason}" for p in report.needs_look for reason in p.look]
+    lines += ["", "## Evidence per patch", ""]
+    for number, p in enumerate(report.patches, 1):
+        lines += [f"### {number}. `{p.name}`: {p.verdict_text()}", ""]
+        if p.retire is not None:
+            lines.append(f"{p.retire.summary()}.")
+            if p.retire.differing:
+                lines += ["", "Lines that differ (the patch's, then upstream's nearest):", ""]
+                for mine, theirs in p.retire.differing:
+                    lines.append(f"- `{mine}` / " + (f"`{theirs}`" if theirs else "no similar line upstream"))
+            lines.append("")
+        for h in p.hunks:
+            lines.append(f"- {h.line_text()}")
+            if h.was or h.now:
+                lines += ["", "  ```diff", *(f"  -{t}" for t in h.was), *(f"  +{t}" for t in h.now), "  ```", ""]
+        lines.append("")
     lines += ["", "## Environment knobs", ""]
     if report.knobs_skipped:
         lines.append(report.knobs_skipped)

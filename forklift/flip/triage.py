@@ -1,75 +1,416 @@
-"""Triage a series on a new upstream release (pure): which patches still apply, which upstream carries.
+"""Triage a series on a new upstream release (pure): what still applies, what upstream took, what blocks what.
 
-Every patch is tried in series order over the new pristine tree, as StGit
-reports after a rebase: applies exactly, applies at an offset, already
-upstream (all of it reverse-applies: retire it), partly upstream (some hunks
-reverse-apply, the rest apply), conflicts (the hunks and files that do not
-apply), or its file is gone upstream. A patch that still applies but touches a
-file upstream changed between the two releases is flagged for a human look:
-a clean apply can still be semantically wrong.
+Every patch is tried in series order over a *best-effort* tree: the new
+release plus whatever of the earlier patches lands (the files they create, the
+hunks that apply), so a later patch is judged against the most faithful tree
+and not against one where an earlier conflict dropped out whole.
+
+Verdicts: exact, offset, fuzz (the gate refuses it), already upstream (every
+hunk reverse-applies: retire it), partly upstream (some hunks are upstream's,
+the rest apply), retire candidate (it does not apply, but most of what it adds
+is upstream: upstream took it and edited it since), upstream has its own
+version (a file it creates now ships, with other content), file gone, blocked
+by NAME, conflict.
+
+The blocked rule: a hunk that fails is *blocked by* an earlier patch that did
+not fully land when it reads a line that patch adds (in its context or removed
+lines) and that line is missing from the best-effort tree, or when its file is
+one that patch creates or renames to. A patch whose every failing hunk is
+blocked is `blocked by` the first such patch, followed to its root (a chain A
+-> B -> C names A, via B); one failing hunk of its own makes it a conflict.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+import keyword
+import re
+from dataclasses import dataclass, field
 from typing import Literal
 
-from forklift.series.engine import FileProblem, HunkResult, Overlay, Reader, apply_file, apply_patch
+from forklift.series.diff import FilePatch, Hunk, split_lines
+from forklift.series.engine import Applier, FileProblem, HunkResult, Overlay, Reader, apply_patch
 from forklift.series.model import Patch, split_header
-from forklift.series.render import file_diff
+from forklift.series.render import file_diff, line_opcodes
 
-Verdict = Literal["applies", "offset", "already-upstream", "partly-upstream", "conflicts", "file-gone"]
-VERDICT_OF = {
-    "exact": "applies",
-    "offset": "offset",
-    "already-applied": "already-upstream",
-    "partly-applied": "partly-upstream",
-    "fuzz": "conflicts",
-    "fails": "conflicts",
-    "file-missing": "file-gone",
-}
-BLOCKING = ("conflicts", "file-gone")
+Verdict = Literal[
+    "exact",
+    "offset",
+    "fuzz",
+    "already-upstream",
+    "partly-upstream",
+    "retire-candidate",
+    "upstream-own",
+    "file-gone",
+    "blocked",
+    "conflict",
+]
+LANDED = ("exact", "offset", "already-upstream", "partly-upstream")  # the series carries it on the new release
+BLOCKING = ("fuzz", "retire-candidate", "upstream-own", "file-gone", "blocked", "conflict")  # --write refuses
+RETIRE_FRACTION = 0.8  # of a failing patch's added lines found upstream: upstream took it and edited it
+SHOWN = 3  # lines of old and new text per conflict
+LONG_CLASS = 50  # lines: a class body longer than this is not one hunk's "enclosing scope"
+
+
+@dataclass(frozen=True)
+class HunkEvidence:
+    """One hunk (or one file's creation/deletion) on the new release, in a line a reviewer reads."""
+
+    file: str
+    index: int
+    status: str  # exact offset fuzz already conflict blocked gone own-version
+    text: str
+    line: int | None = None  # conflicts: the old release's line upstream changed
+    was: tuple[str, ...] = ()  # conflicts: up to 3 lines of the old release from that line
+    now: tuple[str, ...] = ()  # conflicts: what the new release has there
+    blocked_by: str | None = None
+
+
+@dataclass(frozen=True)
+class RetireEvidence:
+    present: int  # added lines found in the new release's files
+    total: int
+    differing: tuple[tuple[str, str | None], ...]  # (the patch's line, upstream's nearest line) for the others
 
 
 @dataclass(frozen=True)
 class PatchTriage:
     name: str
     verdict: Verdict
-    hunks: tuple[HunkResult, ...]
-    problems: tuple[str, ...]  # the hunks and files that keep it from applying
+    hunks: tuple[HunkEvidence, ...]
     files: tuple[str, ...]
-    upstream_changed: tuple[str, ...]  # touched files upstream changed between the two releases
+    blocked_by: str | None = None  # the root patch that keeps this one from applying
+    via: str | None = None  # the earlier patch in between, when the chain is longer
+    look: tuple[str, ...] = ()  # why a patch that applies still needs a human look
+    retire: RetireEvidence | None = None
     refreshed: str | None = None  # the patch re-cut on the new tree (offset or partly upstream), for --write
 
     @property
-    def needs_look(self) -> bool:
-        return self.verdict in ("applies", "offset", "partly-upstream") and bool(self.upstream_changed)
+    def landed(self) -> bool:
+        return self.verdict in LANDED
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """The hunks that keep it from applying, one line each."""
+        return tuple(f"{h.file} hunk #{h.index}: {h.text}" for h in self.hunks if h.status not in _FINE)
 
 
-def _problems(hunks: tuple[HunkResult, ...], file_problems: tuple[FileProblem, ...]) -> tuple[str, ...]:
-    """Why a patch does not apply: its file problems, then each hunk that fails (not those of a gone file)."""
-    out = [str(p) for p in file_problems]
-    gone = {p.file for p in file_problems if p.problem == "missing"}
-    for h in hunks:
-        if h.file in gone:
-            continue
-        if h.status == "fuzz":
-            out.append(f"{h.file} hunk #{h.index} (line {h.stated}): needs fuzz {h.fuzz}")
-        elif h.status == "fails":
-            out.append(f"{h.file} hunk #{h.index} (line {h.stated}): does not apply")
-    return tuple(dict.fromkeys(out))
+_FINE = ("exact", "offset", "already")
 
 
-def _land(read: Reader, patch: Patch) -> dict[str, bytes | None]:
-    """The new contents from a partly-upstream patch's remaining hunks (the engine lands none of it)."""
-    changes: dict[str, bytes | None] = {}
+@dataclass
+class _Unlanded:
+    """What an earlier patch that did not fully land would have put in the tree."""
 
-    def current(path: str) -> bytes | None:
-        return changes[path] if path in changes else read(path)
+    root: str  # the patch at the start of its chain (itself unless it was blocked)
+    lines: dict[str, set[bytes]] = field(default_factory=dict)  # file -> stripped added lines of failed hunks
+    creates: set[str] = field(default_factory=set)
 
+
+def _stripped(lines) -> list[bytes]:
+    return [line.strip() for line in lines if line.strip()]
+
+
+def _locate(lines: list[bytes], block: tuple[bytes, ...], guess: int) -> int | None:
+    """Where `block` sits in `lines` (nearest the guess), for evidence only."""
+    n = len(block)
+    spots = [i for i in range(len(lines) - n + 1) if lines[i : i + n] == list(block)] if n else []
+    return min(spots, key=lambda i: abs(i - guess)) if spots else None
+
+
+def _text(lines) -> tuple[str, ...]:
+    return tuple(line.decode("utf-8", "surrogateescape").rstrip("\n") for line in lines)
+
+
+class _Diffs:
+    """old-release vs new-release contents of one file, as difflib opcodes (cached: files repeat)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[bytes, bytes], list] = {}
+
+    def opcodes(self, old: bytes, new: bytes) -> list[tuple[str, int, int, int, int]]:
+        key = (old, new)
+        if key not in self._cache:
+            self._cache[key] = [op for op in line_opcodes(split_lines(old), split_lines(new)) if op[0] != "equal"]
+        return self._cache[key]
+
+
+def _changed_line(diffs: _Diffs, old: bytes, new: bytes, start: int, end: int):
+    """The first upstream change touching old lines [start, end): (old line, was, now), or None."""
+    old_lines, new_lines = split_lines(old), split_lines(new)
+    for _, i1, i2, j1, j2 in diffs.opcodes(old, new):
+        if (i1 < end and i2 > start) or (i1 == i2 and start < i1 < end):
+            first = max(i1, start)
+            offset = first - i1
+            return (
+                first + 1,
+                _text(old_lines[first : min(i2, first + SHOWN)]),
+                _text(new_lines[j1 + offset : j2][:SHOWN]),
+            )
+    return None
+
+
+_SCOPE = re.compile(rb"^(\s*)(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
+_DEFINES = re.compile(rb"^\s*(?:async\s+def|def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*[:=]", re.MULTILINE)
+_IMPORTS = re.compile(rb"^\s*(?:from\s+\S+\s+)?import\s+([^\n#]+)", re.MULTILINE)
+_NAME = re.compile(rb"[A-Za-z_]\w*")
+_KEYWORDS = {word.encode() for word in keyword.kwlist}
+
+
+def _scope(lines: list[bytes], at: int) -> tuple[str, int, int] | None:
+    """The def/class enclosing old line index `at`: (its line as written, first index, end index)."""
+    here = next((lines[i] for i in range(at, len(lines)) if lines[i].strip()), b"")
+    indent = len(here) - len(here.lstrip())
+    for i in range(min(at, len(lines) - 1), -1, -1):
+        m = _SCOPE.match(lines[i])
+        if m and len(m.group(1)) < indent:
+            end = i + 1
+            while end < len(lines) and (
+                not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > len(m.group(1))
+            ):
+                end += 1
+            if lines[i].lstrip().startswith(b"class") and end - i > LONG_CLASS:
+                return None  # a long class body is a list of members: a change to one says nothing of another
+            kind = lines[i].strip().split(b"(")[0].split(b":")[0].decode("utf-8", "replace")
+            return kind, i, end
+        text = lines[i].strip()
+        if text and not text.startswith((b")", b"]", b"}")) and len(lines[i]) - len(lines[i].lstrip()) < indent:
+            indent = len(lines[i]) - len(lines[i].lstrip())  # a block opener that is not a def: look further out
+    return None
+
+
+def _symbols(content: bytes) -> set[bytes]:
+    """Names a Python file defines or imports at any level (a rough, fast reading)."""
+    names = {a or b for a, b in _DEFINES.findall(content)} - _KEYWORDS
+    for imported in _IMPORTS.findall(content):
+        names |= {
+            part.split()[-1] for part in imported.replace(b"(", b" ").replace(b")", b" ").split(b",") if part.split()
+        }
+    return names
+
+
+def _look(
+    fp: FilePatch, old: bytes | None, new: bytes | None, on_old: list[HunkResult], on_new: list[HunkResult | None]
+) -> list[str]:
+    """Why a hunk that applies needs a look: upstream changed its enclosing def/class, or removed a name it uses.
+
+    `on_old` places each hunk on the old release, `on_new` on the new one (None: not applied there)."""
+    if old is None or new is None or old == new or not fp.path.endswith(".py"):
+        return []
+    old_lines, new_lines = split_lines(old), split_lines(new)
+    reasons = []
+    for hunk, was, now in zip(fp.hunks, on_old, on_new, strict=False):
+        if now is None or now.line is None or was.line is None:
+            continue  # not applied on the new release (already there): nothing of upstream's to re-read
+        change = next((i for i, line in enumerate(hunk.old) if line not in hunk.new), hunk.leading_context)
+        scope = _scope(old_lines, was.line - 1 + change)
+        if scope is None:
+            continue  # at module level the hunk's own lines are all it reads, and they matched
+        there = _scope(new_lines, now.line - 1 + change)
+        before = old_lines[scope[1] : scope[2]]
+        after = new_lines[there[1] : there[2]] if there else []
+        if before != after:
+            at = next(
+                (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), min(len(before), len(after))
+            )
+            reasons.append(
+                f"{fp.path} hunk #{was.index}: upstream changed `{scope[0]}` (line {scope[1] + 1}) "
+                f"at line {scope[1] + at + 1}"
+            )
+    used = {name for hunk in fp.hunks for line in hunk.added for name in _NAME.findall(line)}
+    own = _symbols(b"".join(line for hunk in fp.hunks for line in hunk.added))
+    gone = sorted(n.decode() for n in (used & _symbols(old)) - _symbols(new) - own)
+    if gone:
+        reasons.append(f"{fp.path}: upstream removed {', '.join(f'`{n}`' for n in gone)}, which the patch uses")
+    return reasons
+
+
+def _retire(patch: Patch, new: Reader) -> RetireEvidence | None:
+    """How much of what the patch adds the new release already has, file by file."""
+    present, missing = 0, []
     for fp in patch.files:
-        changes.update(apply_file(current, fp)[0])
-    return changes
+        upstream = new(fp.path)
+        there = set(_stripped(split_lines(upstream))) if upstream else set()
+        for line in _stripped(line for hunk in fp.hunks for line in hunk.added):
+            if line in there:
+                present += 1
+            else:
+                missing.append((fp.path, line))
+    total = present + len(missing)
+    if not total or present < RETIRE_FRACTION * total:
+        return None
+    differing = []
+    for path, line in missing:
+        upstream_lines = _stripped(split_lines(new(path) or b""))
+        near = difflib.get_close_matches(line, upstream_lines, n=1, cutoff=0.6)
+        differing.append((line.decode("utf-8", "replace"), near[0].decode("utf-8", "replace") if near else None))
+    return RetireEvidence(present=present, total=total, differing=tuple(differing))
+
+
+def _diffstat(want: bytes, have: bytes) -> str:
+    plus = minus = 0
+    for _, i1, i2, j1, j2 in _Diffs().opcodes(want, have):
+        minus, plus = minus + i2 - i1, plus + j2 - j1
+    return f"+{plus} -{minus} lines against the patch's"
+
+
+class _Triage:
+    """The walk over the series; one instance per flip."""
+
+    def __init__(self, old: Reader, new: Reader, applier: Applier) -> None:
+        self.new = new
+        self.applier = applier
+        self.old = Overlay(old)  # the series on the old release, as its author saw each patch's input
+        self.best = Overlay(new)
+        self.unlanded: dict[str, _Unlanded] = {}
+        self.diffs = _Diffs()
+
+    def _blocker(self, file: str, hunk: Hunk | None) -> str | None:
+        """The earliest earlier patch that did not land whose work this hunk (or file) needs."""
+        have = set(_stripped(split_lines(self.best.read(file) or b"")))
+        for name, info in reversed(self.unlanded.items()):  # the nearest first: a chain names its last link
+            if hunk is None and file in info.creates:
+                return name
+            if hunk is not None and any(
+                line in info.lines.get(file, ()) and line not in have for line in _stripped(hunk.old)
+            ):
+                return name
+        return None
+
+    def _conflict(self, fp: FilePatch, hunk: Hunk, result: HunkResult, status: str) -> HunkEvidence:
+        """Why a hunk fails (or needs fuzz): the first line of its span upstream changed, old vs new text."""
+        old, new = self.old.read(fp.old_path or fp.path), self.best.read(fp.old_path or fp.path)
+        verb = f"applies only with fuzz {result.fuzz}" if status == "fuzz" else "conflicts"
+        if old is not None and new is not None:
+            pos = _locate(split_lines(old), hunk.old, hunk.old_start - 1)
+            changed = pos is not None and _changed_line(self.diffs, old, new, pos, pos + len(hunk.old))
+            if changed:
+                line, was, now = changed
+                what = (
+                    "upstream inserted lines at" if not was else "upstream deleted" if not now else "upstream changed"
+                )
+                return HunkEvidence(fp.path, result.index, status, f"{verb}: {what} line {line}", line, was, now)
+        return HunkEvidence(fp.path, result.index, status, f"{verb}: its lines are not in the new release")
+
+    def _evidence(self, patch: Patch, hunks: tuple[HunkResult, ...], problems: tuple[FileProblem, ...]):
+        by_file = {fp.path: fp for fp in patch.files}
+        trouble = {p.file: p for p in problems}
+        out: list[HunkEvidence] = []
+        for r in hunks:
+            fp = by_file.get(r.file) or next(f for f in patch.files if r.file in (f.old_path, f.new_path))
+            problem = trouble.get(r.file) or trouble.get(fp.old_path or "")
+            if problem is not None and problem.problem == "missing":
+                blocker = self._blocker(problem.file, None)
+                if blocker:
+                    out.append(
+                        HunkEvidence(
+                            r.file, r.index, "blocked", f"needs the file {blocker} creates", blocked_by=blocker
+                        )
+                    )
+                else:
+                    out.append(HunkEvidence(r.file, r.index, "gone", "the file is gone upstream"))
+            elif problem is not None and problem.problem == "exists":
+                have = self.best.read(r.file) or b""
+                want = b"".join(fp.hunks[0].new) if fp.hunks else b""
+                out.append(
+                    HunkEvidence(
+                        r.file, r.index, "own-version", f"upstream has its own version: {_diffstat(want, have)}"
+                    )
+                )
+            elif problem is not None:
+                out.append(HunkEvidence(r.file, r.index, "conflict", "the file to delete changed upstream"))
+            elif r.status == "exact":
+                out.append(
+                    HunkEvidence(r.file, r.index, "exact", "applies exactly" if fp.old_path else "creates the file")
+                )
+            elif r.status == "offset":
+                out.append(HunkEvidence(r.file, r.index, "offset", f"applies at {r.offset:+d}"))
+            elif r.status == "already-applied":
+                out.append(
+                    HunkEvidence(
+                        r.file, r.index, "already", f"already there (line {r.line})" if r.line else "already there"
+                    )
+                )
+            else:
+                hunk = fp.hunks[r.index - 1]
+                blocker = self._blocker(fp.old_path or fp.path, hunk) if r.status == "fails" else None
+                if blocker:
+                    out.append(
+                        HunkEvidence(r.file, r.index, "blocked", f"reads lines {blocker} adds", blocked_by=blocker)
+                    )
+                else:
+                    out.append(self._conflict(fp, hunk, r, "fuzz" if r.status == "fuzz" else "conflict"))
+        return tuple(out)
+
+    def _verdict(self, status: str, evidence: tuple[HunkEvidence, ...], patch: Patch):
+        kinds = {h.status for h in evidence}
+        if status == "fuzz":  # placed only by dropping context: upstream may have taken the patch and edited it
+            retire = _retire(patch, self.new)
+            return ("retire-candidate", retire) if retire else ("fuzz", None)
+        if status in ("exact", "offset"):
+            return status, None
+        if status == "already-applied":
+            return "already-upstream", None
+        if status == "partly-applied":
+            return "partly-upstream", None
+        if kinds - set(_FINE) == {"own-version"}:
+            return "upstream-own", None
+        retire = _retire(patch, self.new) if kinds & {"conflict", "fuzz", "already"} else None
+        if retire:
+            return "retire-candidate", retire
+        for verdict, kind in (("conflict", "conflict"), ("conflict", "fuzz"), ("file-gone", "gone")):
+            if kind in kinds:
+                return verdict, None
+        return ("blocked", None) if "blocked" in kinds else ("conflict", None)
+
+    def step(self, patch: Patch) -> PatchTriage:
+        result = apply_patch(self.best.read, patch, self.applier)
+        evidence = self._evidence(patch, result.hunks, result.problems)
+        verdict, retire = self._verdict(result.status, evidence, patch)
+        changes = dict(result.landed)  # all of it when it applies; else the files it creates and the hunks that apply
+        look: list[str] = []
+        on_old = apply_patch(self.old.read, patch, self.applier)
+        if verdict in ("exact", "offset", "partly-upstream"):
+            applied = {(h.file, h.index) for h in evidence if h.status in ("exact", "offset")}
+            for fp in patch.files:
+                was = [h for h in on_old.hunks if h.file == fp.path]
+                now = [h if (h.file, h.index) in applied else None for h in result.hunks if h.file == fp.path]
+                path = fp.old_path or fp.path
+                look += _look(fp, self.old.read(path), self.best.read(path), was, now)
+        blocked_by = via = None
+        if verdict == "blocked":
+            direct = next(h.blocked_by for h in evidence if h.blocked_by)
+            blocked_by = self.unlanded[direct].root
+            via = direct if direct != blocked_by else None
+        refreshed = _recut(patch, self.best.read, changes) if verdict in ("offset", "partly-upstream") else None
+        if verdict not in LANDED and verdict != "fuzz":
+            self._remember(patch, evidence, blocked_by or patch.name)
+        self.best.files.update(changes)
+        self.old.files.update(on_old.files)  # the series applies on the old release, or check said so
+        return PatchTriage(
+            name=patch.name,
+            verdict=verdict,
+            hunks=evidence,
+            files=patch.paths,
+            blocked_by=blocked_by,
+            via=via,
+            look=tuple(look),
+            retire=retire,
+            refreshed=refreshed,
+        )
+
+    def _remember(self, patch: Patch, evidence: tuple[HunkEvidence, ...], root: str) -> None:
+        info = _Unlanded(root=root)
+        failed = {(h.file, h.index) for h in evidence if h.status not in _FINE}
+        for fp in patch.files:
+            if fp.old_path is None or (fp.new_path and fp.new_path != fp.old_path):
+                info.creates.add(fp.path)
+            for index, hunk in enumerate(fp.hunks, 1):
+                if (fp.path, index) in failed:
+                    info.lines.setdefault(fp.old_path or fp.path, set()).update(_stripped(hunk.added))
+                    if fp.new_path and fp.new_path != fp.old_path:
+                        info.lines.setdefault(fp.new_path, set()).update(_stripped(hunk.added))
+        self.unlanded[patch.name] = info
 
 
 def _recut(patch: Patch, before: Reader, changes: dict[str, bytes | None]) -> str:
@@ -81,30 +422,9 @@ def _recut(patch: Patch, before: Reader, changes: dict[str, bytes | None]) -> st
     return header + body
 
 
-def triage(old: Reader, new: Reader, patches: list[Patch] | tuple[Patch, ...]) -> tuple[list[PatchTriage], Overlay]:
-    """Each patch's verdict on the new tree, in series order; returns the new patched overlay too."""
-    overlay = Overlay(new)
-    verdicts = []
-    for patch in patches:
-        result = apply_patch(overlay.read, patch)
-        verdict: Verdict = VERDICT_OF[result.status]  # type: ignore[assignment]
-        changes: dict[str, bytes | None] = {}
-        if verdict in ("applies", "offset"):
-            changes = dict(result.files)
-        elif verdict == "partly-upstream":
-            changes = _land(overlay.read, patch)
-        refreshed = _recut(patch, overlay.read, changes) if verdict in ("offset", "partly-upstream") else None
-        overlay.files.update(changes)
-        changed_upstream = tuple(p for p in patch.paths if old(p) != new(p))
-        verdicts.append(
-            PatchTriage(
-                name=patch.name,
-                verdict=verdict,
-                hunks=result.hunks,
-                problems=_problems(result.hunks, result.problems),
-                files=patch.paths,
-                upstream_changed=changed_upstream,
-                refreshed=refreshed,
-            )
-        )
-    return verdicts, overlay
+def triage(
+    old: Reader, new: Reader, patches: list[Patch] | tuple[Patch, ...], applier: Applier = "gnu-patch"
+) -> tuple[list[PatchTriage], Overlay]:
+    """Each patch's verdict on the new tree, in series order; returns the best-effort overlay too."""
+    walk = _Triage(old, new, applier)
+    return [walk.step(patch) for patch in patches], walk.best

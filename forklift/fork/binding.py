@@ -127,10 +127,13 @@ def verify_binding(fork: Git, binding: SourceBinding, base: str, previous: str |
                 "not-from-base", f"fork commit {commit[:12]} does not descend from the pinned base {base[:12]}"
             )
         )
+    # a previous record on another base is another release's (the fork moved): direction says nothing then
+    same_release = previous and base_commit and fork.resolve(previous) and fork.is_ancestor(base_commit, previous)
     if (
         commit
         and previous
         and previous != commit
+        and (same_release or fork.resolve(previous) is None)
         and (fork.resolve(previous) is None or not fork.is_ancestor(previous, commit))
     ):
         failures.append(

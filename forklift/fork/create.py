@@ -33,7 +33,15 @@ def create_fork(tree: Path, repo: Path, tag: str, label: str, bare: bool = False
     repo.mkdir(parents=True, exist_ok=True)
     git = Git(repo)
     git.run("init", "-q", *(["--bare"] if bare else []), "-b", "main")
-    git_dir = str(repo if bare else repo / ".git")
+    base = release_commit(git, tree, tag, label)
+    git.run("update-ref", "refs/heads/main", base)
+    return git, base
+
+
+def release_commit(git: Git, tree: Path, tag: str, label: str, parent: str | None = None) -> str:
+    """The commit holding the pristine `tree`, tagged `tag` (the one already tagged so, when it holds the
+    same tree); a new release's commit is a child of the previous release's, so history reads in order."""
+    git_dir = git.text("rev-parse", "--absolute-git-dir").strip()
     with tempfile.TemporaryDirectory(prefix="forklift-fork-") as scratch:
         env = {
             "GIT_INDEX_FILE": os.path.join(scratch, "index"),
@@ -43,7 +51,12 @@ def create_fork(tree: Path, repo: Path, tag: str, label: str, bare: bool = False
         }
         git.run("add", "-A", "-f", ".", env=env)  # -f: an sdist ships files upstream's .gitignore names
         tree_id = git.text("write-tree", env=env).strip()
-        base = git.text("commit-tree", tree_id, "-m", f"{label} (pristine)", env=env).strip()
-    git.run("update-ref", "refs/heads/main", base)
-    git.run("tag", tag, base)
-    return git, base
+        tagged = git.resolve(f"refs/tags/{tag}")
+        if tagged is not None:
+            if git.text("rev-parse", f"{tagged}^{{tree}}").strip() != tree_id:
+                raise ForkliftError(f"{git.repo}: tag {tag} names {tagged[:12]}, which does not hold {label}")
+            return tagged
+        parents = ["-p", parent] if parent else []
+        commit = git.text("commit-tree", tree_id, *parents, "-m", f"{label} (pristine)", env=env).strip()
+    git.run("tag", tag, commit)
+    return commit

@@ -15,18 +15,29 @@ a `# forklift-base:` comment in `patches/series`, so import and replay find it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from forklift.errors import ForkliftError
 from forklift.fork.git import Git
 from forklift.fork.upstream import UpstreamPaths
 from forklift.fsio import write_atomic
-from forklift.series.headers import split_trailers
-from forklift.series.model import PATCH_SUFFIXES, SERIES_FILE, parse_series_file, retired_entries
+from forklift.series.engine import apply_patch
+from forklift.series.headers import parse_header, split_trailers
+from forklift.series.model import (
+    PATCH_SUFFIXES,
+    SERIES_FILE,
+    parse_patch,
+    parse_series_file,
+    retired_entries,
+    split_header,
+)
 from forklift.series.render import file_diff
 
 PATCH_NAME = "Patch-Name"  # commit trailer naming the patch file (import writes it; default: from the subject)
+_NUMBERED = re.compile(r"^(\d{4})-")
+_EXPORT_COMMIT = re.compile(r"^Export-Commit:\s*([0-9a-f]{40})\s*$", re.MULTILINE)
+_VOLATILE = {"export-commit", "patch-name", "date"}  # bookkeeping a round trip may change
 BASE_COMMENT = re.compile(r"^# forklift-base: ([0-9a-f]{40})$", re.MULTILINE)
 
 
@@ -38,6 +49,9 @@ class ExportedPatch:
     text: str
     files: tuple[str, ...]
     dropped: tuple[str, ...]  # paths outside upstream's tree, left out only when asked to
+    before: dict[str, bytes | None] = field(default_factory=dict, compare=False, repr=False)  # kept paths at parent
+    after: dict[str, bytes | None] = field(default_factory=dict, compare=False, repr=False)  # and at the commit
+    normalised: str = ""  # what the fresh rendering changes in a committed patch of the same change (header fields)
 
 
 @dataclass(frozen=True)
@@ -56,13 +70,91 @@ class Export:
         return "\n".join(lines + [p.name for p in self.patches]) + "\n"
 
 
-def _committed(series_dir: Path) -> tuple[list[str], tuple[str, ...], str | None]:
-    """(patch names, retired entries, raw text) of the committed series file, if there is one."""
-    series_file = series_dir / SERIES_FILE
-    if not series_file.exists():
-        return [], (), None
-    text = series_file.read_text(encoding="utf-8")
-    return [name for name, _ in parse_series_file(text, series_file)], retired_entries(text), text
+@dataclass(frozen=True)
+class _Committed:
+    """The committed series as export compares with it: names in order, their -pN, texts, export points."""
+
+    names: tuple[str, ...] = ()
+    strips: dict[str, int] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    exported: dict[str, str] = field(default_factory=dict)  # name -> its Export-Commit field
+    retired: tuple[str, ...] = ()
+    text: str | None = None  # the series file as committed
+
+    @classmethod
+    def read(cls, series_dir: Path) -> _Committed:
+        series_file = series_dir / SERIES_FILE
+        if not series_file.exists():
+            return cls()
+        text = series_file.read_text(encoding="utf-8")
+        entries = parse_series_file(text, series_file)
+        texts = {}
+        for name, _ in entries:
+            try:
+                texts[name] = (series_dir / name).read_bytes().decode("utf-8", "surrogateescape")
+            except FileNotFoundError:
+                continue
+        exported = {}
+        for name, body in texts.items():
+            if m := _EXPORT_COMMIT.search(split_header(body)[0]):
+                exported[name] = m.group(1)
+        return cls(
+            names=tuple(name for name, _ in entries),
+            strips=dict(entries),
+            texts=texts,
+            exported=exported,
+            retired=retired_entries(text),
+            text=text,
+        )
+
+
+def _same_change(patch: ExportedPatch, text: str, strip: int) -> bool:
+    """Whether a committed patch file makes exactly the commit's change, at its stated lines, on its parent."""
+    try:
+        committed = parse_patch(patch.name, text, strip)
+    except ForkliftError:
+        return False
+    if not set(committed.paths) <= set(patch.before):
+        return False
+    result = apply_patch(patch.before.get, committed)
+    # exact: a patch that lands only at an offset (the fork was rebased) is re-cut with the right line numbers
+    return result.status == "exact" and all(
+        result.files.get(p, patch.before[p]) == patch.after[p] for p in patch.before
+    )
+
+
+def _header_differences(committed: str, fresh: str) -> list[str] | None:
+    """The header fields a fresh export adds or leaves out (whitespace and export bookkeeping aside); None
+    when the two say different things (a description or a field value changed): that is drift, not wording."""
+    old, new = parse_header(split_header(committed)[0]), parse_header(split_header(fresh)[0])
+
+    def message(header) -> str:
+        return " ".join(f"{header.fields.get('description', '')} {header.body}".split())
+
+    if message(old) != message(new):
+        return None
+    differing = []
+    for key in sorted((set(old.fields) | set(new.fields)) - _VOLATILE - {"description"}):
+        mine, theirs = (" ".join(h.fields.get(key, "").split()) for h in (old, new))
+        if mine and theirs and mine != theirs:
+            return None
+        if mine != theirs:
+            differing.append(key)
+    return differing
+
+
+def _keep_committed(fresh: ExportedPatch, series: _Committed) -> ExportedPatch:
+    """The committed file's bytes when it makes the same change with the same header; else the fresh
+    rendering, saying which header fields it normalises when only the wording differs."""
+    text = series.texts.get(fresh.name)
+    if text is None or text == fresh.text or not _same_change(fresh, text, series.strips.get(fresh.name, 1)):
+        return fresh
+    differing = _header_differences(text, fresh.text)
+    if differing is None:
+        return fresh
+    if not differing:
+        return replace(fresh, text=text)
+    return replace(fresh, normalised="header " + ", ".join(differing))
 
 
 def recorded_base(series_dir: Path) -> str | None:
@@ -93,8 +185,10 @@ def render_header(subject: str, body: str, author: str, trailers: list[tuple[str
     return "\n".join(lines) + "\n---\n"
 
 
-def commit_diff(git: Git, commit: str, upstream: UpstreamPaths) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """(normalized diff, paths kept, paths outside upstream's tree) of one commit against its parent.
+def commit_diff(
+    git: Git, commit: str, upstream: UpstreamPaths
+) -> tuple[str, tuple[str, ...], tuple[str, ...], dict[str, tuple[bytes | None, bytes | None]]]:
+    """(normalized diff, paths kept, paths outside upstream's tree, kept path -> (before, after)) of one commit.
 
     The diff is rendered by the series engine's own writer (the one the overlay hash uses), so it
     depends only on the two blobs: not on git's version, diff drivers or the user's config.
@@ -107,17 +201,22 @@ def commit_diff(git: Git, commit: str, upstream: UpstreamPaths) -> tuple[str, tu
     outside = tuple(p for p in paths if not upstream.contains(p))
     contents = git.blobs([f"{rev}:{p}" for p in kept for rev in (f"{commit}^", commit)])
     parts = []
+    pairs = {}
     for i, path in enumerate(kept):
         before, after = contents[2 * i], contents[2 * i + 1]
+        pairs[path] = (before, after)
         if b"\0" in (before or b"") or b"\0" in (after or b""):
             raise ForkliftError(f"commit {commit[:12]} changes the binary file {path}: a series holds text diffs only")
         if before != after:  # a mode-only change has no text to carry
             parts.append(file_diff(path, before, after))
-    return "".join(parts), kept, outside
+    return "".join(parts), kept, outside, pairs
 
 
-def _patch_name(commit: str, subject: str, trailers: list[tuple[str, str]], taken: dict[str, str]) -> str:
-    """The commit's Patch-Name trailer, else a name from its subject (numbered when two subjects collide)."""
+def _patch_name(
+    commit: str, subject: str, trailers: list[tuple[str, str]], taken: dict[str, str], series: _Committed
+) -> str:
+    """The commit's Patch-Name trailer; else the committed patch exported from it or named after its subject;
+    else NNNN-subject.patch, numbered after the highest number in the series (as git format-patch numbers)."""
     given = [value for key, value in trailers if key.lower() == PATCH_NAME.lower()]
     if given:
         name = given[-1]
@@ -129,11 +228,14 @@ def _patch_name(commit: str, subject: str, trailers: list[tuple[str, str]], take
         if name in taken:
             raise ForkliftError(f"commits {taken[name][:12]} and {commit[:12]} both name the patch {name!r}")
     else:
-        stem, number = slug(subject), 1
-        name = f"{stem}.patch"
-        while name in taken:
-            number += 1
-            name = f"{stem}-{number}.patch"
+        stem = slug(subject)
+        known = [n for n in series.names if n not in taken and (series.exported.get(n) == commit)]
+        known = known or [n for n in series.names if n not in taken and _NUMBERED.sub("", n) == f"{stem}.patch"]
+        if known:
+            name = known[0]
+        else:
+            numbers = [int(m.group(1)) for n in [*series.names, *taken] if (m := _NUMBERED.match(n))]
+            name = f"{max(numbers, default=0) + 1:04d}-{stem}.patch"
     taken[name] = commit
     return name
 
@@ -158,14 +260,21 @@ def _subject(git: Git, commit: str) -> str:
     return git.text("log", "-1", "--format=%s", commit).strip()
 
 
-def export_fork(git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_outside: bool = False) -> Export:
-    """Export base..ref as a series; fails on a merge, an empty commit, or (unless dropped) outside paths."""
+def export_fork(
+    git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_outside: bool = False, series_dir: Path | None = None
+) -> Export:
+    """Export base..ref as a series; fails on a merge, an empty commit, or (unless dropped) outside paths.
+
+    With the committed series (`series_dir`), a patch file that carries the same change as its commit
+    is kept byte for byte (one written by git format-patch or by hand round-trips unchanged), and a
+    new patch's file name continues the series' NNNN- numbering."""
     git.ensure_repo()
     base_commit = git.commit_of(base, "base")
     tip = git.commit_of(ref, "fork ref")
     if not git.is_ancestor(base_commit, tip):
         raise ForkliftError(f"fork ref {ref!r} ({tip[:12]}) does not descend from the base {base_commit[:12]}")
     commits = _commits(git, base_commit, tip)
+    series = _Committed.read(series_dir) if series_dir is not None else _Committed()
     if not commits:
         raise ForkliftError(f"fork ref {ref!r} has no commits on top of the base {base_commit[:12]}: nothing to export")
     names: dict[str, str] = {}  # file name -> the commit it came from
@@ -176,7 +285,7 @@ def export_fork(git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_out
         first, _, rest = message.partition("\n")
         subject = first.strip()
         body, trailers = split_trailers(rest.split("\n"))
-        diff, paths, outside = commit_diff(git, commit, upstream)
+        diff, paths, outside, pairs = commit_diff(git, commit, upstream)
         if not diff and not outside:
             raise ForkliftError(
                 f"commit {commit[:12]} ({subject}) is empty: it changes no file's content, so it "
@@ -191,23 +300,32 @@ def export_fork(git: Git, base: str, ref: str, upstream: UpstreamPaths, drop_out
             raise ForkliftError(
                 f"commit {commit[:12]} ({subject}) touches only files outside upstream's tree: {', '.join(outside)}"
             )
-        name = _patch_name(commit, subject, trailers, names)
+        name = _patch_name(commit, subject, trailers, names, series)
         text = render_header(subject, body, author, trailers, commit) + diff
-        patches.append(
-            ExportedPatch(name=name, commit=commit, subject=subject, text=text, files=paths, dropped=outside)
+        fresh = ExportedPatch(
+            name=name,
+            commit=commit,
+            subject=subject,
+            text=text,
+            files=paths,
+            dropped=outside,
+            before={p: b for p, (b, _) in pairs.items()},
+            after={p: a for p, (_, a) in pairs.items()},
         )
+        patches.append(_keep_committed(fresh, series))
     return Export(base=base_commit, tip=tip, patches=tuple(patches))
 
 
 def write_export(export: Export, series_dir: Path) -> list[str]:
     """Write the patches and rewrite patches/series; returns the patch files removed (no longer exported)."""
     series_dir.mkdir(parents=True, exist_ok=True)
-    old, retired, _ = _committed(series_dir)
+    committed = _Committed.read(series_dir)
     for patch in export.patches:  # each whole or not at all, and the series last: it never names half a patch
-        write_atomic(series_dir / patch.name, patch.text)
-    write_atomic(series_dir / SERIES_FILE, export.series_text(retired))
+        if committed.texts.get(patch.name) != patch.text:
+            write_atomic(series_dir / patch.name, patch.text)
+    write_atomic(series_dir / SERIES_FILE, export.series_text(committed.retired))
     keep = {p.name for p in export.patches}
-    removed = [name for name in old if name not in keep and name.endswith(PATCH_SUFFIXES)]
+    removed = [name for name in committed.names if name not in keep and name.endswith(PATCH_SUFFIXES)]
     for name in removed:
         (series_dir / name).unlink(missing_ok=True)
     return removed
@@ -216,17 +334,23 @@ def write_export(export: Export, series_dir: Path) -> list[str]:
 def export_drift(export: Export, series_dir: Path) -> list[str]:
     """What differs between the committed series and a fresh export, one line per drifted patch."""
     drift = []
-    committed, retired, text = _committed(series_dir)
+    committed = _Committed.read(series_dir)
     fresh = [p.name for p in export.patches]
     for patch in export.patches:
-        path = series_dir / patch.name
-        if patch.name not in committed:
+        if patch.name not in committed.names:
             drift.append(f"{patch.name}: missing from the committed series (fork commit {patch.commit[:12]})")
-        elif not path.is_file():
+        elif patch.name not in committed.texts:
             drift.append(f"{patch.name}: listed in {SERIES_FILE} but the file is missing")
-        elif path.read_bytes() != patch.text.encode("utf-8", errors="surrogateescape"):
+        elif patch.normalised:
+            drift.append(
+                f"{patch.name}: same change, but export normalises its {patch.normalised} "
+                "(export once to store the normalised form; it is stable after that)"
+            )
+        elif committed.texts[patch.name] != patch.text:
             drift.append(f"{patch.name}: differs from a fresh export of fork commit {patch.commit[:12]}")
-    drift += [f"{name}: in the committed series but not on the fork branch" for name in committed if name not in fresh]
-    if not drift and text != export.series_text(retired):
+    drift += [
+        f"{name}: in the committed series but not on the fork branch" for name in committed.names if name not in fresh
+    ]
+    if not drift and committed.text != export.series_text(committed.retired):
         drift.append(f"{SERIES_FILE}: order or base comment differs from a fresh export")
     return drift

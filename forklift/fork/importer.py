@@ -23,7 +23,7 @@ from forklift.fork.create import create_fork
 from forklift.fork.export import PATCH_NAME
 from forklift.fork.git import Git
 from forklift.series.headers import Header
-from forklift.series.model import Patch, load_series
+from forklift.series.model import SERIES_FILE, Patch, load_series, parse_series_file
 
 # Fixed dates make an import reproducible: the same series at the same base gives the same commit ids.
 _EPOCH = "1970-01-01T00:00:00+0000"
@@ -46,8 +46,10 @@ class ImportedBranch:
 
 def commit_message(header: Header, patch_name: str) -> str:
     """Subject and body from Description, then the other header fields back as trailers."""
-    description = header.fields.get("description") or header.body or patch_name
-    subject, _, body = description.strip().partition("\n")
+    # a mail's Subject is its description and the mail body the rest of the message; free text of a
+    # DEP-3 header follows the Description the same way
+    texts = (header.fields.get("description", "").strip(), header.body.strip())
+    subject, _, body = ("\n\n".join(text for text in texts if text) or patch_name).partition("\n")
     trailers = [
         f"{_field_name(k)}: {v}"
         for k, v in header.fields.items()
@@ -132,6 +134,14 @@ def import_series(
     return made
 
 
+def _patches(series_dir: Path) -> tuple[Patch, ...]:
+    """The series' patches; none for a series that lists none yet (a fork starts before its first patch)."""
+    series_file = series_dir / SERIES_FILE
+    if not series_file.is_file() or not parse_series_file(series_file.read_text(encoding="utf-8"), series_file):
+        return ()
+    return load_series(series_dir).patches
+
+
 def import_branch(
     config: Config, repo: Path, branch: str, base: str | None = None, force: bool = False, progress=None
 ) -> ImportedBranch:
@@ -139,7 +149,7 @@ def import_branch(
     the folder is new (or empty) and the pin has no git history of its own."""
     from forklift.source import materialize
 
-    patches = load_series(config.series_dir).patches
+    patches = _patches(config.series_dir)
     pin = config.data.upstream
     new_folder = not repo.exists() or (repo.is_dir() and not any(repo.iterdir()))
     if not new_folder:

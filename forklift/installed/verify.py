@@ -11,6 +11,8 @@ ends up in one state:
   unpatched  the wheel's bytes where the series should have changed it
   modified   anything else (another series, a hand edit, a reverted half)
   missing    in RECORD, not on disk (and the series does not delete it)
+  absent     the same, on an install declared trimmed (a wheel shipped without some of its
+             files, e.g. unused kernels): counted and said, not a failure
   extra      on disk, not in RECORD (and the series does not create it)
 """
 
@@ -28,9 +30,9 @@ from forklift.installed.package import InstalledPackage, sha256_hex
 from forklift.series.engine import Overlay, apply_patch, apply_series
 from forklift.series.model import FilePatch, Hunk, Patch, Series
 
-FileState = Literal["pristine", "patched", "unpatched", "modified", "missing", "extra"]
+FileState = Literal["pristine", "patched", "unpatched", "modified", "missing", "absent", "extra"]
 PatchState = Literal["applied", "not-applied", "conflicts"]
-GOOD = ("pristine", "patched")
+GOOD = ("pristine", "patched", "absent")
 
 
 @dataclass(frozen=True)
@@ -63,12 +65,30 @@ class Verification:
     def ok(self) -> bool:
         return not self.problems and all(p.state == "applied" for p in self.patches)
 
+    @property
+    def absent(self) -> int:
+        return sum(f.state == "absent" for f in self.files)
+
     def summary(self) -> str:
-        """One line: the first problem (a file, else a patch) and how many more files have one."""
+        """One line: the first problem (a file, else a patch) and how many more files have one.
+
+        Files merely missing are counted apart, after any other problem: a trimmed install misses
+        hundreds, and listing the first of them would hide the one patch that is not applied.
+        """
         problems = self.problems
-        if problems:
-            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-            return f"{problems[0].path} {problems[0].state}{more}"
+        others = [f for f in problems if f.state != "missing"]
+        missing = len(problems) - len(others)
+        said = []
+        if others:
+            more = f" (+{len(others) - 1} more)" if len(others) > 1 else ""
+            said.append(f"{others[0].path} {others[0].state}{more}")
+        if missing:
+            said.append(
+                f"{missing} file(s) of the RECORD not on disk, e.g. {next(f.path for f in problems if f.state == 'missing')}"
+                " (a trimmed install? --trimmed accepts absent files and checks the rest)"
+            )
+        if said:
+            return "; ".join(said)
         return next((f"{p.name} {p.state}" for p in self.patches if p.state != "applied"), "ok")
 
 
@@ -97,7 +117,8 @@ def reverse(patch: Patch) -> Patch:
     return replace(patch, name=f"{patch.name} (reversed)", files=files)
 
 
-def verify(package: InstalledPackage, series: Series) -> Verification:
+def verify(package: InstalledPackage, series: Series, trimmed: bool = False) -> Verification:
+    """Every file's state; with `trimmed`, RECORD files not on disk (and untouched by the series) are absent."""
     read = package.read
     forward, _ = apply_series(read, series.patches)
     patches = [
@@ -128,7 +149,7 @@ def verify(package: InstalledPackage, series: Series) -> Verification:
         if path not in package.record:
             checks.append(FileCheck(path, "extra", "not in the wheel's RECORD"))
         elif path not in on_disk:
-            checks.append(FileCheck(path, "missing", "in the wheel's RECORD, not on disk"))
+            checks.append(FileCheck(path, "absent" if trimmed else "missing", "in the wheel's RECORD, not on disk"))
         else:
             want = package.record[path]
             if want is not None and (installed is None or sha256_hex(installed) != want):

@@ -13,6 +13,20 @@ from pydantic import BaseModel, ConfigDict, Field
 Outcome = Literal["ready", "died", "timeout", "interrupted", "refused", "booting"]
 
 
+class RankFacts(BaseModel):
+    """What one process of a multi-process engine (a TP/PP/DP rank, an engine core) reported."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    process: str = Field(description="the engine's own name for it: Worker_TP1, EngineCore_DP0, ...")
+    pid: int
+    rank: int | None = Field(default=None, description="global rank, from the engine's rank assignment line")
+    tp_rank: int | None = None
+    dp_rank: int | None = None
+    pp_rank: int | None = None
+    facts: dict[str, float | int | str] = Field(default_factory=dict, description="BootFacts fields it stated")
+
+
 class BootFacts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -28,12 +42,23 @@ class BootFacts(BaseModel):
     compile_s: float | None = None
     graph_capture_s: float | None = None
     graph_capture_gib: float | None = None
+    graph_pool_gib: float | None = Field(default=None, description="CUDA graph pool memory the GPU worker measured")
+    graph_pool_estimate_gib: float | None = Field(default=None, description="what the profiler estimated it")
+    gpu_free_gib: float | None = Field(default=None, description="free GPU memory when the worker started")
+    gpu_total_gib: float | None = None
+    gpu_memory_utilization: float | None = Field(default=None, description="the fraction the engine was asked to use")
+    gpu_requested_gib: float | None = Field(default=None, description="that fraction of the GPU, in GiB")
     engine_init_s: float | None = None
     unknown_env: list[str] = Field(default_factory=list)
     fatal: str | None = Field(default=None, description="the first fatal line: the cause of a failed boot")
     listening: str | None = None
     extra: dict[str, str] = Field(default_factory=dict, description="facts added by a patch series' own log lines")
     warnings: list[str] = Field(default_factory=list, description="forklift's own warnings about the setting")
+    ranks: list[RankFacts] = Field(
+        default_factory=list,
+        description="per process, when more than one process stated boot facts (tensor/data parallel); "
+        "the top-level facts are then the last process's",
+    )
 
 
 class BootBody(BaseModel):
@@ -46,3 +71,4 @@ class BootBody(BaseModel):
     log_path: str | None = None
     last_lines: list[str] = Field(default_factory=list)
     facts: BootFacts = Field(default_factory=BootFacts)
+    after_stop: str | None = Field(default=None, description="the GPUs of the profile after stop: idle, or why not")

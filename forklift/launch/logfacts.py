@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from forklift.engines import EngineAdapter
-from forklift.launch.facts import BootFacts
+from forklift.launch.facts import BootFacts, RankFacts
 
 EXTRA_FACT_MARK = "forklift boot fact:"
 _EXTRA_PAIR = re.compile(r"([A-Za-z_][\w.-]*)=(\S+)")
@@ -28,8 +28,19 @@ def parse_boot_log(lines: Iterable[str], adapter: EngineAdapter) -> BootFacts:
     unknown_env: list[str] = []
     extra: dict[str, str] = {}
     fatal: tuple[int, str] | None = None
+    by_pid: dict[int, dict[str, Any]] = {}
+    tags: dict[int, str] = {}
+    ranks: dict[int, dict[str, int]] = {}
     for raw in lines:
+        tagged = adapter.process_tag.match(raw) if adapter.process_tag else None
+        pid: int | None = None
         line = strip_prefix(adapter, raw)
+        if tagged:
+            pid = int(tagged.group("pid"))
+            tags[pid] = tagged.group("tag")  # the last name wins: "Worker" becomes "Worker_TP1" once ranks exist
+            placed = adapter.rank_line.search(line) if adapter.rank_line else None
+            if placed:
+                ranks[pid] = {k: int(v) for k, v in placed.groupdict().items()}
         if EXTRA_FACT_MARK in line:
             extra.update(_EXTRA_PAIR.findall(line.split(EXTRA_FACT_MARK, 1)[1]))
             continue
@@ -39,6 +50,8 @@ def parse_boot_log(lines: Iterable[str], adapter: EngineAdapter) -> BootFacts:
                 for group, (field, convert) in pattern.facts.items():
                     if match.group(group) is not None:
                         values[field] = convert(match.group(group))
+                        if pid is not None:
+                            by_pid.setdefault(pid, {})[field] = values[field]
         match = adapter.unknown_env_regex.search(line)
         if match and match.group("name") not in unknown_env:
             unknown_env.append(match.group("name"))
@@ -52,4 +65,30 @@ def parse_boot_log(lines: Iterable[str], adapter: EngineAdapter) -> BootFacts:
         unknown_env=unknown_env,
         extra=extra,
         fatal=fatal[1] if fatal else None,
+        ranks=_per_rank(by_pid, tags, ranks),
     )
+
+
+def _per_rank(by_pid: dict[int, dict[str, Any]], tags: dict[int, str], ranks: dict[int, dict[str, int]]):
+    """One entry per engine process that stated facts, ordered by rank, only when there is more than one.
+
+    The API server (the HTTP front end, not a rank) is left out: it only says where it listens.
+    """
+    by_pid = {pid: facts for pid, facts in by_pid.items() if not tags.get(pid, "").startswith("APIServer")}
+    if len(by_pid) < 2:
+        return []
+    out = []
+    for pid, facts in by_pid.items():
+        placed = ranks.get(pid, {})
+        out.append(
+            RankFacts(
+                process=tags.get(pid, "?"),
+                pid=pid,
+                rank=placed.get("rank"),
+                tp_rank=placed.get("tp"),
+                dp_rank=placed.get("dp"),
+                pp_rank=placed.get("pp"),
+                facts=facts,
+            )
+        )
+    return sorted(out, key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.process, r.pid))

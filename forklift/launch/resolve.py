@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from forklift.config.profile import ArgValue, EnvValue, Profile
+from forklift.config.profile import ArgValue, EnvValue, Profile, Ray
 from forklift.engines import EngineAdapter
 from forklift.errors import ConfigError, UsageError
 
@@ -46,6 +46,10 @@ class Resolved:
     flags: list[Flag]
     env: dict[str, str]
     env_sources: dict[str, str] = field(default_factory=dict)
+    gpus: list[int] = field(default_factory=list)  # the profile's GPU indices, one per rank
+    world_size: int = 1  # tensor x pipeline x data parallel
+    parallel: dict[str, int] = field(default_factory=dict)  # flag -> size, the ones given
+    ray: Ray | None = None  # a multi-node profile
 
     @property
     def argv(self) -> list[str]:
@@ -192,6 +196,30 @@ def resolve(
     for flag in fixed:
         if flag.name in flags:
             raise ConfigError(f"{where}: set {flag.name} with the profile's own key, not in args")
+    parallel = _parallel_sizes(flags, adapter, where)
+    world = 1
+    for size in parallel.values():
+        world *= size
+    if profile.gpus is not None:
+        if "CUDA_VISIBLE_DEVICES" in env:
+            raise ConfigError(f"{where}: gpus and env CUDA_VISIBLE_DEVICES both given: keep gpus")
+        nodes = 1 + len(profile.ray.workers) if profile.ray else 1
+        if len(profile.gpus) * nodes != world:
+            raise ConfigError(
+                f"{where}.gpus: {len(profile.gpus)} GPU(s) x {nodes} node(s) for a world of {world} "
+                f"({' x '.join(f'{k[2:]} {v}' for k, v in parallel.items()) or 'one rank'})"
+            )
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in profile.gpus)
+        env_sources["CUDA_VISIBLE_DEVICES"] = f"profile {name} gpus"
+    for key, value in adapter.forced_env.items():
+        if env.get(key, value) != value:
+            raise ConfigError(f"{where}: env {key}={env[key]}: forklift keeps it {value} (NVLink multicast off)")
+        env[key] = value
+        env_sources[key] = "forklift (NVLink multicast off)"
+    if profile.ray is not None and "--distributed-executor-backend" not in flags:
+        flags["--distributed-executor-backend"] = Flag(
+            "--distributed-executor-backend", ("ray",), f"profile {name} ray"
+        )
     return Resolved(
         profile=name,
         choices=picked,
@@ -205,7 +233,60 @@ def resolve(
         flags=[*fixed, *flags.values()],
         env=env,
         env_sources=env_sources,
+        gpus=list(profile.gpus or []),
+        world_size=world,
+        parallel=parallel,
+        ray=profile.ray,
     )
+
+
+def _parallel_sizes(flags: dict[str, Flag], adapter: EngineAdapter, where: str) -> dict[str, int]:
+    sizes = {}
+    for name in adapter.parallel_flags:
+        flag = flags.get(name)
+        if flag is None:
+            continue
+        try:
+            sizes[name] = int(flag.values[0])
+        except (ValueError, IndexError):
+            raise ConfigError(f"{where}: {name} {' '.join(flag.values)!r}: expected a whole number") from None
+        if sizes[name] < 1:
+            raise ConfigError(f"{where}: {name} {sizes[name]}: expected at least 1")
+    return sizes
+
+
+def rank_lines(resolved: Resolved) -> list[str]:
+    """What --print shows per GPU: which rank runs where, and the NCCL/NVLink environment every rank gets."""
+    if not resolved.gpus:
+        return []
+    tp = resolved.parallel.get("--tensor-parallel-size", 1)
+    shared = " ".join(f"{k}={v}" for k, v in resolved.env.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM_")))
+    lines = []
+    hosts = [resolved.ray.head, *resolved.ray.workers] if resolved.ray else ["this host"]
+    for node, host in enumerate(hosts):
+        for local, gpu in enumerate(resolved.gpus):
+            rank = node * len(resolved.gpus) + local
+            lines.append(
+                f"gpu {gpu} on {host}: rank {rank} (TP {rank % tp}, {'PP/DP group ' + str(rank // tp) if rank >= tp else 'first group'}) "
+                f"CUDA_VISIBLE_DEVICES={resolved.env['CUDA_VISIBLE_DEVICES']} {shared}"
+            )
+    return lines
+
+
+def ray_commands(resolved: Resolved) -> list[str]:
+    """The Ray cluster a multi-node profile needs, one command per node (run by hand, before the launch)."""
+    ray = resolved.ray
+    if ray is None:
+        return []
+    env = " ".join(
+        f"{k}={v}" for k, v in resolved.env.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM_", "CUDA_"))
+    )
+    head = f"on {ray.head}: {env} ray start --head --port {ray.port} --num-gpus {ray.gpus_per_node}"
+    workers = [
+        f"on {host}: {env} ray start --address {ray.head}:{ray.port} --num-gpus {ray.gpus_per_node}"
+        for host in ray.workers
+    ]
+    return [head, *workers, f"then on {ray.head}: the argv above (vLLM finds the cluster through Ray)"]
 
 
 def _pick_choices(profile: Profile, name: str, choices: dict[str, str]) -> dict[str, str]:

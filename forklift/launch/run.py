@@ -73,6 +73,47 @@ def _sigterm_as_interrupt(signum, frame):  # `forklift stop` sends SIGTERM: stop
     raise KeyboardInterrupt
 
 
+def _group_pids(pgid: int) -> set[int]:
+    """Every live process of the engine's group (the ranks included), read before it is stopped."""
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid:
+                    pids.add(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def _record_after_stop(
+    booted: Booted, gpus: list[int], before: dict[int, int], group: set[int], receipts: Path
+) -> None:
+    """The GPU idle check after stop, written into the boot receipt; a GPU left busy fails the launch."""
+    from forklift.launch import gpus as gpu_state
+    from forklift.receipts import write_receipt
+    from forklift.receipts.store import read_receipt
+
+    after = gpu_state.memory_used()
+    try:
+        if after is None:
+            verdict = gpu_state.NO_SMI
+        else:
+            verdict = gpu_state.idle_verdict(gpus, before, after, gpu_state.processes(), group)
+        failure = None
+    except ForkliftError as exc:
+        verdict, failure = f"not idle: {exc}", exc
+    booted.body.after_stop = verdict
+    if booted.receipt_path is not None:
+        receipt = read_receipt(booted.receipt_path)
+        receipt.body = {**receipt.body, "after_stop": verdict}
+        if failure is not None:
+            receipt.status = "failed"
+        write_receipt(receipt, receipts, booted.receipt_path)
+    if failure is not None:
+        raise failure
+
+
 def launch(
     config: Config,
     plan: Plan,
@@ -118,6 +159,10 @@ def launch(
         if on_start:
             on_start(server)
 
+    from forklift.launch import gpus as gpu_state
+
+    gpus = resolved.gpus or ([0] if gpu_state.memory_used() else [])  # a GPU box: the profile's GPUs, else GPU 0
+    before = gpu_state.memory_used() or {}
     try:
         booted = boot(
             resolved,
@@ -146,7 +191,9 @@ def launch(
         except KeyboardInterrupt:
             pass
         finally:
+            group = _group_pids(booted.server.pid)
             stop(booted.server)
+            _record_after_stop(booted, gpus, before, group, receipts)
         return booted
     finally:
         for entry in entries:

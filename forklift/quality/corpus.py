@@ -99,8 +99,8 @@ def inside(path: Path, roots: tuple[Path, ...]) -> Path | None:
     return None
 
 
-def char_windows(text: str, size: int) -> list[tuple[int, int]]:
-    """Consecutive, non-overlapping [start, end) character spans; the last may be shorter."""
+def spans(length: int, size: int) -> list[tuple[int, int]]:
+    """Consecutive, non-overlapping [start, end) windows over `length` characters or tokens; the last may be shorter."""
     if size < 1:
         raise ForkliftError(f"window size {size}: must be at least 1")
-    return [(start, min(start + size, len(text))) for start in range(0, len(text), size)]
+    return [(start, min(start + size, length)) for start in range(0, length, size)]

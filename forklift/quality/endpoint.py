@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,6 @@ class Answer:
     body: Any  # parsed JSON (NaN and Infinity allowed: a NaN logprob must reach the scorer), else None
     text: str
     seconds: float
-    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -64,7 +63,7 @@ def _request(endpoint: Endpoint, method: str, path: str, body: dict[str, Any] | 
     except httpx.HTTPError as exc:
         raise ForkliftError(f"{endpoint.url}{path}: {type(exc).__name__}: {exc}; is the server up?") from None
     seconds = time.perf_counter() - started
-    return Answer(response.status_code, _parse(response.text), response.text, seconds, dict(response.headers))
+    return Answer(response.status_code, _parse(response.text), response.text, seconds)
 
 
 def post(endpoint: Endpoint, path: str, body: dict[str, Any]) -> Answer:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from forklift.quality.corpus import Corpus, char_windows, inside
+from forklift.quality.corpus import Corpus, inside, spans
 from forklift.quality.endpoint import Endpoint, finite, post, tokenize
 from forklift.quality.schema import SuiteBody, Window
 
@@ -62,26 +62,24 @@ def _windows(endpoint: Endpoint, options: PplOptions) -> list[tuple[Window, Any]
     text = options.corpus.text
     name = options.corpus.name
     if options.unit == "chars":
-        spans = char_windows(text, options.size)[: options.windows]
+        cuts = spans(len(text), options.size)[: options.windows]
         return [
             (Window(id=f"{name}:{i}", start=s, end=e, bytes=len(text[s:e].encode())), text[s:e])
-            for i, (s, e) in enumerate(spans)
+            for i, (s, e) in enumerate(cuts)
         ]
     ids = tokenize(endpoint, text, special=False)
-    spans = char_windows(ids, options.size)[: options.windows]  # type: ignore[arg-type]
-    return [(Window(id=f"{name}:{i}", start=s, end=e), ids[s:e]) for i, (s, e) in enumerate(spans)]
+    cuts = spans(len(ids), options.size)[: options.windows]
+    return [(Window(id=f"{name}:{i}", start=s, end=e), ids[s:e]) for i, (s, e) in enumerate(cuts)]
 
 
-def failure(windows: list[Window]) -> str | None:
+def failure(windows: list[Window], unit: str = "chars") -> str | None:
     """The first window that makes the number meaningless, named."""
     for window in windows:
+        where = f"window {window.id} ({unit} {window.start}..{window.end})"
         if window.error:
-            return f"window {window.id} (chars {window.start}..{window.end}): {window.error}"
+            return f"{where}: {window.error}"
         if window.nan or window.inf:
-            return (
-                f"window {window.id} (chars {window.start}..{window.end}): "
-                f"{window.nan} NaN and {window.inf} infinite logprobs of {window.tokens} tokens"
-            )
+            return f"{where}: {window.nan} NaN and {window.inf} infinite logprobs of {window.tokens} tokens"
     return None
 
 
@@ -121,7 +119,7 @@ def run_ppl(endpoint: Endpoint, options: PplOptions) -> SuiteBody:
         if failure([window]):
             break
     body.items = [w.model_dump() for w in windows]
-    body.failure = failure(windows)
+    body.failure = failure(windows, options.unit)
     body.passed = body.failure is None
     if body.passed:
         body.summary = summarize(windows)

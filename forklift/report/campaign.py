@@ -20,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from forklift.errors import ForkliftError, UsageError
 from forklift.launch.facts import BootBody
 from forklift.receipts import Receipt, read_receipts, validated_body
+from forklift.report.format import box_name
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
 from forklift.stats.sample import build_label, output_throughput, server_tok_step
 
@@ -147,7 +148,7 @@ def _host(machine_id: str, runs: list[BenchRun], boots: list[Boot]) -> str:
     items: list[BenchRun | Boot] = [*runs, *boots]
     for item in items:
         if item.receipt.fingerprint.machine_id == machine_id:
-            return item.receipt.fingerprint.hostname
+            return box_name(item.receipt.fingerprint)
     return machine_id
 
 

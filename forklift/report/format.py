@@ -5,6 +5,16 @@ from __future__ import annotations
 from forklift.stats import CellResult, GroupComparison, MetricResult
 
 
+def box_name(fingerprint) -> str:
+    """A box as a reader tells it apart: hostname plus its GPUs, else its CPU count.
+
+    Hostnames repeat across VMs (the borrowed H200 and the 2-core CPU box are both "vm").
+    """
+    if fingerprint.gpus:
+        return f"{fingerprint.hostname} ({', '.join(fingerprint.gpus)})"
+    return f"{fingerprint.hostname} ({fingerprint.cpu_count} CPUs)"
+
+
 def number(value: float | None) -> str:
     """Three significant-ish digits; a missing value is a dash, never a zero."""
     if value is None:

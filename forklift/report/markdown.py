@@ -153,7 +153,7 @@ def _boots(campaign: Campaign) -> str:
         detail = "ready" if boot.body.outcome == "ready" else boot_state(boot)
         body.append(
             [
-                boot.receipt.fingerprint.hostname,
+                fmt.box_name(boot.receipt.fingerprint),
                 boot.build,
                 boot.setting,
                 boot.body.outcome,
@@ -177,7 +177,7 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
                 receipt.engine_version or "–",
                 receipt.overlay_hash[:12] if receipt.overlay_hash else "–",
                 str(setting),
-                receipt.fingerprint.hostname,
+                fmt.box_name(receipt.fingerprint),
                 f"{receipt.created:%Y-%m-%d %H:%M:%S}",
             ]
         )
@@ -185,7 +185,7 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
 
 
 def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
-    hosts = sorted({receipt.fingerprint.hostname for _, receipt in campaign.receipts})
+    hosts = sorted({fmt.box_name(receipt.fingerprint) for _, receipt in campaign.receipts})
     builds = ", ".join(f"{b} (baseline)" if b == campaign.baseline else b for b in campaign.builds)
     from forklift.report.quality import sections  # quality and canary tables (imports this module)
 

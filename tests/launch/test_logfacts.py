@@ -19,10 +19,21 @@ pytestmark = pytest.mark.network
 
 # format string -> (sample args, facts the rendered line must give)
 SAMPLES = {
-    "%s KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx": (
-        ("GPU", "1,048,576", "32,768", 32.0),
-        {"kv_pool_device": "GPU", "kv_pool_tokens": 1048576, "max_concurrency_tokens": 32768, "max_concurrency": 32.0},
+    "%s KV cache size: %s tokens, ": (("GPU", "1,048,576"), {"kv_pool_device": "GPU", "kv_pool_tokens": 1048576}),
+    "Maximum concurrency for %s tokens per request: %.2fx": (
+        ("32,768", 32.0),
+        {"max_concurrency_tokens": 32768, "max_concurrency": 32.0},
     ),
+    "CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), ": (
+        ("0.41", "0.52"),
+        {"graph_pool_gib": 0.41, "graph_pool_estimate_gib": 0.52},
+    ),
+    "Estimated CUDA graph memory: %.2f GiB total": ((0.52,), {"graph_pool_estimate_gib": 0.52}),
+    "Free memory on device ({}/{} GiB) on startup. Desired GPU memory utilization is ({}, {} GiB). ": (
+        ("139.29", "139.8", 0.92, "128.62"),
+        {"gpu_free_gib": 139.29, "gpu_total_gib": 139.8, "gpu_memory_utilization": 0.92, "gpu_requested_gib": 128.62},
+    ),
+    "and {} GiB for CUDAGraph memory. ": (("0.45",), {"graph_pool_gib": 0.45}),
     "Available KV cache memory: %s GiB": (("13.5",), {"kv_memory_gib": 13.5}),
     "Explicitly set ({}/{}) GiB for KV cache on node {}.": (("1.0", "11.34", 0), {"kv_memory_gib": 1.0}),
     "Model loading took %s GiB memory and %.6f seconds": (

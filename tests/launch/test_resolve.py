@@ -14,6 +14,8 @@ from tests.fixtures.pypi import VLLM_032_UPSTREAM
 
 PIN = "\n" + VLLM_032_UPSTREAM
 
+NVLINK_MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
 PROFILES = """
 [profiles.base]
 model = "Qwen/Qwen3-8B"
@@ -68,7 +70,7 @@ def test_defaults_give_the_exact_argv_and_env():
         "--dtype",
         "bfloat16",
     ]
-    assert r.env == {"VLLM_LOGGING_LEVEL": "INFO", "HF_TOKEN": "hf_secret"}
+    assert r.env == {"VLLM_LOGGING_LEVEL": "INFO", "HF_TOKEN": "hf_secret", **NVLINK_MULTICAST_OFF}
     assert r.choices == {"spec": "off", "ctx": "fast"}
 
 
@@ -165,3 +167,77 @@ def test_set_needs_key_and_value():
 def test_profile_without_model_is_refused():
     with pytest.raises(ConfigError, match=r"profiles.m: no model"):
         resolve(profiles("[profiles.m]\nport = 1\n"), "m", {}, {}, VLLM)
+
+
+TP = """
+[profiles.tp2]
+model = "/tmp/model"
+gpus = [2, 3]
+args = { tensor-parallel-size = 2 }
+
+[profiles.tp2dp2]
+model = "/tmp/model"
+gpus = [0, 1, 2, 3]
+args = { tensor-parallel-size = 2, data-parallel-size = 2 }
+
+[profiles.ray]
+model = "/tmp/model"
+gpus = [0, 1]
+args = { tensor-parallel-size = 2, pipeline-parallel-size = 2 }
+ray = { head = "10.0.0.1", workers = ["10.0.0.2"], gpus_per_node = 2 }
+"""
+
+
+def tp(name: str):
+    return resolve(profiles(TP), name, {}, {}, VLLM)
+
+
+def test_tensor_parallel_profile_gets_its_gpus_and_multicast_off():
+    r = tp("tp2")
+    assert r.world_size == 2 and r.gpus == [2, 3]
+    assert r.env == {"CUDA_VISIBLE_DEVICES": "2,3", **NVLINK_MULTICAST_OFF}
+    assert r.env_sources["NCCL_NVLS_ENABLE"] == "forklift (NVLink multicast off)"
+    from forklift.launch.resolve import rank_lines
+
+    lines = rank_lines(r)
+    assert lines[0].startswith("gpu 2 on this host: rank 0 (TP 0") and lines[1].startswith(
+        "gpu 3 on this host: rank 1 (TP 1"
+    )
+    assert all(
+        "CUDA_VISIBLE_DEVICES=2,3 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1" in x
+        for x in lines
+    )
+
+
+def test_data_parallel_times_tensor_parallel_is_the_world():
+    r = tp("tp2dp2")
+    assert r.world_size == 4 and r.parallel == {"--tensor-parallel-size": 2, "--data-parallel-size": 2}
+
+
+def test_gpus_that_do_not_make_the_world_are_refused_naming_both():
+    bad = TP.replace("gpus = [2, 3]", "gpus = [2]")
+    with pytest.raises(
+        ConfigError, match=r"profiles.tp2.gpus: 1 GPU\(s\) x 1 node\(s\) for a world of 2 \(tensor-parallel-size 2\)"
+    ):
+        resolve(profiles(bad), "tp2", {}, {}, VLLM)
+
+
+def test_a_profile_cannot_turn_multicast_back_on():
+    bad = TP.replace(
+        "args = { tensor-parallel-size = 2 }\n\n[profiles.tp2dp2]",
+        "args = { tensor-parallel-size = 2 }\nenv = { NCCL_NVLS_ENABLE = 1 }\n\n[profiles.tp2dp2]",
+    )
+    with pytest.raises(ConfigError, match="env NCCL_NVLS_ENABLE=1: forklift keeps it 0"):
+        resolve(profiles(bad), "tp2", {}, {}, VLLM)
+
+
+def test_multi_node_ray_profile_prints_head_and_worker_commands():
+    from forklift.launch.resolve import ray_commands
+
+    r = tp("ray")
+    assert r.world_size == 4 and "--distributed-executor-backend" in r.argv and r.argv[-1] == "ray"
+    head, worker, then = ray_commands(r)
+    assert head.startswith("on 10.0.0.1: CUDA_VISIBLE_DEVICES=0,1 NCCL_NVLS_ENABLE=0")
+    assert head.endswith("ray start --head --port 6379 --num-gpus 2")
+    assert worker.startswith("on 10.0.0.2: ") and worker.endswith("ray start --address 10.0.0.1:6379 --num-gpus 2")
+    assert then.startswith("then on 10.0.0.1")

@@ -212,7 +212,8 @@ def test_print_needs_no_engine_and_still_checks_knobs(dist):
     lines = result.stdout.splitlines()
     assert lines[0] == "# profile fake" and lines[1] == "# argv"
     assert lines[2:5] == [sys.executable, str(FAKE), "fake-model"]
-    assert lines[-3:] == ["512", "# env", "VLLM_LOG_KV_CACHE_BLOCKS=0"]  # the series' knob: registered
+    assert lines[-6:-3] == ["512", "# env", "VLLM_LOG_KV_CACHE_BLOCKS=0"]  # the series' knob: registered
+    assert lines[-3:] == ["NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1", "NVSHMEM_DISABLE_NVLS=1"]
     assert "knobs checked against the pinned tree plus the series" in result.stderr
     bad = run(dist, "launch", "fake", "--print", "--set", "env.VLLM_LOG_KV_CACHE=0")
     assert bad.returncode == 2

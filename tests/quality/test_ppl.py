@@ -14,7 +14,7 @@ import pytest
 
 from forklift.config.load import parse_config
 from forklift.errors import ConfigError, ForkliftError
-from forklift.quality.corpus import char_windows, corpus_from_config, inside, load_corpus
+from forklift.quality.corpus import corpus_from_config, inside, load_corpus, spans
 from forklift.quality.endpoint import Endpoint
 from forklift.quality.ppl import PplOptions, run_ppl
 from tests.quality.fake_server import FakeServer, prompt_logprobs
@@ -64,7 +64,7 @@ def test_jsonl_corpus_joins_documents_and_names_a_bad_line(tmp_path):
 
 
 def test_windows_are_fixed_spans_and_engine_paths_are_found(tmp_path):
-    assert char_windows("abcdefg", 3) == [(0, 3), (3, 6), (6, 7)]
+    assert spans(7, 3) == [(0, 3), (3, 6), (6, 7)]
     engine = tmp_path / "site" / "vllm"
     (engine / "sub").mkdir(parents=True)
     (engine / "sub" / "x.py").write_text("x")
@@ -111,3 +111,20 @@ def test_an_http_error_fails_loudly_with_the_window(tmp_path, status):
     assert not body.passed and len(server.requests) == 1
     assert body.failure.startswith(f"window wiki:0 (chars 0..200): HTTP {status}: ")
     assert "prompt_logprobs broke" in body.failure
+
+
+def test_token_windows_send_the_servers_own_token_ids(tmp_path):
+    def answer(path, body):
+        if path == "/tokenize":
+            assert body["add_special_tokens"] is False
+            return 200, {"tokens": list(range(10))}
+        return 200, prompt_logprobs([-1.0] * (len(body["prompt"]) - 1))
+
+    path, sha = pinned(tmp_path)
+    options = PplOptions(load_corpus("wiki", path, sha), unit="tokens", size=4)
+    with FakeServer(answer) as server:
+        body = run_ppl(Endpoint(server.url, "fake"), options)
+    prompts = [request["prompt"] for route, request in server.requests if route == "/v1/completions"]
+    assert prompts == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert body.passed and body.summary["tokens"] == 3 + 3 + 1 and body.summary["bits_per_byte"] is None
+    assert [(w["start"], w["end"]) for w in body.items] == [(0, 4), (4, 8), (8, 10)]

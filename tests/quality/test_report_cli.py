@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from forklift.quality.schema import Question, SuiteBody
 from forklift.receipts import new_receipt, write_receipt
 from forklift.report import render_report
+from tests.cli import forklift
 
 
 def gsm8k_body(right: list[bool]) -> SuiteBody:
@@ -56,12 +53,6 @@ def test_report_has_a_quality_and_a_canary_table_with_failures_shown(tmp_path):
     assert "| tools | tiny | PASS 20/20 | FAIL 19/20: 19/20 exact; request 7: HTTP 500: x | B regressed:" in canaries
 
 
-def forklift(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "forklift", *args], capture_output=True, text=True, timeout=120, env=dict(os.environ)
-    )
-
-
 def test_bad_input_is_one_line_and_exit_two(tmp_path):
     cases = [
         (["canary", "--suite", "tools"], "error: give one server: --url URL of a running server, or --profile NAME"),
@@ -84,3 +75,12 @@ def test_an_unreachable_server_is_one_line(tmp_path):
     assert result.stderr.startswith("error: http://127.0.0.1:9/v1/completions: ConnectError")
     (receipt,) = tmp_path.glob("*-canary-*.json")
     assert '"status": "failed"' in receipt.read_text()
+
+
+def test_compare_of_suite_receipts_prints_their_table(tmp_path):
+    write(tmp_path / "a", "quality", "0.32.0", gsm8k_body([True, False, True]))
+    write(tmp_path / "b", "quality", "0.33.0", gsm8k_body([True, False, True]))
+    result = forklift("compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert result.returncode == 0, result.stderr
+    assert "forklift compare: quality and canaries" in result.stdout
+    assert "strict: no difference (A-only right 0, B-only right 0; McNemar exact p=1.000)" in result.stdout

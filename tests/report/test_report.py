@@ -1,5 +1,7 @@
 """forklift report over synthetic campaigns written through the real schemas (bench and boot receipts)."""
 
+import re
+
 import pytest
 from matplotlib.image import imread
 
@@ -78,7 +80,12 @@ def test_report_renders_tables_refusals_and_plots(campaign, tmp_path):
         "| refused (4.63 GiB available, 4.76 needed) | 57,669 | none (refused) | – | not compared: one side has no numbers |"
     )
     assert "## Paired detail" in text and "MDE" in text and "Hesterberg" in text
-    assert "| vm | 0.33.0 | ngram | refused | not reported | 12.5 | refused (4.63 GiB available, 4.76 needed) |" in text
+    # the box is named with its GPUs or CPU count: hostnames repeat across VMs
+    assert re.search(
+        r"\| vm \(\d+ CPUs\) \| 0\.33\.0 \| ngram \| refused \| not reported \| 12\.5 \| "
+        r"refused \(4\.63 GiB available, 4\.76 needed\) \|",
+        text,
+    )
     for png in files[1:]:
         assert f"]({png.name})" in text
         height, width, _ = imread(png).shape
@@ -100,19 +107,23 @@ def test_boxes_are_rows_never_averaged(tmp_path):
         bench(folder, "0.32.0", "plain", machine=machine, seed=1)
         bench(folder, "0.33.0", "plain", machine=machine, seed=2, speed=speed)
     campaign = load_campaign(folder)
-    assert {(row.host, row.cell) for row in campaign.rows} == {(h, c) for h in ("box-a", "box-b") for c in CELLS}
+    assert {(row.host.split(" (")[0], row.cell) for row in campaign.rows} == {
+        (h, c) for h in ("box-a", "box-b") for c in CELLS
+    }
     for row in campaign.rows:
-        assert {r.hostname for r in row.old.runs + row.new.runs} == {row.host}
+        assert {r.hostname for r in row.old.runs + row.new.runs} == {row.host.split(" (")[0]}
     by_host = {
-        row.host: row.result.metric("decode_tps").estimate.change for row in campaign.rows if row.cell == "single"
+        row.host.split(" (")[0]: row.result.metric("decode_tps").estimate.change
+        for row in campaign.rows
+        if row.cell == "single"
     }
     assert by_host["box-a"] == pytest.approx(0.0, abs=0.1) and by_host["box-b"] == pytest.approx(2.0, abs=0.3)
     _, files = render_report(folder, tmp_path / "boxes.md")
     text = (tmp_path / "boxes.md").read_text()
     assert (
         "| box | setting | cell |" in text
-        and "| box-a | plain | single |" in text
-        and "| box-b | plain | single |" in text
+        and re.search(r"\| box-a \(\d+ CPUs\) \| plain \| single \|", text)
+        and re.search(r"\| box-b \(\d+ CPUs\) \| plain \| single \|", text)
     )
     height, _, _ = imread(files[1]).shape  # one throughput panel per box
     assert height > 800
