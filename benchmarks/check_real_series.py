@@ -15,7 +15,7 @@ Warm cache, whole CLI, best and median of --repeat runs, alternating; cold
 (an empty FORKLIFT_CACHE seeded only with the sdist file, so the tree is
 extracted and every touched file compiled) printed beside. Usage:
 
-    .venv/bin/python benchmarks/check_real_series.py [--repeat 5] [--profile]
+    .venv/bin/python benchmarks/check_real_series.py [--repeat 5] [--only vllm|glibc] [--profile]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -140,17 +141,39 @@ def glibc_series(dest: Path) -> tuple[Path, int]:
     return tree, len(entries)
 
 
+CPU: list[float] = []  # CPU seconds (user + sys, children included) of each timed run, in order
+
+
 def timed(argv: list[str], cwd: Path, env: dict | None = None, ok=(0,)) -> float:
+    """Wall seconds of one run; its CPU seconds go to CPU (on a shared box, wall time waits for others)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env, check=False)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if proc.returncode not in ok:
         sys.exit(f"{argv[:3]} failed ({proc.returncode}): {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return elapsed
 
 
-def row(label: str, times: list[float]) -> str:
-    return f"| {label} | {min(times):.3f} s | {statistics.median(times):.3f} s |"
+def measured(argv: list[str], cwd: Path, env: dict | None = None, ok=(0,)) -> tuple[float, float]:
+    wall = timed(argv, cwd, env, ok)
+    return wall, CPU[-1]
+
+
+def row(label: str, runs: list[tuple[float, float]]) -> str:
+    wall, cpu = [w for w, _ in runs], [c for _, c in runs]
+    return f"| {label} | {min(wall):.3f} s | {statistics.median(wall):.3f} s | {statistics.median(cpu):.3f} s |"
+
+
+HEAD = "| | best | median | CPU (median) |\n|---|---|---|---|"
+
+
+def ratio(ours: list[tuple[float, float]], theirs: list[tuple[float, float]]) -> str:
+    wall = statistics.median(w for w, _ in theirs) / statistics.median(w for w, _ in ours)
+    cpu = statistics.median(c for _, c in theirs) / statistics.median(c for _, c in ours)
+    return f"ratio (medians): {wall:.1f}x wall, {cpu:.1f}x CPU"
 
 
 def forklift_argv(work: Path) -> list[str]:
@@ -173,57 +196,62 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="print where a warm vLLM check spends its time")
+    parser.add_argument("--only", choices=["vllm", "glibc"], help="run one of the two series")
     args = parser.parse_args()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp) / "vllm"
-        names = vllm_series(work)
-        tree = _tree(*VLLM_032)
-        files = sum((work / "patches" / n).read_text().count("diff --git ") for n in names)
-        timed(forklift_argv(work), work, env)  # warm-up: the tree and compile markers are in the cache
-        if args.profile:
-            profile = subprocess.run(
-                [sys.executable, "-m", "cProfile", "-s", "cumtime", "-m", "forklift", "-c", str(work), "check"],
-                cwd=work,
-                env=env,
-                check=False,
-                capture_output=True,
-                text=True,
-            )
-            print("".join(profile.stdout.splitlines(keepends=True)[:60]))
-        shell = f"set -e; cp -r {tree} {tmp}/shell; cd {tmp}/shell; " + "; ".join(
-            f"patch -s -p1 --fuzz 0 < {work}/patches/{n}" for n in names
-        )
-        ours, theirs = [], []
-        for _ in range(args.repeat):
-            ours.append(timed(forklift_argv(work), work, env))
-            theirs.append(timed(["bash", "-c", shell], work))
-            shutil.rmtree(Path(tmp) / "shell")
-            subprocess.run(["sync"], check=True)
-        first = cold(work, VLLM_032[1])
-        print(f"vLLM: {len(names)} patches touching {files} file diffs, 0.32.0 -> 0.33.0 upstream change, on 0.32.0")
-        print("| | best | median |\n|---|---|---|")
-        print(row(f"`forklift check` (whole CLI; cold cache: {first:.2f} s)", ours))
-        print(row(f"shell: `cp -r` + {len(names)} x `patch -p1 --fuzz 0`", theirs))
-        print(f"ratio (median): {statistics.median(theirs) / statistics.median(ours):.1f}x\n")
+        if args.only != "glibc":
+            run_vllm(Path(tmp), args, env)
+        if args.only != "vllm":
+            run_glibc(Path(tmp), args, env)
 
-        work = Path(tmp) / "glibc"
-        tree, count = glibc_series(work)
-        timed(forklift_argv(work), work, env, ok=(0, 1))  # Debian patches carry trailing whitespace: exit 1
-        quilt_env = {**os.environ, "QUILT_PATCHES": "debian/patches", "LC_ALL": "C"}
-        quilt = f"set -e; cp -a {tree} {tmp}/quilt; cd {tmp}/quilt; quilt --quiltrc /dev/null push -a -q --fuzz=0"
-        ours, theirs = [], []
-        for _ in range(args.repeat):
-            ours.append(timed(forklift_argv(work), work, env, ok=(0, 1)))
-            theirs.append(timed(["bash", "-c", quilt], work, quilt_env))
-            shutil.rmtree(Path(tmp) / "quilt")
-            subprocess.run(["sync"], check=True)
-        first = cold(work, None)
-        print(f"glibc: Debian's {count}-patch series over {tree.name}")
-        print("| | best | median |\n|---|---|---|")
-        print(row(f"`forklift check` (whole CLI; cold cache: {first:.2f} s)", ours))
-        print(row("`cp -a` + `quilt push -a --fuzz=0`", theirs))
-        print(f"ratio (median): {statistics.median(theirs) / statistics.median(ours):.1f}x")
+
+def run_vllm(tmp: Path, args: argparse.Namespace, env: dict[str, str]) -> None:
+    work = Path(tmp) / "vllm"
+    names = vllm_series(work)
+    tree = _tree(*VLLM_032)
+    files = sum((work / "patches" / n).read_text().count("diff --git ") for n in names)
+    timed(forklift_argv(work), work, env)  # warm-up: the tree and compile markers are in the cache
+    if args.profile:
+        profile = [sys.executable, "-m", "cProfile", "-s", "cumtime", "-m", "forklift", "-c", str(work), "check"]
+        out = subprocess.run(profile, cwd=work, env=env, check=False, capture_output=True, text=True).stdout
+        print("\n".join(out.splitlines()[:60]))
+    shell = f"set -e; cp -r {tree} {tmp}/shell; cd {tmp}/shell; " + "; ".join(
+        f"patch -s -p1 --fuzz 0 < {work}/patches/{n}" for n in names
+    )
+    ours, theirs = [], []
+    for _ in range(args.repeat):
+        ours.append(measured(forklift_argv(work), work, env))
+        theirs.append(measured(["bash", "-c", shell], work))
+        shutil.rmtree(Path(tmp) / "shell")
+        subprocess.run(["sync"], check=True)
+    first = cold(work, VLLM_032[1])
+    print(f"vLLM: {len(names)} patches touching {files} file diffs, 0.32.0 -> 0.33.0 upstream change, on 0.32.0")
+    print(HEAD)
+    print(row(f"`forklift check` (whole CLI; cold cache: {first:.2f} s)", ours))
+    print(row(f"shell: `cp -r` + {len(names)} x `patch -p1 --fuzz 0`", theirs))
+    print(ratio(ours, theirs) + "\n")
+
+
+def run_glibc(tmp: Path, args: argparse.Namespace, env: dict[str, str]) -> None:
+    work = Path(tmp) / "glibc"
+    tree, count = glibc_series(work)
+    timed(forklift_argv(work), work, env, ok=(0, 1))  # Debian patches carry trailing whitespace: exit 1
+    quilt_env = {**os.environ, "QUILT_PATCHES": "debian/patches", "LC_ALL": "C"}
+    quilt = f"set -e; cp -a {tree} {tmp}/quilt; cd {tmp}/quilt; quilt --quiltrc /dev/null push -a -q --fuzz=0"
+    ours, theirs = [], []
+    for _ in range(args.repeat):
+        ours.append(measured(forklift_argv(work), work, env, ok=(0, 1)))
+        theirs.append(measured(["bash", "-c", quilt], work, quilt_env))
+        shutil.rmtree(Path(tmp) / "quilt")
+        subprocess.run(["sync"], check=True)
+    first = cold(work, None)
+    print(f"glibc: Debian's {count}-patch series over {tree.name}")
+    print(HEAD)
+    print(row(f"`forklift check` (whole CLI; cold cache: {first:.2f} s)", ours))
+    print(row("`cp -a` + `quilt push -a --fuzz=0`", theirs))
+    print(ratio(ours, theirs))
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ both knob registries for the first time). Usage:
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -74,6 +76,17 @@ def trees() -> tuple[Path, Path]:
     return materialize(VLLM_032, REPO).path, materialize(VLLM_033, REPO).path
 
 
+def _first_def(lines: list[str]) -> int | None:
+    return next((i for i, line in enumerate(lines) if line.startswith(("def ", "class "))), None)
+
+
+def _lands(old: Path, new: Path) -> bool:
+    """Whether a comment above the module's first def lands on the new release (its context is unchanged)."""
+    before, after = (p.read_text(encoding="utf-8").splitlines(keepends=True) for p in (old, new))
+    at = _first_def(before)
+    return at is not None and "".join(before[max(at - 3, 0) : at + 3]) in "".join(after)
+
+
 def make_fork(old: Path, new: Path, repo: Path, count: int) -> tuple[str, list[str]]:
     """(base commit, the fork's patch commits oldest first); tags v0.32.0 and v0.33.0."""
     git, base = init_fork(old, repo, "v0.32.0")
@@ -82,13 +95,14 @@ def make_fork(old: Path, new: Path, repo: Path, count: int) -> tuple[str, list[s
     files = sorted(
         p for p in (old / "vllm").rglob("*.py") if p.stat().st_size > 4000 and (new / p.relative_to(old)).exists()
     )
+    files = [p for p in files if _lands(p, new / p.relative_to(old))]
     chosen = files[:: max(len(files) // (count - 4), 1)][: count - 4]
     commits = []
     tip = base
     for number, path in enumerate(chosen, 1):
         rel = path.relative_to(old).as_posix()
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        at = next(i for i, line in enumerate(lines) if line.startswith(("def ", "class ")))
+        at = _first_def(lines) or 0
         content = "".join([*lines[:at], f"# forklift benchmark patch {number}\n", *lines[at:]]).encode()
         tip = commit(git, tip, {rel: content}, f"Benchmark patch {number} in {rel}\n\nKind: bench\n")
         commits.append(tip)
@@ -109,9 +123,14 @@ def make_fork(old: Path, new: Path, repo: Path, count: int) -> tuple[str, list[s
     return base, commits
 
 
-def forklift(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def forklift(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from forklift.cli import main; main()", *args], cwd=cwd, capture_output=True, text=True
+        [sys.executable, "-c", "from forklift.cli import main; main()", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
 
 
@@ -127,81 +146,99 @@ def cherry_pick_loop(work: Path, commits: list[str]) -> tuple[int, int]:
     subprocess.run(["git", "-C", str(work), "checkout", "-q", "-f", "-B", "triage", "v0.33.0"], check=True, env=env)
     picked = stopped = 0
     for c in commits:
-        proc = subprocess.run(["git", "-C", str(work), "cherry-pick", c], capture_output=True, env=env)
+        proc = subprocess.run(["git", "-C", str(work), "cherry-pick", c], capture_output=True, env=env, check=False)
         if proc.returncode == 0:
             picked += 1
         else:  # a conflict, or a change upstream already has (empty pick): note it and move on
             stopped += 1
-            subprocess.run(["git", "-C", str(work), "cherry-pick", "--abort"], capture_output=True, env=env)
-            subprocess.run(["git", "-C", str(work), "reset", "-q", "--hard"], capture_output=True, env=env)
+            subprocess.run(
+                ["git", "-C", str(work), "cherry-pick", "--abort"], capture_output=True, env=env, check=False
+            )
+            subprocess.run(["git", "-C", str(work), "reset", "-q", "--hard"], capture_output=True, env=env, check=False)
     return picked, stopped
 
 
-def first_flip(dist: Path, root: Path) -> tuple[float, float]:
-    """(download + extract of both sdists into an empty cache, the first flip after it), in seconds."""
+def first_flips(dists: list[Path], root: Path) -> tuple[float, list[tuple[float, float]]]:
+    """(download + extract of both sdists into an empty cache, then each dist's first flip: wall, CPU)."""
     env = {**os.environ, "FORKLIFT_CACHE": str(root / "cold-cache")}
-    fetch = "from pathlib import Path; from benchmarks.flip_vs_cherry_pick import trees; trees()"
+    fetch = "from benchmarks.flip_vs_cherry_pick import trees; trees()"
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", fetch], cwd=REPO, env=env, check=True)
     fetched = time.perf_counter() - start
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", "from forklift.cli import main; main()", "-c", str(dist), "flip", "0.33.0", "--json"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-    )
+    return fetched, [timed_flip(dist, root, env)[:2] for dist in dists]
+
+
+def _cpu() -> float:
+    """CPU seconds (user + system) of the children waited for so far: the box's load does not count."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_flip(dist: Path, root: Path, env: dict[str, str] | None = None) -> tuple[float, float, dict]:
+    """(wall seconds, CPU seconds, the JSON report) of one whole-CLI flip."""
+    start, cpu = time.perf_counter(), _cpu()
+    proc = forklift("-c", str(dist), "flip", "0.33.0", "--json", cwd=root, env=env)
+    took, used = time.perf_counter() - start, _cpu() - cpu
     if proc.returncode not in (0, 1):
-        sys.exit(f"first flip failed: {proc.stderr.decode()}")
-    return fetched, time.perf_counter() - start
+        sys.exit(f"flip failed: {proc.stderr}")
+    return took, used, json.loads(proc.stdout)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patches", type=int, default=46)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--cold", action="store_true", help="also time the first flip into an empty cache")
+    parser.add_argument("--cold", action="store_true", help="also time the first flips into an empty cache")
     args = parser.parse_args()
     old, new = trees()
     with tempfile.TemporaryDirectory(prefix="forklift-bench-flip-") as scratch:
         root = Path(scratch)
         base, commits = make_fork(old, new, root / "fork.git", args.patches)
-        dist = root / "dist"
-        (dist / "patches").mkdir(parents=True)
-        (dist / "forklift.toml").write_text(TOML)
-        proc = forklift(
-            "-c", str(dist), "export", "--from", "fork", "--repo", str(root / "fork.git"), "--base", base, cwd=root
-        )
-        if proc.returncode:
-            sys.exit(f"export failed: {proc.stderr}")
+        dists = {"46 patches, a conflict chain": (root / "chain", "fork"), "43 that land": (root / "lands", "fork~3")}
+        for dist, ref in dists.values():
+            (dist / "patches").mkdir(parents=True)
+            (dist / "forklift.toml").write_text(TOML)
+            proc = forklift(
+                "-c", str(dist), "export", "--from", ref, "--repo", str(root / "fork.git"), "--base", base, cwd=root
+            )
+            if proc.returncode:
+                sys.exit(f"export failed: {proc.stderr}")
+            forklift("-c", str(dist), "flip", "0.33.0", "--json", cwd=root)  # warm: trees, registries, page cache
         work = root / "work"
         subprocess.run(["git", "clone", "-q", "--shared", str(root / "fork.git"), str(work)], check=True)
-        forklift("-c", str(dist), "flip", "0.33.0", "--json", cwd=root)  # warm: both trees and the page cache
-
-        flips, picks = [], []
+        flips: dict[str, list[float]] = {label: [] for label in dists}
+        cpus: dict[str, list[float]] = {label: [] for label in dists}
+        reports: dict[str, dict] = {}
+        picks = []
         for _ in range(args.repeat):
-            start = time.perf_counter()
-            proc = forklift("-c", str(dist), "flip", "0.33.0", "--json", cwd=root)
-            flips.append(time.perf_counter() - start)
-            if proc.returncode not in (0, 1):
-                sys.exit(f"flip failed: {proc.stderr}")
+            for label, (dist, _) in dists.items():
+                took, used, reports[label] = timed_flip(dist, root)
+                flips[label].append(took)
+                cpus[label].append(used)
             start = time.perf_counter()
             picked, stopped = cherry_pick_loop(work, commits)
             picks.append(time.perf_counter() - start)
-        import json
-
-        verdicts = [p["verdict"] for p in json.loads(proc.stdout)["patches"]]
-        summary = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
-        cold = first_flip(dist, root) if args.cold else None
+        cold = first_flips([dist for dist, _ in dists.values()], root) if args.cold else None
+    print(f"cherry-pick of the 46: {picked} picked, {stopped} stopped")
+    for label, report in reports.items():
+        verdicts = [p["verdict"] for p in report["patches"]]
+        knobs = "knobs computed" if report["knobs"] else report["knobs_skipped"]
+        counts = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
+        print(f"{label}: {counts}; {knobs}")
+    for label, times in flips.items():
+        print(
+            f"forklift flip 0.33.0, {label:28} best {min(times):6.3f} s   median {statistics.median(times):6.3f} s"
+            f"   (CPU best {min(cpus[label]):.3f} s)"
+        )
     print(
-        f"series: {len(commits)} patches over vllm 0.32.0 -> 0.33.0 (flip verdicts: {summary}; "
-        f"cherry-pick: {picked} picked, {stopped} stopped)"
+        f"git checkout + cherry-pick loop of the 46   best {min(picks):6.3f} s   median {statistics.median(picks):6.3f} s"
     )
-    print(f"forklift flip 0.33.0 (whole CLI)    best {min(flips):6.3f} s   median {statistics.median(flips):6.3f} s")
-    print(f"git checkout + cherry-pick loop     best {min(picks):6.3f} s   median {statistics.median(picks):6.3f} s")
-    print(f"ratio (cherry-pick / flip, best)    {min(picks) / min(flips):6.2f}x")
+    chain = flips["46 patches, a conflict chain"]
+    print(f"ratio (cherry-pick / flip of the 46, best)  {min(picks) / min(chain):6.2f}x")
     if cold:
-        print(f"first flip: download + extract      {cold[0]:6.3f} s, then the flip {cold[1]:6.3f} s (whole CLI)")
+        fetched, firsts = cold
+        shown = ", ".join(f"{label} {t:.3f} s (CPU {c:.3f} s)" for label, (t, c) in zip(dists, firsts, strict=False))
+        print(f"first flips: download + extract {fetched:.3f} s, then {shown} (whole CLI)")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,11 @@ class Link(bytes):
     """A symbolic link read from a tree (or made by a patch): its bytes are the link's target."""
 
 
+class ThroughLink(bytes):
+    """A file's content read through a symlinked folder inside the tree (GNU patch follows the
+    folder link; git apply refuses a path 'beyond a symbolic link')."""
+
+
 def tree_reader(root: Path) -> Reader:
     """Read files under `root`: a symlink reads as a `Link` (patch and git apply refuse to patch
     through one); a path that is not a regular file inside the tree reads as absent."""
@@ -60,6 +65,8 @@ def tree_reader(root: Path) -> Reader:
         if place.is_symlink():
             return Link(os.readlink(place).encode("utf-8", "surrogateescape"))
         target = place.resolve()
+        if base in target.parents and target.is_file() and target.parent != place.parent:
+            return ThroughLink(target.read_bytes())
         if base not in target.parents or not target.is_file():
             return None
         return target.read_bytes()

@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "source",
     "check",
     "manifest",
+    "tree",
     "fork",
     "flip",
     "launch",

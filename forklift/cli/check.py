@@ -18,6 +18,9 @@ STYLE = {
     "already-applied": "red",
     "partly-applied": "red",
     "file-missing": "red",
+    "new": "green",  # overlay files
+    "replaces": "yellow",
+    "same": "red",
 }
 
 
@@ -40,7 +43,7 @@ def _status(status: str) -> Text:
     return Text(status, style=STYLE.get(status, "red"))
 
 
-def print_check_report(report) -> None:
+def print_check_report(report, digests: bool = False) -> None:
     from rich.table import Table
 
     standalone = {row.name: row for row in report.pass2}
@@ -51,19 +54,26 @@ def print_check_report(report) -> None:
     table.add_column("pass 2", no_wrap=True)
     table.add_column("hunks", overflow="fold")
     table.add_column("+/-", no_wrap=True)
+    if digests:
+        table.add_column("sha256", no_wrap=True)
+    skipped = sorted(report.skipped, key=lambda s: s.after)
     for number, row in enumerate(report.pass1, 1):
+        while skipped and skipped[0].after < number:
+            _skipped_row(table, skipped.pop(0), digests)
         added = sum(f.added for f in row.files)
         removed = sum(f.removed for f in row.files)
         alone = standalone.get(row.name)
-        table.add_row(
-            str(number),
-            row.name,
-            _status(row.status),
-            _status(alone.status) if alone else "-",
-            _hunks(row),
-            f"+{added} -{removed}",
-        )
+        cells = [str(number), row.name, _status(row.status), _status(alone.status) if alone else "-"]
+        cells += [_hunks(row), f"+{added} -{removed}"] + ([row.sha256[:16]] if digests else [])
+        table.add_row(*cells)
+    for skip in skipped:
+        _skipped_row(table, skip, digests)
+    for file in report.overlay_files:
+        cells = ["", f"overlay: {file.path}", _status(file.status), "-", "whole file", f"+{file.added} -{file.removed}"]
+        table.add_row(*cells, *([file.sha256[:16]] if digests else []))
     console.print(table)
+    for note in report.notes:
+        say(("note", "yellow"), f" {note}")
     for finding in report.findings:
         say(("FAIL", "red"), f" {finding.check}: {finding.subject}: {finding.message}")
     touched = ", ".join(f"{f.path} (+{f.added} -{f.removed})" for f in report.touched)
@@ -71,11 +81,17 @@ def print_check_report(report) -> None:
     say(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}")
 
 
+def _skipped_row(table, skip, digests: bool) -> None:
+    cells = ["-", skip.name, Text("skipped", style="dim"), "-", f"skipped: {skip.reason}", ""]
+    table.add_row(*cells, *([skip.sha256[:16]] if digests else []))
+
+
 @app.command(rich_help_panel=SERIES)
 def check(
     as_json: JsonOption = False,
     junit: Annotated[Path | None, typer.Option("--junit", help="also write a JUnit XML file for CI")] = None,
     receipts: ReceiptsOption = None,
+    digests: Annotated[bool, typer.Option("--digests", help="show each patch file's sha256 in the table")] = False,
 ) -> None:
     """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails."""
     from forklift.series.gate import run_check
@@ -90,7 +106,7 @@ def check(
     if as_json:
         print_json({"ok": report.ok, "receipt": str(result.receipt), **report.model_dump(mode="json")})
     else:
-        print_check_report(report)
+        print_check_report(report, digests=digests)
         verdict = ("OK", "green") if report.ok else ("FAILED", "red")
         found = "" if report.ok else f" ({len(report.findings)} finding(s))"
         say(verdict, f"{found} — receipt {result.receipt}")

@@ -64,7 +64,9 @@ def export_command(
     tree = pristine(config) if move is None else _release(config, move)
     base = move.new_base if move is not None else find_base(config, base, fork)
     upstream = UpstreamPaths.from_tree(tree.path)
-    export = export_fork(fork, base, ref, upstream, drop_outside=drop_outside, series_dir=config.series_dir)
+    export = export_fork(
+        fork, base, ref, upstream, drop_outside=drop_outside, series_dir=config.series_dir, root=config.data.series.root
+    )
     for patch in export.patches:
         for path in patch.dropped:
             say(
@@ -164,7 +166,7 @@ def replay(
     from forklift.fork.binding import SOURCE_FILE, load_binding
     from forklift.fork.git import Git
     from forklift.fork.replay import replay as run_replay
-    from forklift.series.model import load_series
+    from forklift.series.gate import configured_series
 
     config = load()
     ref = against or load_binding(config.root / SOURCE_FILE).commit
@@ -178,7 +180,7 @@ def replay(
         base = None if mismatch else find_base(config, None, fork)
     except UsageError:
         base = None  # without a known base every upstream file is compared
-    result = run_replay(fork, ref, pristine(config).path, load_series(config.series_dir).patches, base)
+    result = run_replay(fork, ref, pristine(config).path, configured_series(config).patches, base)
     if result.not_in_base:
         shown = ", ".join(result.not_in_base[:3]) + (" ..." if len(result.not_in_base) > 3 else "")
         say(

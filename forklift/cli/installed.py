@@ -21,11 +21,11 @@ InstalledFlag = Annotated[bool, typer.Option("--installed", hidden=True)]
 def _package(path: Path | None):
     from forklift.engines import adapter
     from forklift.installed.package import locate
-    from forklift.series.model import load_series
+    from forklift.series.gate import configured_series
 
     config = load()
     engine = adapter(config.data.engine.kind)
-    return locate(path, engine.package, engine.serve_script), load_series(config.series_dir)
+    return locate(path, engine.package, engine.serve_script), configured_series(config)
 
 
 @app.command(rich_help_panel=ENGINE)

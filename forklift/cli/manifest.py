@@ -16,11 +16,11 @@ def manifest(
 ) -> None:
     """Check the lost-work manifest against the series, or write one requiring every file it changes today."""
     from forklift.fsio import tree_reader
+    from forklift.series.gate import configured_series
     from forklift.series.manifest import changed_paths, check_manifest, write_manifest
-    from forklift.series.model import load_series
 
     config = load()
-    series = load_series(config.series_dir)
+    series = configured_series(config)
     changed = changed_paths(tree_reader(pristine(config).path), series.patches)
     if write:
         say(f"wrote {write_manifest(config.series_dir, changed)}: {len(changed)} files")

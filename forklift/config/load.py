@@ -29,6 +29,17 @@ class Config:
         return self.root / self.data.series.dir
 
     @property
+    def overlay_dir(self) -> Path | None:
+        overlay = self.data.overlay
+        return self.root / overlay.dir if overlay else None
+
+    @property
+    def digests_file(self) -> Path:
+        """The sha256sum file check holds the patch files to (it need not exist unless configured)."""
+        name = self.data.series.digests
+        return self.root / name if name else self.series_dir / "SHA256SUMS"
+
+    @property
     def patches_md(self) -> Path | None:
         name = self.data.series.patches_md
         return self.root / name if name else None

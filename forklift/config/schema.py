@@ -7,6 +7,7 @@ never a setting silently ignored.
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -62,18 +63,44 @@ class SeriesConfig(Strict):
     patches_md: str | None = Field(
         default="PATCHES.md", description="generated patch table that check keeps in sync; '' for none"
     )
+    unlisted: Literal["warn", "error"] = Field(
+        default="warn", description="a patch file in the folder that the series does not list: a note, or an error"
+    )
+    root: str = Field(default="", description="tree folder the patches are written against (like patch -d)")
+    digests: str | None = Field(
+        default=None, description="sha256sum file the patch files are held to (default: SHA256SUMS beside series)"
+    )
     applier: Literal["gnu-patch", "git-apply"] = Field(
         default="gnu-patch",
         description="whose rules the gate holds patches to at fuzz 0: GNU patch (quilt, dpkg-source) or git apply",
     )
 
+    @field_validator("root")
+    @classmethod
+    def _relative_folder(cls, root: str) -> str:
+        return relative_folder(root)
+
     @field_validator("contract")
     @classmethod
     def _no_paths(cls, names: list[str]) -> list[str]:
         for name in names:
-            if "/" in name or not re.fullmatch(r"[^\s]+", name):
-                raise ValueError(f"{name!r} must be a patch file name from the series, not a path")
+            if name.startswith("/") or ".." in name.split("/") or not re.fullmatch(r"[^\s]+", name):
+                raise ValueError(f"{name!r} must be a series entry (a path inside the series folder)")
         return names
+
+
+def relative_folder(path: str) -> str:
+    """A folder inside the tree, written relative ('vllm', 'src/pkg'); '' for the tree itself."""
+    parts = PurePosixPath(path).parts
+    if path.startswith("/") or "\\" in path or ".." in parts or "." in path.split("/"):
+        raise ValueError(f"{path!r} must be a relative folder inside the tree (no '..', '.' or leading '/')")
+    return "/".join(parts)
+
+
+class OverlayConfig(Strict):
+    """Whole files copied over the tree after the series (new files or replacements), below [series] root."""
+
+    dir: str = Field(description="folder of files mirroring the tree, relative to forklift.toml")
 
 
 class CorpusConfig(Strict):
@@ -93,5 +120,6 @@ class ForkliftToml(Strict):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     upstream: Pin
     series: SeriesConfig = Field(default_factory=SeriesConfig)
+    overlay: OverlayConfig | None = None
     profiles: dict[str, Profile] = Field(default_factory=dict, description="launch profiles (forklift launch NAME)")
     quality: QualityConfig = Field(default_factory=QualityConfig)

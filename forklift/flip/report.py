@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from pydantic import BaseModel, Field
 
 from forklift.flip.triage import BLOCKING, PatchTriage
@@ -64,25 +66,11 @@ class FlipRow(BaseModel):
             verdict=t.verdict,
             description=description,
             files=list(t.files),
-            hunks=[
-                HunkNote(
-                    file=h.file,
-                    index=h.index,
-                    status=h.status,
-                    text=h.text,
-                    line=h.line,
-                    was=list(h.was),
-                    now=list(h.now),
-                    blocked_by=h.blocked_by,
-                )
-                for h in t.hunks
-            ],
+            hunks=[HunkNote(**asdict(h)) for h in t.hunks],
             blocked_by=t.blocked_by,
             via=t.via,
             look=list(t.look),
-            retire=RetireNote(present=t.retire.present, total=t.retire.total, differing=list(t.retire.differing))
-            if t.retire
-            else None,
+            retire=RetireNote(**asdict(t.retire)) if t.retire else None,
         )
 
     def verdict_text(self) -> str:
@@ -147,6 +135,7 @@ class FlipReport(BaseModel):
     patches: list[FlipRow]
     knobs: list[KnobDelta] = Field(default_factory=list)
     knobs_skipped: str | None = None  # why there is no knob section (not a vLLM tree, the series did not land)
+    overlay_changed: list[str] = Field(default_factory=list)  # overlay files whose upstream file changed
 
     def count(self, verdict: str) -> int:
         return sum(1 for p in self.patches if p.verdict == verdict)
@@ -205,6 +194,8 @@ def render_markdown(report: FlipReport) -> str:
             if h.was or h.now:
                 lines += ["", "  ```diff", *(f"  -{t}" for t in h.was), *(f"  +{t}" for t in h.now), "  ```", ""]
         lines.append("")
+    if report.overlay_changed:
+        lines += ["", "## Overlay files upstream changed", ""] + [f"- {line}" for line in report.overlay_changed]
     lines += ["", "## Environment knobs", ""]
     if report.knobs_skipped:
         lines.append(report.knobs_skipped)

@@ -20,9 +20,11 @@ from forklift.fork.git import Git
 from forklift.fsio import tree_reader, write_atomic
 from forklift.receipts import new_receipt, receipts_folder, write_receipt
 from forklift.series.engine import apply_series
-from forklift.series.model import SERIES_FILE, Series, load_series
+from forklift.series.files import upstream_drift
+from forklift.series.gate import configured_overlay, configured_series
+from forklift.series.model import SERIES_FILE, Series
 from forklift.series.move import follow_manifest, moved_toml, new_pin, pin_version
-from forklift.series.render import patches_md
+from forklift.series.render import series_patches_md
 from forklift.source import Tree
 
 
@@ -48,7 +50,7 @@ def run_flip(
         raise UsageError(f"{config.path}: upstream.source is 'path': a local pin has no versions to flip to")
     if version == (pin.version if isinstance(pin, PypiPin) else pin.tag):
         raise UsageError(f"{config.path}: the pin is already at {version}")
-    series = load_series(config.series_dir)
+    series = configured_series(config)
     target = new_pin(pin, version, config.root)
     old_tree = materialize(pin, config.root, progress=progress)
     new_tree = materialize(target, config.root, progress=progress)
@@ -71,9 +73,12 @@ def run_flip(
         old=old_tree.label,
         new=new_tree.label,
         new_pin=target.model_dump(exclude_none=True),
-        patches=[FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches, strict=True)],
+        patches=with_skipped(
+            [FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches, strict=False)], series
+        ),
         knobs=knobs,
         knobs_skipped=skipped,
+        overlay_changed=[str(d) for d in upstream_drift(old_read, new_read, list(configured_overlay(config)))],
     )
     written = (
         write_flip(config, series, target, verdicts, report, new_tree, fork) if write and not report.blocked else []
@@ -86,6 +91,15 @@ def run_flip(
     )
     path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
     return FlipResult(report=report, receipt=path, written=written)
+
+
+def with_skipped(rows: list[FlipRow], series: Series) -> list[FlipRow]:
+    """The skipped entries back in their place in the series, as rows that say why."""
+    out = list(rows)
+    for offset, skip in enumerate(series.skipped):
+        row = FlipRow(name=skip.name, verdict="skipped", skipped=skip.reason, files=[], hunks=[])
+        out.insert(skip.after + offset, row)
+    return out
 
 
 def write_flip(
@@ -131,10 +145,10 @@ def write_flip(
         if new_base and BASE_COMMENT.fullmatch(raw):
             raw = f"# forklift-base: {new_base}"
         entry, sep, comment = raw.partition("#")
-        words = entry.split()
-        if words and words[0] in retired:
-            raw = f"# retired: {words[0]} (already upstream in {report.new})"
-        elif words and words[0] in recut:  # re-cut with a/ b/ prefixes: -p1, the series default
+        name = entry.split()
+        if name and name[0] in retired:
+            raw = f"# retired: {name[0]} (already upstream in {report.new})"
+        elif name and name[0] in recut:  # re-cut with a/ b/ prefixes: -p1, the series default
             raw = re.sub(r"\s+-p\d+(?=\s|$)", "", entry) + sep + comment
         series_lines.append(raw)
     written = [config.path, series_file]
@@ -144,11 +158,11 @@ def write_flip(
         if t.refreshed is not None:
             write_atomic(config.series_dir / t.name, t.refreshed)
             written.append(config.series_dir / t.name)
-    for name in sorted(retired):
-        (config.series_dir / name).unlink()
-    fresh = load_series(config.series_dir)
+    for gone in sorted(retired):
+        (config.series_dir / gone).unlink()
+    fresh = configured_series(config)
     written += follow_manifest(config, fresh)
     if config.patches_md is not None:
-        write_atomic(config.patches_md, patches_md(list(fresh.patches), list(fresh.retired)))
+        write_atomic(config.patches_md, series_patches_md(fresh))
         written.append(config.patches_md)
     return written

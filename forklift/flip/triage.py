@@ -30,8 +30,8 @@ from typing import Literal
 
 from forklift.series.diff import FilePatch, Hunk, split_lines
 from forklift.series.engine import Applier, FileProblem, HunkResult, Overlay, Reader, apply_patch
-from forklift.series.model import Patch, split_header
-from forklift.series.render import file_diff, line_opcodes
+from forklift.series.model import Patch, split_header, unrooted
+from forklift.series.render import _opcodes, file_diff
 
 Verdict = Literal[
     "exact",
@@ -131,7 +131,8 @@ class _Diffs:
     def opcodes(self, old: bytes, new: bytes) -> list[tuple[str, int, int, int, int]]:
         key = (old, new)
         if key not in self._cache:
-            self._cache[key] = [op for op in line_opcodes(split_lines(old), split_lines(new)) if op[0] != "equal"]
+            lines = (split_lines(old), split_lines(new))  # difflib matches bytes lines as well as text
+            self._cache[key] = [op for op in _opcodes(*lines) if op[0] != "equal"]  # type: ignore[arg-type]
         return self._cache[key]
 
 
@@ -417,7 +418,9 @@ def _recut(patch: Patch, before: Reader, changes: dict[str, bytes | None]) -> st
     """The patch's header with its diff rendered afresh against the new tree (exact line numbers)."""
     header = split_header(patch.text)[0]
     body = "".join(
-        file_diff(path, before(path), changes[path]) for path in sorted(changes) if before(path) != changes[path]
+        file_diff(unrooted(path, patch.root), before(path), changes[path])
+        for path in sorted(changes)
+        if before(path) != changes[path]
     )
     return header + body
 

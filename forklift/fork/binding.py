@@ -127,19 +127,15 @@ def verify_binding(fork: Git, binding: SourceBinding, base: str, previous: str |
                 "not-from-base", f"fork commit {commit[:12]} does not descend from the pinned base {base[:12]}"
             )
         )
-    # a previous record on another base is another release's (the fork moved): direction says nothing then
-    same_release = previous and base_commit and fork.resolve(previous) and fork.is_ancestor(base_commit, previous)
-    if (
-        commit
-        and previous
-        and previous != commit
-        and (same_release or fork.resolve(previous) is None)
-        and (fork.resolve(previous) is None or not fork.is_ancestor(previous, commit))
-    ):
-        failures.append(
-            BindingFailure(
-                "went-backwards",
-                f"fork commit {commit[:12]} does not descend from the previously recorded {previous[:12]}",
+    if commit and previous and previous != commit:
+        known = fork.resolve(previous) is not None
+        # a previous record on another base is another release's (the fork moved): direction says nothing then
+        other_release = known and base_commit is not None and not fork.is_ancestor(base_commit, previous)
+        if not other_release and (not known or not fork.is_ancestor(previous, commit)):
+            failures.append(
+                BindingFailure(
+                    "went-backwards",
+                    f"fork commit {commit[:12]} does not descend from the previously recorded {previous[:12]}",
+                )
             )
-        )
     return failures

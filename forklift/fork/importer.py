@@ -22,8 +22,9 @@ from forklift.fork.base import base_tag, find_base
 from forklift.fork.create import create_fork
 from forklift.fork.export import PATCH_NAME
 from forklift.fork.git import Git
+from forklift.series.gate import configured_series
 from forklift.series.headers import Header
-from forklift.series.model import SERIES_FILE, Patch, load_series, parse_series_file
+from forklift.series.model import SERIES_FILE, Patch, parse_series_file
 
 # Fixed dates make an import reproducible: the same series at the same base gives the same commit ids.
 _EPOCH = "1970-01-01T00:00:00+0000"
@@ -48,8 +49,8 @@ def commit_message(header: Header, patch_name: str) -> str:
     """Subject and body from Description, then the other header fields back as trailers."""
     # a mail's Subject is its description and the mail body the rest of the message; free text of a
     # DEP-3 header follows the Description the same way
-    texts = (header.fields.get("description", "").strip(), header.body.strip())
-    subject, _, body = ("\n\n".join(text for text in texts if text) or patch_name).partition("\n")
+    given = (header.fields.get("description", "").strip(), header.body.strip())
+    subject, _, body = ("\n\n".join(part for part in given if part) or patch_name).partition("\n")
     trailers = [
         f"{_field_name(k)}: {v}"
         for k, v in header.fields.items()
@@ -97,6 +98,7 @@ def import_series(
                 "--cached",
                 "--whitespace=nowarn",
                 f"-p{patch.strip}",
+                *([f"--directory={patch.root}"] if patch.root else []),  # [series] root
                 "-",
                 input=patch.text.encode("utf-8", "surrogateescape"),
                 env=env,
@@ -134,12 +136,12 @@ def import_series(
     return made
 
 
-def _patches(series_dir: Path) -> tuple[Patch, ...]:
+def _patches(config: Config) -> tuple[Patch, ...]:
     """The series' patches; none for a series that lists none yet (a fork starts before its first patch)."""
-    series_file = series_dir / SERIES_FILE
+    series_file = config.series_dir / SERIES_FILE
     if not series_file.is_file() or not parse_series_file(series_file.read_text(encoding="utf-8"), series_file):
         return ()
-    return load_series(series_dir).patches
+    return configured_series(config).patches
 
 
 def import_branch(
@@ -149,7 +151,7 @@ def import_branch(
     the folder is new (or empty) and the pin has no git history of its own."""
     from forklift.source import materialize
 
-    patches = _patches(config.series_dir)
+    patches = _patches(config)
     pin = config.data.upstream
     new_folder = not repo.exists() or (repo.is_dir() and not any(repo.iterdir()))
     if not new_folder:

@@ -24,7 +24,7 @@ def knob_report(config: Config, tree: Path | None = None) -> KnobReport:
     from forklift.fsio import tree_reader
     from forklift.knobs.overlay import patched_registry
     from forklift.series.engine import apply_series
-    from forklift.series.model import load_series
+    from forklift.series.gate import configured_series
 
     adapter = engine_adapter(config.data.engine.kind)
     if tree is None:
@@ -32,7 +32,7 @@ def knob_report(config: Config, tree: Path | None = None) -> KnobReport:
 
         tree = materialize(config.data.upstream, config.root).path
     pristine = registry(tree, adapter)
-    results, overlay = apply_series(tree_reader(tree), load_series(config.series_dir).patches)
+    results, overlay = apply_series(tree_reader(tree), configured_series(config).patches)
     patched = patched_registry(pristine, overlay.files, adapter)
     not_applied = [r.name for r in results if not r.applies]
     return KnobReport(tree, pristine, patched, compare(pristine, patched), not_applied)

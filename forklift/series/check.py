@@ -6,19 +6,37 @@ pristine file contents; series/gate.py materializes the tree and writes the rece
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from forklift.errors import ConfigError
+from forklift.series.digests import digest_problems
 from forklift.series.engine import Applier, Overlay, PatchResult, Reader, apply_patch, apply_series
+from forklift.series.files import OverlayRow, apply_overlay
 from forklift.series.manifest import check_manifest
 from forklift.series.model import Patch, Series
-from forklift.series.render import DiffMemo, overlay_hash, patches_md
+from forklift.series.render import DiffMemo, diff_stat, is_generated, overlay_hash, series_patches_md
 
-CheckName = Literal["pass1", "pass2", "whitespace", "compile", "patches-md", "nothing-changed", "manifest"]
+
+@dataclass(frozen=True)
+class Published:
+    """A sha256sum file, the sha256 now of each file it lists (None: missing), and the names it must list."""
+
+    where: Path
+    sums: dict[str, str]
+    actual: dict[str, str | None]
+    required: list[str]
+
+
+CheckName = Literal[
+    "pass1", "pass2", "whitespace", "compile", "patches-md", "nothing-changed", "manifest", "digests", "overlay"
+]
 
 
 class HunkRow(BaseModel):
@@ -40,12 +58,20 @@ class FileStat(BaseModel):
 class PatchRow(BaseModel):
     name: str
     status: str
+    sha256: str = ""  # of the patch file as it is in the folder
     kind: str = ""
     description: str = ""
     hunks: list[HunkRow] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
     files: list[FileStat] = Field(default_factory=list)
     disagreements: list[str] = Field(default_factory=list)  # where the other applier's verdict differs
+
+
+class SkippedRow(BaseModel):
+    name: str
+    reason: str
+    after: int  # applied patches before it in the series
+    sha256: str = ""
 
 
 class Finding(BaseModel):
@@ -62,16 +88,22 @@ class CheckReport(BaseModel):
     findings: list[Finding]
     overlay_hash: str | None
     touched: list[FileStat]  # files the overlay changes, with the +/- lines the series brings
+    skipped: list[SkippedRow] = Field(default_factory=list)
+    overlay_files: list[OverlayRow] = Field(default_factory=list)  # [overlay] dir, copied after the series
+    notes: list[str] = Field(
+        default_factory=list
+    )  # worth a look, not a failure (unlisted files, hand-written PATCHES.md)
 
     @property
     def ok(self) -> bool:
         return not self.findings
 
 
-def _row(patch: Patch, result: PatchResult) -> PatchRow:
+def _row(patch: Patch, result: PatchResult, digests: dict[str, str]) -> PatchRow:
     return PatchRow(
         name=patch.name,
         status=result.status,
+        sha256=digests.get(patch.name, ""),
         kind=patch.header.get("kind"),
         description=patch.header.description,
         hunks=[HunkRow(**vars(h)) for h in result.hunks],
@@ -149,14 +181,20 @@ def compile_findings(overlay: Overlay, memo: CompiledMemo | None = None) -> list
     return findings
 
 
-def touched_files(changed: dict[str, tuple[bytes | None, bytes | None]], patches: list[Patch]) -> list[FileStat]:
-    """Files the overlay touches, with the +/- lines the series adds and removes in each."""
+def touched_files(
+    changed: dict[str, tuple[bytes | None, bytes | None]], patches: list[Patch], whole: list[str] | None = None
+) -> list[FileStat]:
+    """Files the overlay touches, with the +/- lines the series adds and removes in each; a file an
+    overlay file replaces (`whole`) counts its diff from the pristine file instead."""
     totals: dict[str, list[int]] = {path: [0, 0] for path in changed}
     for patch in patches:
         for fp in patch.files:
             if fp.path in totals:
                 totals[fp.path][0] += fp.added
                 totals[fp.path][1] += fp.removed
+    for path in whole or []:
+        if path in changed:
+            totals[path] = list(diff_stat(*changed[path]))
     return [FileStat(path=p, added=a, removed=r) for p, (a, r) in sorted(totals.items())]
 
 
@@ -168,6 +206,8 @@ def check_series(
     digest: str = "",
     committed_patches_md: str | None = None,
     compiled: CompiledMemo | None = None,
+    overlay_files: dict[str, bytes] | None = None,
+    published: Published | None = None,
     applier: Applier = "gnu-patch",
     diffs: DiffMemo | None = None,
 ) -> CheckReport:
@@ -175,16 +215,18 @@ def check_series(
     patches = list(series.patches)
     findings: list[Finding] = []
     require_contract(series, contract)
+    read = functools.cache(read)  # the pristine tree does not change under a check: each file is read once
 
     results, overlay = apply_series(read, patches, applier)
-    pass1 = [_row(p, r) for p, r in zip(patches, results, strict=True)]
+    pass1 = [_row(p, r, series.digests) for p, r in zip(patches, results, strict=False)]
+    overlay_rows = apply_overlay(overlay, overlay_files or {})
     findings += [Finding(check="pass1", subject=r.name, message=_explain(r)) for r in results if not r.applies]
 
     pass2 = []
     for name in contract:
         patch = series.by_name(name)
         result = apply_patch(read, patch, applier)
-        pass2.append(_row(patch, result))
+        pass2.append(_row(patch, result, series.digests))
         if not result.applies:
             findings.append(
                 Finding(check="pass2", subject=name, message="standalone on the pristine tree: " + _explain(result))
@@ -205,14 +247,28 @@ def check_series(
         Finding(check="manifest", subject=lost.subject, message=lost.message)
         for lost in check_manifest(series.folder, patches, changed)
     ]
-    if committed_patches_md is not None and committed_patches_md != patches_md(patches, list(series.retired)):
-        findings.append(
-            Finding(
-                check="patches-md",
-                subject="PATCHES.md",
-                message="differs from a fresh render of the patch headers: run `forklift patches-md`",
+    notes = list(series.notes)
+    if committed_patches_md is not None and committed_patches_md != series_patches_md(series):
+        if is_generated(committed_patches_md):
+            findings.append(
+                Finding(
+                    check="patches-md",
+                    subject="PATCHES.md",
+                    message="differs from a fresh render of the patch headers: run `forklift patches-md`",
+                )
             )
-        )
+        else:
+            notes.append("PATCHES.md has no forklift marker (hand-written): not held to a fresh render")
+    if published is not None:
+        findings += [
+            Finding(check="digests", subject=subject, message=f"{published.where.name}: {message}")
+            for subject, message in digest_problems(published.sums, published.actual, published.required)
+        ]
+    findings += [
+        Finding(check="overlay", subject=row.path, message="the overlay file is identical to the tree's: drop it")
+        for row in overlay_rows
+        if row.status == "same"
+    ]
     return CheckReport(
         tree=tree,
         digest=digest,
@@ -220,7 +276,13 @@ def check_series(
         pass2=pass2,
         findings=findings,
         overlay_hash=overlay_hash(changed, diffs) if changed else None,
-        touched=touched_files(changed, patches),
+        touched=touched_files(changed, patches, [row.path for row in overlay_rows]),
+        skipped=[
+            SkippedRow(name=s.name, reason=s.reason, after=s.after, sha256=series.digests.get(s.name, ""))
+            for s in series.skipped
+        ],
+        overlay_files=overlay_rows,
+        notes=notes,
     )
 
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from forklift.fsio import Link, Reader
+from forklift.fsio import Link, Reader, ThroughLink
 from forklift.series.diff import FilePatch, Hunk, split_lines
 from forklift.series.model import Patch
 
@@ -66,7 +66,7 @@ class HunkResult:
         return f"{self.file} hunk #{self.index} (line {self.stated}): {verdict}"
 
 
-ProblemKind = Literal["missing", "exists", "differs", "symlink", "binary", "binary-data", "empty"]
+ProblemKind = Literal["missing", "exists", "differs", "symlink", "beyond-link", "binary", "binary-data", "empty"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,7 @@ class FileProblem:
                 "exists": "file to create already exists",
                 "differs": "file to delete has other content",
                 "symlink": "is a symbolic link in the tree (GNU patch and git apply refuse to patch through it)",
+                "beyond-link": "is beyond a symbolic link in the tree (git apply refuses it; GNU patch follows it)",
                 "binary": "binary diff without data (git apply refuses it)",
                 "binary-data": "git binary patch (forklift does not apply binary data; GNU patch refuses it too)",
                 "empty": "empty patch file (quilt skips it; git apply refuses it: no valid patches in input)",
@@ -255,8 +256,8 @@ def _diagnose(lines: list[bytes], hunk: Hunk, file: str, index: int, in_offset: 
 
 def _git_hunks(content: bytes, file: str, hunks: Iterable[Hunk]) -> tuple[bytes, list[HunkResult]]:
     """git apply over one file: hunks go in order onto the image patched so far."""
-    image = split_lines(content)
-    original = image
+    original = split_lines(content)
+    image = list(original)
     results: list[HunkResult] = []
     for index, hunk in enumerate(hunks, 1):
         pos = hunk.new_start - 1 if hunk.new_start else 0
@@ -269,7 +270,7 @@ def _git_hunks(content: bytes, file: str, hunks: Iterable[Hunk]) -> tuple[bytes,
             continue
         offset = at - pos
         results.append(HunkResult(file, index, "exact" if offset == 0 else "offset", offset, 0, at + 1, hunk.first))
-        image = image[:at] + list(hunk.new) + image[at + len(hunk.old) :]
+        image[at : at + len(hunk.old)] = hunk.new
     return b"".join(image), results
 
 
@@ -315,6 +316,8 @@ def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
     current = read(source if source is not None else path)
     if isinstance(current, Link) and not fp.symlink:
         return _FileOutcome({}, _all(fp, "fails"), [FileProblem(source or path, "symlink")])
+    if git and isinstance(current, ThroughLink):
+        return _FileOutcome({}, _all(fp, "fails"), [FileProblem(source or path, "beyond-link")])
     if source is None or (current is None and _creates(fp)):
         return _create(fp, current, git)
     if current is None:
@@ -429,16 +432,20 @@ def _disagreements(ours: PatchResult, theirs: PatchResult) -> tuple[str, ...]:
     other = TOOL[theirs.applier]
     notes = []
     ours_by = {(h.file, h.index): h for h in ours.hunks}
+    their_problems = {p.file: p for p in theirs.problems}
     for h in theirs.hunks:
         mine = ours_by.get((h.file, h.index))
         if mine is None or (mine.status in APPLIED) == (h.status in APPLIED):
+            continue
+        if h.file in their_problems:  # a whole-file refusal: say why, once
+            notes.append(f"{other} would refuse it: {their_problems.pop(h.file)}")
             continue
         verb = "would apply" if h.status in APPLIED else "would refuse"
         notes.append(f"{h.file} hunk #{h.index} (line {h.stated}): {other} {verb} this hunk")
     if not notes and ours.applies != theirs.applies:
         verb = "would apply" if theirs.applies else "would refuse"
         notes.append(f"{other} {verb} this patch" + (f" ({theirs.reasons()[0]})" if theirs.reasons() else ""))
-    return tuple(notes)
+    return tuple(dict.fromkeys(notes))
 
 
 def apply_patch(read: Reader, patch: Patch, applier: Applier = "gnu-patch") -> PatchResult:

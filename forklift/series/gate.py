@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,9 +10,12 @@ from forklift.config import Config
 from forklift.errors import ConfigError
 from forklift.fsio import tree_reader, write_atomic
 from forklift.receipts import new_receipt, receipts_folder, write_receipt
-from forklift.series.check import CheckReport, check_series
-from forklift.series.model import load_series
-from forklift.series.render import patches_md
+from forklift.series.check import CheckReport, Published, check_series
+from forklift.series.digests import parse_sums
+from forklift.series.files import read_overlay
+from forklift.series.model import Series, load_series
+from forklift.series.render import series_patches_md
+from forklift.source.hashing import file_sha256
 
 
 class CompiledMarkers:
@@ -50,10 +54,37 @@ class GateResult:
     receipt: Path
 
 
+def configured_series(config: Config) -> Series:
+    """The series as forklift.toml configures it: its folder, patch root and unlisted-file rule."""
+    return load_series(config.series_dir, unlisted=config.data.series.unlisted, root=config.data.series.root)
+
+
+def configured_overlay(config: Config) -> dict[str, bytes]:
+    """The `[overlay] dir` files by tree path (below the patch root), or none."""
+    folder = config.overlay_dir
+    return read_overlay(folder, config.data.series.root) if folder is not None else {}
+
+
+def published_digests(config: Config, series: Series) -> Published | None:
+    """The SHA256SUMS the patch files are held to: `[series] digests`, else one beside `series` if present."""
+    path = config.digests_file
+    if not path.is_file():
+        if config.data.series.digests:
+            raise ConfigError(f"{path}: no such file (series.digests in forklift.toml)")
+        return None
+    sums = parse_sums(path.read_text(encoding="utf-8"), path)
+    actual = {name: file_sha256(path.parent / name) if (path.parent / name).is_file() else None for name in sums}
+    # every applied patch must be published; a skipped one is held to its line only when listed
+    required = [os.path.relpath(series.folder / p.name, path.parent).replace(os.sep, "/") for p in series.patches]
+    return Published(where=path, sums=sums, actual=actual, required=required)
+
+
 def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -> GateResult:
     from forklift.source import default_cache, materialize
 
-    series = load_series(config.series_dir)
+    series = configured_series(config)
+    overlay_files = configured_overlay(config)
+    published = published_digests(config, series)
     tree = materialize(config.data.upstream, config.root, progress=progress)
     committed = None
     if config.patches_md is not None and config.patches_md.exists():
@@ -66,6 +97,8 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         digest=tree.digest,
         committed_patches_md=committed,
         compiled=CompiledMarkers(default_cache().root / "compiled"),
+        overlay_files=overlay_files,
+        published=published,
         applier=config.data.series.applier,
         diffs=CachedDiffs(default_cache().root / "diffs"),
     )
@@ -84,6 +117,18 @@ def write_patches_md(config: Config) -> Path:
     """Render PATCHES.md from the patch headers (the file `check` compares against)."""
     if config.patches_md is None:
         raise ConfigError(f"{config.path}: series.patches_md is empty: no PATCHES.md to write")
-    series = load_series(config.series_dir)
-    write_atomic(config.patches_md, patches_md(list(series.patches), list(series.retired)))
+    write_atomic(config.patches_md, series_patches_md(configured_series(config)))
     return config.patches_md
+
+
+def run_tree(config: Config, out: Path, force: bool = False, progress=None) -> tuple[Path, dict]:
+    """`forklift tree OUT`: the pinned tree with the series and the overlay, written to OUT with its record."""
+    from forklift.series.tree import patched_tree, tree_record, write_tree
+    from forklift.source import materialize
+
+    series = configured_series(config)
+    overlay_files = configured_overlay(config)
+    tree = materialize(config.data.upstream, config.root, progress=progress)
+    overlay, rows = patched_tree(series, tree_reader(tree.path), overlay_files)
+    record = tree_record(config.data.upstream.model_dump(), tree.label, series, overlay, rows)
+    return write_tree(tree.path, out, overlay.files, record, force=force), record

@@ -17,7 +17,20 @@ SYNONYMS = {
     "upstream": "forwarded",
     "bug-vllm": "bug",
 }
-_FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
+# A field is written as DEP-3, mail headers and git trailers write them: a capitalized name, a colon.
+# (A lowercase "kind: fix." inside prose is prose.)
+_FIELD = re.compile(r"^([A-Z][A-Za-z0-9-]*):[ \t]*(.*)$")
+
+
+_TRAILER = re.compile(r"^([A-Za-z0-9-]+)[ \t]*:[ \t]*(.*)$")
+_GIT_GENERATED = ("Signed-off-by: ",)
+
+
+def is_divider(line: str) -> bool:
+    """git's end of a message: a line starting with '---' then whitespace or its end (the diffstat follows)."""
+    return line.startswith("---") and (len(line) == 3 or line[3].isspace())
+
+
 _PATCH_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
 
 
@@ -64,7 +77,7 @@ def _parse_mail(text: str) -> Header:
         i += 1
     body_lines = []
     for line in lines[i + 1 :]:
-        if line.rstrip() == "---":  # the diffstat follows: not part of the message
+        if is_divider(line):  # the diffstat follows: not part of the message
             break
         body_lines.append(line)
     body, trailers = split_trailers(body_lines)
@@ -73,27 +86,50 @@ def _parse_mail(text: str) -> Header:
     return Header(fields=fields, body=body)
 
 
+def _trailer(line: str) -> tuple[str, str] | None:
+    """git's trailer line: a token of letters, digits and '-', optional blanks, ':' (trailer.c find_separator)."""
+    m = _TRAILER.match(line)
+    return (m.group(1), m.group(2).strip()) if m else None
+
+
 def split_trailers(lines: list[str]) -> tuple[str, list[tuple[str, str]]]:
-    """Trailers are the last paragraph when every line of it is 'Key: value' (git interpret-trailers)."""
+    """(the text before the trailers, the trailers) as `git interpret-trailers --parse` reads the last paragraph:
+    every line a trailer (or an indented continuation), or at least a quarter of them when one is git's own
+    (Signed-off-by, cherry picked from); continuations are unfolded onto their trailer."""
     while lines and not lines[-1].strip():
         lines = lines[:-1]
     start = len(lines)
     while start > 0 and lines[start - 1].strip():
         start -= 1
     paragraph = lines[start:]
-    matches = [m for m in (_FIELD.match(line) for line in paragraph) if m is not None]
-    if paragraph and len(matches) == len(paragraph):
-        return "\n".join(lines[:start]).strip(), [(m.group(1), m.group(2).strip()) for m in matches]
+    trailers: list[list[str]] = []
+    plain = continuations = 0
+    recognized = False
+    for line in paragraph:
+        if line[:1] in " \t" and trailers:
+            trailers[-1][1] += " " + line.strip()
+            continuations += 1
+            continue
+        found = _trailer(line) if line[:1] not in " \t" else None
+        if found:
+            trailers.append(list(found))
+            recognized |= line.startswith(_GIT_GENERATED)
+        else:
+            plain += 1 + continuations  # git counts the continuation lines of a non-trailer as non-trailers
+        continuations = 0
+    if trailers and (not plain or (recognized and len(trailers) * 3 >= plain)):
+        return "\n".join(lines[:start]).strip(), [(k, v.strip()) for k, v in trailers]
     return "\n".join(lines).strip(), []
 
 
 def _parse_dep3(text: str) -> Header:
-    """DEP-3: 'Field: value' lines with space-indented continuations; other lines are free text."""
+    """DEP-3: 'Field: value' lines with space-indented continuations; other lines are free text.
+    A '---' line ends the header (DEP-3 and git agree: what follows is notes or a diffstat)."""
     fields: dict[str, str] = {}
     free: list[str] = []
     last = None
     for line in text.splitlines():
-        if line.rstrip() == "---":
+        if is_divider(line):
             break
         if line[:1] in " \t" and last:
             continuation = line.strip()
@@ -111,7 +147,10 @@ def _parse_dep3(text: str) -> Header:
         else:
             last = None
             free.append(line)
-    return Header(fields={k: v.strip() for k, v in fields.items() if v.strip()}, body="\n".join(free).strip())
+    body, trailers = split_trailers(free)  # a trailer block git would read (any case) counts too
+    for name, value in trailers:
+        _add(fields, name, value)
+    return Header(fields={k: v.strip() for k, v in fields.items() if v.strip()}, body=body)
 
 
 def parse_header(text: str) -> Header:

@@ -112,10 +112,11 @@ def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
         assert all(r["prompt_tokens"] == 48 for r in cell["requests"])  # fitted with the server's tokenizer
         assert cell["aggregate"]["requests"] == 4 and cell["aggregate"]["output_tokens"] == 4 * 24
         agg = cell["aggregate"]
-        # the streaming test model (hidden 512, 8 layers) spaces its tokens out: decode timing is measured
-        assert agg["tpot_ms"]["median"] > 0 and agg["itl_ms"]["median"] > 0, agg
-        assert agg["per_stream_decode_tok_s"] == pytest.approx(1000 / agg["tpot_ms"]["median"])
-        assert agg["aggregate_decode_tok_s"] == pytest.approx(cell["concurrency"] * agg["per_stream_decode_tok_s"])
+        if agg["tpot_ms"]:  # decode timing over the requests that were not delivered in one burst
+            assert agg["per_stream_decode_tok_s"] == pytest.approx(1000 / agg["tpot_ms"]["median"])
+            assert agg["aggregate_decode_tok_s"] == pytest.approx(cell["concurrency"] * agg["per_stream_decode_tok_s"])
+        else:  # n-gram drafts on a loaded box can write a whole 24-token answer at once: no rate, never a zero one
+            assert "aggregate_decode_tok_s" not in agg and "per_stream_decode_tok_s" not in agg
         check_spec_cell(cell)
 
 

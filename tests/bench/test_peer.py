@@ -1,30 +1,30 @@
 """Peer cross-check: the same workload through `forklift bench` and `vllm bench serve`, same vLLM CPU server.
 
-Both clients send 64-token random-length-free prompts (vLLM's `random` dataset: random token ids; forklift:
-synthetic text fitted to 64 tokens), 32 output tokens with ignore_eos, 32 requests at concurrency 4, and
-each bench runs after a warm-up of its own. The medians of TTFT, TPOT, ITL and E2E and the output
-throughput must agree within TOLERANCE. On this shared 2-core box two benches of one client differ by up to
-~20% between minutes, so the tolerance is wide on purpose: it catches a definition that is off by a
-factor (TTFT counted from the role chunk, TPOT over all tokens, ITL not divided), not a few percent.
+Both clients send 64-token prompts (vLLM's `random` dataset: random token ids; forklift: synthetic text
+fitted to 64 tokens), 32 output tokens with ignore_eos, 32 requests at concurrency 4. The benches run
+vLLM, forklift, vLLM: forklift's medians of TTFT, TPOT, ITL and E2E and its output throughput must lie
+within the two vLLM benches' range widened by TOLERANCE. Bracketing is needed here: on this shared 2-core
+box (load average 12-14 from other test suites) two benches minutes apart were seen 2.6x apart in TPOT,
+so a plain "within X%" of one vLLM bench tests the box, not the definitions. What it catches: a
+definition off by a factor (TTFT counted from the role chunk, TPOT over all tokens, ITL not divided).
 
-Where the definitions differ (README, "Benchmarking"): vLLM's ITL is the gap between chunks; forklift
-divides a gap across the tokens the chunk carried. So the ITL compared here is forklift's records read
-vLLM's way (per chunk gap), and forklift's own ITL is checked to be that divided by tokens per chunk.
+Where the definitions differ (README, "Benchmarking"): vLLM's client counts every chunk that has choices as
+a token event, also a chunk with empty text (a token that completes no character yet: a random model emits
+many lone non-ASCII byte tokens); forklift times content chunks only and divides each gap across the tokens
+the chunk carried (from the server's running usage). So forklift's ITL is the per-token figure that matches
+vLLM's, while a gap per content chunk would read ~1.4x higher here.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
-from itertools import pairwise
+import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from forklift.bench.schema import BenchBody
-from forklift.cli.app import app
 from forklift.receipts import read_receipts
 
 pytestmark = pytest.mark.engine
@@ -42,43 +42,64 @@ def vllm_bench(engine_python: Path, url: str, model: str, tokenizer: Path, folde
         "--save-result", "--result-dir", str(folder), "--result-filename", name,
     ]  # fmt: skip
     done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=600, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+        argv,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads((folder / name).read_text())
 
 
 def forklift_bench(url: str, folder: Path) -> BenchBody:
-    argv = ["bench", "--url", url, "--synthetic", f"{IN}:{OUT}", "--prompts", str(N), "--concurrency", str(C),
-            "--salt-nonce", "peer-check", "--runs", "2", "--receipts", str(folder)]  # fmt: skip
-    result = CliRunner().invoke(app, argv)
-    assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
+    """In its own process, like `vllm bench serve`: in the test process the client would share the GIL with
+    the fixture's log-streaming threads (seen: matching ITL medians, TPOT 1.7x vLLM's from stalls)."""
+    argv = [sys.executable, "-m", "forklift", "bench", "--url", url, "--synthetic", f"{IN}:{OUT}",
+            "--prompts", str(N), "--concurrency", str(C), "--salt-nonce", "peer-check", "--runs", "2",
+            "--receipts", str(folder)]  # fmt: skip
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
     [(_, receipt)] = read_receipts([folder])
     return BenchBody.model_validate(receipt.body)
 
 
-def close(ours: float, theirs: float) -> bool:
-    return abs(ours - theirs) <= TOLERANCE * max(ours, theirs)
+def bracketed(ours: float, first: float, second: float) -> bool:
+    low, high = sorted((first, second))
+    return low / (1 + TOLERANCE) <= ours <= high * (1 + TOLERANCE)
 
 
 def test_forklift_and_vllm_bench_serve_agree_on_one_server(vllm_server, engine_python, tiny_model, tmp_path):
-    vllm_bench(engine_python, vllm_server.url, vllm_server.model, tiny_model, tmp_path, "warm.json")
-    ours = forklift_bench(vllm_server.url, tmp_path / "forklift")
-    theirs = vllm_bench(engine_python, vllm_server.url, vllm_server.model, tiny_model, tmp_path, "vllm.json")
+    url, model = vllm_server.url, vllm_server.model
+    vllm_bench(engine_python, url, model, tiny_model, tmp_path, "warm.json")
+    before = vllm_bench(engine_python, url, model, tiny_model, tmp_path, "before.json")
+    ours = forklift_bench(url, tmp_path / "forklift")
+    after = vllm_bench(engine_python, url, model, tiny_model, tmp_path, "after.json")
     [cell] = ours.cells
     agg = cell.aggregate
-    assert theirs["completed"] == N and agg["ok"] == N and agg["output_tokens"] == theirs["total_output_tokens"]
+    kept_n = len(cell.kept_runs) * N
+    assert before["completed"] == after["completed"] == N and agg["requests"] == kept_n and not agg["failures"]
+    assert before["total_output_tokens"] == N * OUT and agg["output_tokens"] == kept_n * OUT
     kept = [r for r in cell.requests if r.run in cell.kept_runs]
-    per_chunk_gaps = [now - prev for r in kept for (prev, _), (now, _) in pairwise(r.chunks)]
-    pairs = {
-        "TTFT": (agg["ttft_ms"]["median"], theirs["median_ttft_ms"]),
-        "TPOT": (agg["tpot_ms"]["median"], theirs["median_tpot_ms"]),
-        "ITL (per chunk)": (statistics.median(per_chunk_gaps) * 1000, theirs["median_itl_ms"]),
-        "E2E": (agg["e2e_ms"]["median"], theirs["median_e2el_ms"]),
-        "output tok/s": (agg["e2e_tok_s"], theirs["output_throughput"]),
+    ours_by = {
+        "median_ttft_ms": agg["ttft_ms"]["median"],
+        "median_tpot_ms": agg["tpot_ms"]["median"],
+        "median_itl_ms": agg["itl_ms"]["median"],
+        "median_e2el_ms": agg["e2e_ms"]["median"],
+        "output_throughput": agg["e2e_tok_s"],
     }
-    off = {name: p for name, p in pairs.items() if not close(*p)}
-    assert not off, f"forklift vs vllm bench serve beyond {TOLERANCE:.0%}: {off} (all: {pairs})"
-    # forklift's own ITL divides each gap across the chunk's tokens: never above the per-chunk gap
-    assert agg["itl_ms"]["median"] <= statistics.median(per_chunk_gaps) * 1000 * 1.001
-    assert agg["tpot_ms"]["median"] > 0 and theirs["median_tpot_ms"] > 0  # decode timing measured by both
+    table = {key: (round(value, 2), round(before[key], 2), round(after[key], 2)) for key, value in ours_by.items()}
+    off = {key: row for key, row in table.items() if not bracketed(*row)}
+    assert not off, (
+        f"forklift outside vllm bench serve's range +-{TOLERANCE:.0%}: {off} (forklift, vllm before, after: {table})"
+    )
+    # forklift's own ITL divides each gap across the chunk's tokens: per token, the gaps add up to the same time
+    for record in kept:
+        gaps = [
+            (now - prev, tokens)
+            for (prev, _), (now, tokens) in zip(record.chunks, record.chunks[1:], strict=False)
+            if tokens
+        ]
+        assert sum(record.itls) == pytest.approx(sum(gap for gap, _ in gaps))
+    assert agg["tpot_ms"]["median"] > 0 and before["median_tpot_ms"] > 0  # decode timing measured by both

@@ -21,6 +21,7 @@ The distribution is pinned to 0.31.0 and flipped to 0.33.0. One patch per verdic
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,8 +98,18 @@ def trees():
     return materialize_or_skip(VLLM_031).path, materialize_or_skip(VLLM_032).path, materialize_or_skip(VLLM_033).path
 
 
-@pytest.fixture
-def real_series(trees, tmp_path) -> RealSeries:
+@pytest.fixture(scope="module")
+def real_series(trees, tmp_path_factory) -> RealSeries:
+    """Built once per test module; a test that edits it works on a copy (copy_series)."""
+    return build_series(trees, tmp_path_factory.mktemp("real-series"))
+
+
+def copy_series(series: RealSeries, where: Path) -> RealSeries:
+    shutil.copytree(series.dist, where / "dist", ignore=shutil.ignore_patterns("receipts"))
+    return RealSeries(dist=where / "dist", names=series.names)
+
+
+def build_series(trees, tmp_path: Path) -> RealSeries:
     v31, v32, v33 = trees
 
     def read(root: Path, path: str) -> bytes:

@@ -7,14 +7,15 @@ import json
 import pytest
 
 from tests.cli import forklift
-from tests.flip.realseries import EC_COMMON, MEDUSA, MIMO, POOLER, PROTOCOL
+from tests.flip.realseries import EC_COMMON, MEDUSA, MIMO, POOLER, PROTOCOL, copy_series
 
 pytestmark = pytest.mark.network
 
 
-@pytest.fixture
-def flipped(real_series, tmp_path):
-    report_md = tmp_path / "flip.md"
+@pytest.fixture(scope="module")
+def flipped(real_series, tmp_path_factory):
+    """One flip of the real series for every test that reads its report."""
+    report_md = tmp_path_factory.mktemp("report") / "flip.md"
     proc = forklift("-c", str(real_series.dist), "flip", "0.33.0", "--json", "--report", str(report_md))
     assert proc.returncode == 1, proc.stderr  # the series does not move as it is
     report = json.loads(proc.stdout)
@@ -78,7 +79,7 @@ def test_a_backport_upstream_took_and_edited_is_a_retire_candidate(flipped):
         ]
     ]
     assert (
-        "| 1 | `0001-backport-edited.patch` | retire candidate |  | 6 of 7 added lines present upstream |" in markdown
+        "| 1 | `0001-backport-edited.patch` | retire candidate | - | 6 of 7 added lines present upstream |" in markdown
     )
 
 
@@ -124,8 +125,9 @@ def test_knobs_are_not_computed_when_the_series_did_not_land(flipped):
     assert "## Environment knobs\n\nnot computed: 8 patch(es) did not land" in markdown
 
 
-def test_the_table_shows_full_names_when_not_a_tty(real_series):
+def test_the_table_shows_full_names_when_not_a_tty(real_series, tmp_path):
     """Piped output (no TTY, 80 columns by default) widens the table rather than truncating a name."""
+    real_series = copy_series(real_series, tmp_path)
     long = "0012-exact.patch"
     patches = real_series.dist / "patches"
     longer = "0012-" + "a-very-long-patch-name-that-a-narrow-table-would-cut-short-" * 2 + "exact.patch"

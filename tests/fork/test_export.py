@@ -164,9 +164,11 @@ def test_import_into_a_new_folder_starts_the_fork(distribution, vllm_fork, tmp_p
     assert proc.returncode == 0 and "0 differing files" in proc.stdout, proc.stdout + proc.stderr
     assert "not compared" not in proc.stdout  # the fork holds every file the sdist ships
     proc = forklift("-c", str(distribution), "export", "--from", "work", "--repo", str(fork), "--check")
-    # new commits, same changes: the committed patches are kept as they are (Export-Commit included)
-    assert proc.returncode == 0, proc.stdout
-    assert "4 patches match a fresh export" in proc.stdout
+    # new commits, same changes: the committed patches are kept as they are (Export-Commit included);
+    # only the series file lacks the base line a hand-kept series never had
+    assert proc.returncode == 1
+    assert "drift series: order or base comment differs from a fresh export" in proc.stdout
+    assert "differs from a fresh export of fork commit" not in proc.stdout
 
 
 def test_import_makes_one_commit_per_patch_and_round_trips(vllm_fork, distribution, tmp_path):

@@ -7,6 +7,8 @@ import json
 import httpx
 import pytest
 
+from tests.fixtures.engine import STREAMING_SHAPE
+
 pytestmark = pytest.mark.engine
 
 
@@ -14,8 +16,10 @@ def test_server_boots_and_reports_its_kv_pool(vllm_server):
     facts = vllm_server.boot.facts
     assert vllm_server.boot.outcome == "ready"
     assert facts.kv_pool_device == "CPU"
-    # 1 GiB of bf16 KV for 2 layers x 2 heads x 64 dims: 1 GiB / (2*2*2*64*2 bytes) tokens.
-    assert facts.kv_pool_tokens == 1024**3 // (2 * 2 * 2 * 64 * 2)
+    # 1 GiB of bf16 K and V for the streaming test model's layers x heads of 64 dims:
+    # 1 GiB / (2 * layers * heads * 64 * 2 bytes) tokens (65,536 for hidden 512, 8 layers, 8 heads).
+    layers, heads = STREAMING_SHAPE["layers"], STREAMING_SHAPE["hidden"] // 64
+    assert facts.kv_pool_tokens == 1024**3 // (2 * layers * heads * 64 * 2)
     assert facts.kv_memory_gib == 1.0
     assert facts.max_concurrency_tokens == 2048
     assert facts.max_concurrency == pytest.approx(facts.kv_pool_tokens / 2048, rel=1e-3)

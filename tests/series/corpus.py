@@ -26,15 +26,33 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tomllib
 from filelock import FileLock
 
+from forklift.config.toml import tomllib
 from forklift.fsio import tree_reader
 from forklift.series.engine import Applier, Overlay, PatchResult, apply_patch
 from forklift.series.model import PatchError, parse_patch
+from tests.series.peers import offsets, run_tool
 
 DATA = Path(__file__).parent / "data" / "debian-corpus.toml"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+
+class ArchiveUnreachable(RuntimeError):
+    """apt could not reach Debian's archive (the network tests skip, saying so)."""
+
+
+_OFFLINE = ("Could not resolve", "Temporary failure", "Failed to fetch", "Could not connect", "Unable to connect")
+
+
+def _apt(argv: list[str], cwd: Path, env: dict[str, str], what: str) -> None:
+    proc = subprocess.run(argv, check=False, cwd=cwd, env=env, capture_output=True, text=True)
+    offline = any(m in proc.stderr for m in _OFFLINE)  # apt-get update exits 0 on a failed fetch
+    if proc.returncode == 0 and not offline:
+        return
+    if offline:
+        raise ArchiveUnreachable(f"{what}: Debian's archive is unreachable: {proc.stderr.strip().splitlines()[-1]}")
+    raise RuntimeError(f"{what}: {' '.join(argv[:2])} failed: {proc.stderr.strip()[-500:]}")
 
 
 @dataclass(frozen=True)
@@ -127,20 +145,16 @@ def fetch(package: Package) -> Path:
             return found[0]
         env = {**os.environ, "APT_CONFIG": str(_apt_config(root))}
         if not any((root / "apt" / "state" / "lists").glob("*Sources")):
-            subprocess.run(["apt-get", "update", "-qq"], env=env, check=True, capture_output=True)
+            _apt(["apt-get", "update", "-qq"], root, env, package.label)
         partial = folder.with_name(folder.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        proc = subprocess.run(
+        _apt(
             ["apt-get", "source", "--download-only", "-qq", f"{package.name}={package.version}"],
-            check=False,
-            cwd=partial,
-            env=env,
-            capture_output=True,
-            text=True,
+            partial,
+            env,
+            package.label,
         )
-        if proc.returncode:
-            raise RuntimeError(f"{package.label}: apt-get source failed: {proc.stderr.strip()[-500:]}")
         partial.rename(folder)
         return min(folder.glob("*.dsc"))
 
@@ -183,24 +197,16 @@ def _copy(tree: Path, dest: Path) -> Path:
 def run_quilt(tree: Path, work: Path) -> tuple[dict[str, PeerPatch], Path]:
     """`quilt push -a --fuzz=0` on a fresh copy: each patch's result until the first that fails."""
     copy = _copy(tree, work / "quilt")
-    env = {**os.environ, "QUILT_PATCHES": "debian/patches", "QUILT_PC": ".pc", "LC_ALL": "C"}
-    proc = subprocess.run(
-        ["quilt", "--quiltrc", "/dev/null", "push", "-a", "--fuzz=0"],
-        check=False,
-        cwd=copy,
-        env=env,
-        capture_output=True,
-        text=True,
-        errors="surrogateescape",
-    )
+    env = {**os.environ, "QUILT_PATCHES": "debian/patches", "QUILT_PC": ".pc"}
+    _, output = run_tool(["quilt", "--quiltrc", "/dev/null", "push", "-a", "--fuzz=0"], copy, env)
     results: dict[str, PeerPatch] = {}
     current = None
-    for line in (proc.stdout + proc.stderr).splitlines():
+    for line in output.splitlines():
         if m := re.match(r"Applying patch (?:debian/patches/)?(.+)$", line):
             current = m.group(1)
             results[current] = PeerPatch(True)
-        elif current and (m := re.match(r"Hunk #(\d+) succeeded at \d+ \(offset (-?\d+) lines?\)", line)):
-            results[current].offsets.append((int(m.group(1)), int(m.group(2))))
+        elif current and (found := offsets(line)):
+            results[current].offsets += found
         elif current and re.match(r"Patch (?:debian/patches/)?.+ does not apply", line):
             results[current].applies = False
         if current:
@@ -211,25 +217,12 @@ def run_quilt(tree: Path, work: Path) -> tuple[dict[str, PeerPatch], Path]:
 def run_git(tree: Path, work: Path, entries: list[tuple[str, int]]) -> tuple[dict[str, PeerPatch], Path]:
     """`git apply -v -pN` patch by patch on a fresh copy (outside any repository)."""
     copy = _copy(tree, work / "git")
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(work), "LC_ALL": "C"}
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(work)}
     results = {}
     for name, strip in entries:
         patch = tree / "debian" / "patches" / name
-        proc = subprocess.run(
-            ["git", "apply", "-v", f"-p{strip}", str(patch)],
-            check=False,
-            cwd=copy,
-            env=env,
-            capture_output=True,
-            text=True,
-            errors="surrogateescape",
-        )
-        out = proc.stdout + proc.stderr
-        offsets = [
-            (int(m.group(1)), int(m.group(2)))
-            for m in re.finditer(r"Hunk #(\d+) succeeded at \d+ \(offset (-?\d+) lines?\)", out)
-        ]
-        results[name] = PeerPatch(proc.returncode == 0, offsets, out)
+        ok, output = run_tool(["git", "apply", "-v", f"-p{strip}", str(patch)], copy, env)
+        results[name] = PeerPatch(ok, offsets(output), output)
     return results, copy
 
 
@@ -352,8 +345,10 @@ def main() -> int:
         agree = sum(o.agree for o in mine)
         files = sum(o.files for o in mine)
         wrong = sum(len(o.disagreements) for o in mine)
+        refused, split = sum(o.refused for o in mine), sum(o.split for o in mine)
         print(
-            f"{applier}: {len(mine)} packages, {total} patches, {agree} agree, {files} files compared, {wrong} disagreements"
+            f"{applier}: {len(mine)} packages, {total} patches, {agree} agree, {files} files compared, "
+            f"{refused} refused by the tool, {split} flagged as split between the tools, {wrong} disagreements"
         )
     return 1 if any(o.disagreements for o in outcomes) else 0
 

@@ -75,6 +75,17 @@ def gnu_patch_apply(root: Path, patch_text: str, path: str) -> bytes:
     return (root / path).read_bytes()
 
 
+def run_tool(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes = b"") -> tuple[bool, str]:
+    """A real tool's (exit status 0, stdout and stderr), in the C locale its messages are parsed in."""
+    proc = subprocess.run(argv, check=False, cwd=cwd, input=stdin, capture_output=True, env={**env, "LC_ALL": "C"})
+    return proc.returncode == 0, (proc.stdout + proc.stderr).decode("utf-8", "surrogateescape")
+
+
+def offsets(output: str) -> list[tuple[int, int]]:
+    """(hunk number, offset) of each 'Hunk #N succeeded at L (offset K lines).' GNU and git print."""
+    return [(int(m.group(1)), int(m.group(2))) for m in _OFFSET.finditer(output)]
+
+
 def really_apply(root: Path, applier: Applier, patch: bytes) -> tuple[bool, dict[str, bytes], str]:
     """Apply for real as a distribution does (quilt's `patch -p1 -f --fuzz=0`, or `git apply -v`):
     (exit status 0, the tree afterwards, the tool's output)."""
@@ -82,7 +93,5 @@ def really_apply(root: Path, applier: Applier, patch: bytes) -> tuple[bool, dict
         argv = ["patch", "-p1", "-f", "--fuzz=0", "--no-backup-if-mismatch"]
     else:
         argv = ["git", "apply", "-v"]
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(root.parent), "LC_ALL": "C"}
-    proc = subprocess.run(argv, check=False, cwd=root, input=patch, capture_output=True, env=env)
-    output = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-    return proc.returncode == 0, read_tree(root), output
+    ok, output = run_tool(argv, root, {**os.environ, "GIT_CEILING_DIRECTORIES": str(root.parent)}, patch)
+    return ok, read_tree(root), output

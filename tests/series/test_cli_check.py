@@ -108,7 +108,15 @@ def test_stale_patches_md_fails_and_patches_md_fixes_it(example):
     "mutate,message",
     [
         (lambda d: (d / "patches" / "series").write_text("# nothing\n"), "the series is empty"),
-        (lambda d: (d / "patches" / "extra.patch").write_text("x"), "extra.patch: patch file is not listed"),
+        (
+            lambda d: (
+                (d / "patches" / "extra.patch").write_text("x")
+                and (d / "forklift.toml").write_text(
+                    (d / "forklift.toml").read_text().replace("[series]\n", '[series]\nunlisted = "error"\n')
+                )
+            ),
+            "extra.patch: patch file is not listed",
+        ),
         (
             lambda d: (d / "forklift.toml").write_text((d / "forklift.toml").read_text() + "\n[colour]\nx = 1\n"),
             "colour: unknown key",

@@ -257,6 +257,9 @@ def test_a_dataless_binary_stanza_follows_the_applier(tmp_path):
     assert results["gnu-patch"].files["x.bin"] == b"" and results["gnu-patch"].status == "exact"
     assert results["git-apply"].status == "fails"
     assert "binary diff without data" in results["git-apply"].reasons()[0]
+    assert results["gnu-patch"].disagreements == (
+        "git apply would refuse it: x.bin: binary diff without data (git apply refuses it)",
+    )
 
 
 def test_a_dataless_binary_stanza_does_not_take_down_the_series():
@@ -301,3 +304,18 @@ def test_an_empty_patch_file_applies_under_quilt_and_not_under_git(tmp_path):
     assert results["git-apply"].reasons() == (
         "case.patch: empty patch file (quilt skips it; git apply refuses it: no valid patches in input)",
     )
+
+
+def test_a_path_through_a_symlinked_folder_follows_the_applier(tmp_path):
+    """GNU patch follows a folder link inside the tree; git apply refuses 'beyond a symbolic link'."""
+    text = "--- a/d/f\n+++ b/d/f\n@@ -1,3 +1,3 @@\n 1\n-2\n+TWO\n 3\n"
+    write_tree(tmp_path / "pristine", {"real/f": NUMBERS, "d": Link(b"real")})
+    patch = parse_patch("case.patch", text)
+    for applier in APPLIERS:
+        ours = apply_patch(tree_reader(tmp_path / "pristine"), patch, applier)
+        write_tree(tmp_path / applier, {"real/f": NUMBERS, "d": Link(b"real")})
+        ok, after, output = really_apply(tmp_path / applier, applier, text.encode())
+        assert ours.applies == ok, output
+        if ok:
+            assert after["real/f"] == ours.files["d/f"]
+    assert "beyond a symbolic link" in apply_patch(tree_reader(tmp_path / "pristine"), patch, "git-apply").reasons()[0]
