@@ -103,7 +103,7 @@ def make_fork(old: Path, new: Path, repo: Path, count: int) -> tuple[str, list[s
         rel = path.relative_to(old).as_posix()
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
         at = _first_def(lines) or 0
-        content = "".join(lines[:at] + [f"# forklift benchmark patch {number}\n"] + lines[at:]).encode()
+        content = "".join([*lines[:at], f"# forklift benchmark patch {number}\n", *lines[at:]]).encode()
         tip = commit(git, tip, {rel: content}, f"Benchmark patch {number} in {rel}\n\nKind: bench\n")
         commits.append(tip)
     tip = commit(git, tip, {AUDIO: (new / AUDIO).read_bytes()}, "Add the azacinto_foscolo audio asset\n")
@@ -237,7 +237,7 @@ def main() -> None:
     print(f"ratio (cherry-pick / flip of the 46, best)  {min(picks) / min(chain):6.2f}x")
     if cold:
         fetched, firsts = cold
-        shown = ", ".join(f"{label} {t:.3f} s (CPU {c:.3f} s)" for label, (t, c) in zip(dists, firsts))
+        shown = ", ".join(f"{label} {t:.3f} s (CPU {c:.3f} s)" for label, (t, c) in zip(dists, firsts, strict=False))
         print(f"first flips: download + extract {fetched:.3f} s, then {shown} (whole CLI)")
 
 

@@ -78,7 +78,7 @@ def measure(engine_python: Path, hidden: int, layers: int) -> dict:
         str(port),
         "--enforce-eager",
     ]
-    log = open(f"/tmp/streaming-model-{hidden}x{layers}.log", "wb")
+    log = open(f"/tmp/streaming-model-{hidden}x{layers}.log", "wb")  # noqa: SIM115  # the server writes it while it runs
     started = time.monotonic()
     process = subprocess.Popen(
         argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ENGINE_ENV}, start_new_session=True

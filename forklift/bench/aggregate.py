@@ -13,7 +13,8 @@ uses), and the table counts them. TTFT keeps them, flagged: a burst's first chun
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -84,7 +84,7 @@ def records_of(result: dict[str, Any]) -> list[RequestRecord]:
     texts = result.get("generated_texts") or [None] * len(columns[0])
     zero = min(result["start_times"], default=0.0)
     records = []
-    for i, (start, ttft, itl, latency, n_in, n_out, error) in enumerate(zip(*columns)):
+    for i, (start, ttft, itl, latency, n_in, n_out, error) in enumerate(zip(*columns, strict=True)):
         record = RequestRecord(prompt_id=f"vllm-{i:05d}", send=start - zero)
         if error:
             record.error_kind = error_kind(error)  # type: ignore[assignment]
@@ -97,7 +97,7 @@ def records_of(result: dict[str, Any]) -> list[RequestRecord]:
         for gap in itl:
             times.append(times[-1] + gap)
         counts = [1, *spread(max(n_out - 1, 0), len(itl))] if itl else [n_out]
-        record.chunks = list(zip(times, counts))
+        record.chunks = list(zip(times, counts, strict=True))
         record.prompt_tokens, record.completion_tokens, record.tokens_from = n_in, n_out, "usage"
         record.chunk_tokens_from = "spread"
         if texts[i] is not None:

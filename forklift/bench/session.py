@@ -8,10 +8,11 @@ completed record and says how it ended.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import aiohttp
 
@@ -33,11 +34,13 @@ class BenchOutcome:
 
 async def _first_model(url: str) -> str:
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-            async with session.get(url.rstrip("/") + "/v1/models") as response:
-                if response.status != 200:
-                    raise ForkliftError(f"{url}/v1/models answered HTTP {response.status}; give --model")
-                listing = await response.json()
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session,
+            session.get(url.rstrip("/") + "/v1/models") as response,
+        ):
+            if response.status != 200:
+                raise ForkliftError(f"{url}/v1/models answered HTTP {response.status}; give --model")
+            listing = await response.json()
     except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
         raise ForkliftError(f"{url}: cannot list models ({type(exc).__name__}: {exc}); is the server up?") from None
     if isinstance(listing, dict) and not listing.get("data"):
@@ -84,7 +87,7 @@ def bench(
     body = BenchBody(
         url=plan.url,
         model=plan.model,
-        mode=mode,
+        mode=mode,  # type: ignore[arg-type]  # cell_specs refused any other mode
         workload=plan.workload.identity(),
         setting=setting,
         label=label,
@@ -116,6 +119,8 @@ def bench_launched(
     folder: Path,
     logs: Path,
     progress: Progress | None = None,
+    on_start: Callable[[Any], None] | None = None,
+    on_poll: Callable[[float, str], None] | None = None,
     label: str | None = None,
     build: str | None = None,
 ) -> BenchOutcome:
@@ -147,7 +152,17 @@ def bench_launched(
             )
         )
 
-    launch(config, planned, folder, logs, on_ready=on_ready, serve=False, labels={"build": build} if build else None)
+    launch(
+        config,
+        planned,
+        folder,
+        logs,
+        on_ready=on_ready,
+        serve=False,
+        on_start=on_start,
+        on_poll=on_poll,
+        labels={"build": build} if build else None,
+    )
     return outcomes[0]
 
 

@@ -1,29 +1,38 @@
 """The forklift command line: parse arguments, call plain functions, render.
 
-Each stage registers its commands from its own module below; the logic lives
-in the stage packages, never here.
+One module per command or command group, named after it; each registers itself on `app` when
+imported. The logic lives in the stage packages, never here.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 
-from forklift.cli import bench as _bench  # noqa: F401,E402
-from forklift.cli import compare as _compare  # noqa: F401,E402
-from forklift.cli import flip as _flip  # noqa: F401,E402
-from forklift.cli import fork as _fork  # noqa: F401,E402
-from forklift.cli import installed as _installed  # noqa: F401,E402
-from forklift.cli import knobs as _knobs  # noqa: F401,E402
-from forklift.cli import launch as _launch  # noqa: F401,E402
-from forklift.cli import quality as _quality, canary as _canary  # noqa: F401,E402
-
-# Command modules register themselves on `app` when imported.
-from forklift.cli import series as _series  # noqa: F401,E402
-from forklift.cli import source as _source  # noqa: F401,E402
-from forklift.cli import ladder as _ladder  # noqa: F401,E402
-from forklift.cli import campaign as _campaign  # noqa: F401,E402
-from forklift.cli.app import app, err_console
+from forklift.cli.app import app, say
 from forklift.errors import ForkliftError
+
+# Imported in pipeline order: within a help panel, commands are listed in this order.
+COMMAND_MODULES = (
+    "source",
+    "check",
+    "manifest",
+    "tree",
+    "fork",
+    "flip",
+    "launch",
+    "knobs",
+    "installed",
+    "bench",
+    "quality",
+    "canary",
+    "compare",
+    "report",
+    "ladder",
+    "campaign",
+)
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"forklift.cli.{_name}")
 
 # What survives a Ctrl-C, by command: each is true because the stage writes atomically (receipts, cache
 # entries, refs) or cleans up on the way out (an engine and its children are stopped).
@@ -44,20 +53,19 @@ def main() -> None:
 
     typer (click) handles its own usage errors (exit 2); forklift's errors pass through it.
     Ctrl-C is one line saying what stopped and what was kept, and exit 130 (128 + SIGINT), as shells expect.
+    The message is printed as written: a path holding `[red]` is not taken for markup.
     """
     try:
         app()
     except ForkliftError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+        say(("error:", "bold red"), f" {exc}", err=True)
         sys.exit(exc.exit_code)
     except SystemExit as exc:
         # typer turns KeyboardInterrupt into a silent exit 130; say what stopped and what was kept
         if exc.code == 130 and isinstance(getattr(exc.__context__, "__cause__", None), KeyboardInterrupt):
             command = _command(sys.argv[1:])
             kept = KEPT_ON_INTERRUPT.get(command, DEFAULT_KEPT)
-            err_console.print(
-                f"interrupted: forklift {command} stopped by Ctrl-C; {kept}", highlight=False, soft_wrap=True
-            )
+            say(f"interrupted: forklift {command} stopped by Ctrl-C; {kept}", err=True)
         raise
 
 

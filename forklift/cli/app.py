@@ -1,20 +1,97 @@
-"""The typer app and the options every command shares."""
+"""The typer app, its console, and the options and output helpers every command shares.
+
+One style for every command: options are `Annotated`, help and printed values are never parsed as rich
+markup (styles are applied as `Text` parts), JSON goes out one way, and tables are not cut when stdout
+is not a terminal (a CI log shows full patch names and intervals).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+from typer.core import TyperCommand, TyperGroup
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
+if TYPE_CHECKING:
+    from forklift.config import Config
+
+# Help panels, in pipeline order: `forklift --help` lists the commands by stage.
+START = "Start a distribution"
+SERIES = "Series: the CI gate"
+FORK = "Fork round-trip"
+FLIP = "Move the pin"
+ENGINE = "Run the engine"
+MEASURE = "Measure and compare"
+
+# Width when stdout is not a terminal and COLUMNS is unset: wide enough that no table cell is cut.
+UNCUT_WIDTH = 4000
+
+
+def _plain_help(command: Any) -> None:
+    """Help is plain text: `[profiles.NAME]` and a path with `[red]` in it print as written.
+
+    typer renders help through rich markup; escaping once here keeps every help string literal.
+    """
+    if command.help:
+        command.help = escape(command.help)
+    if command.short_help:
+        command.short_help = escape(command.short_help)
+    for param in command.params:  # typer's own (vendored) click types: duck-typed
+        if getattr(param, "help", None):
+            param.help = escape(param.help)
+
+
+def _no_flag_metavars(params: list[Any]) -> list[Any]:
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""  # a flag takes no value: no `<bool>` in help
+    return params
+
+
+class Command(TyperCommand):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain_help(self)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _no_flag_metavars(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain_help(self)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _no_flag_metavars(super().get_params(ctx))
+
+
+class App(typer.Typer):
+    """A typer app whose commands and groups use the plain-help classes above."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("cls", Group)
+        kwargs.setdefault("no_args_is_help", True)
+        super().__init__(rich_markup_mode="rich", pretty_exceptions_enable=False, **kwargs)
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("cls", Command)
+        return super().command(*args, **kwargs)
+
+
+app = App(
+    add_completion=True,
     help="Carry a patched LLM inference engine across upstream releases, and prove every step.",
-    pretty_exceptions_enable=False,
 )
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = Console(highlight=False, markup=False)
+err_console = Console(stderr=True, highlight=False, markup=False)
 
 
 class State:
@@ -24,17 +101,79 @@ class State:
 state = State()
 
 
+def _version(value: bool) -> None:
+    if value:
+        import forklift
+
+        typer.echo(f"forklift {forklift.__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global(
-    config: Path = typer.Option(
-        Path("forklift.toml"), "--config", "-c", help="forklift.toml, or the folder that holds it"
+    config: Annotated[Path, typer.Option("--config", "-c", help="forklift.toml, or the folder that holds it")] = Path(
+        "forklift.toml"
     ),
+    width: Annotated[
+        int | None,
+        typer.Option(
+            "--width", min=40, help="output width in columns (default: the terminal's; uncut when not a terminal)"
+        ),
+    ] = None,
+    _show_version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
 ) -> None:
     state.config_path = config
+    for out in (console, err_console):
+        if width is not None:
+            out.width = width
+        elif not out.is_terminal and "COLUMNS" not in os.environ:
+            out.width = UNCUT_WIDTH
 
 
-def load() -> "object":
+def load() -> Config:
     """The validated config named by --config (imported lazily to keep startup fast)."""
     from forklift.config import load_config
 
     return load_config(state.config_path)
+
+
+def config_file() -> Path | None:
+    """forklift.toml named by --config when it exists (commands like bench run without one)."""
+    path = state.config_path / "forklift.toml" if state.config_path.is_dir() else state.config_path
+    return path if path.exists() else None
+
+
+# The one --receipts option; receipts_dir() applies the one rule for its default.
+ReceiptsOption = Annotated[
+    Path | None,
+    typer.Option("--receipts", help="receipt folder (default: receipts/ beside forklift.toml, else ./receipts)"),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
+
+
+def receipts_dir(given: Path | None) -> Path:
+    from forklift.receipts import receipts_folder
+
+    return receipts_folder(given, config_file())
+
+
+def say(*parts: str | tuple[str, str], err: bool = False) -> None:
+    """Print one line; a (text, style) part is styled, nothing is parsed as markup. Long lines stay whole."""
+    (err_console if err else console).print(Text.assemble(*parts), soft_wrap=True)
+
+
+def warn(message: str) -> None:
+    say(("warning:", "yellow"), " ", message, err=True)
+
+
+def print_json(data: Any) -> None:
+    """The one way JSON is printed: indented, plain (no colour, no wrapping), on stdout."""
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def styled(text: str, style: str) -> Text:
+    """A table cell or line part in a style (never parsed as markup)."""
+    return Text(text, style=style)

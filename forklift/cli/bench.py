@@ -2,50 +2,52 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
-from forklift.cli.app import app, console, err_console, load, state
-from forklift.errors import ForkliftError, UsageError
+from forklift.cli.app import MEASURE, App, ReceiptsOption, app, console, load, receipts_dir, say, styled, warn
+from forklift.cli.launch import SERVER, ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
+from forklift.cli.progress import BootStatus
+from forklift.errors import ForkliftError
 
-bench_app = typer.Typer(help="Benchmark a server: single stream, concurrency sweep or batch; receipts per run.")
-app.add_typer(bench_app, name="bench")
+bench_app = App(
+    help="Benchmark a server: single stream, concurrency sweep or batch; receipts per run.", no_args_is_help=False
+)
+app.add_typer(bench_app, name="bench", rich_help_panel=MEASURE)
 
-
-def receipts_folder(given: Optional[Path]) -> Path:
-    """Bench runs without a forklift.toml too: the receipts rule with the config file when there is one."""
-    from forklift.receipts import receipts_folder as rule
-
-    config = state.config_path / "forklift.toml" if state.config_path.is_dir() else state.config_path
-    return rule(given, config if config.exists() else None)
-
-
-def parse_concurrency(text: str) -> list[int]:
-    """The levels as given; whether they make a bench is cell_specs' to say."""
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise UsageError(f"--concurrency {text!r}: expected a comma-separated list of integers, e.g. 1,2,4") from None
-
-
-def parse_synthetic(text: str) -> tuple[int, int]:
-    try:
-        inp, out = (int(part) for part in text.split(":"))
-    except ValueError:
-        raise UsageError(f"--synthetic {text!r}: expected INPUT:OUTPUT tokens, e.g. 128:512") from None
-    return inp, out
+# Help panels of `forklift bench --help`.
+WORKLOAD, LOAD = "Workload", "Load and runs"
 
 
 class RichProgress:
-    """rich progress bars: one task per (cell, run)."""
+    """rich progress bars, one task per (cell, run); the bars start with the first cell (after any boot status)."""
 
-    def __init__(self, progress) -> None:
-        self.progress = progress
-        self.task = None
+    def __init__(self, before: Callable[[], None] | None = None) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn())
+        self.progress = Progress(*columns, TimeElapsedColumn(), console=console, transient=True)
+        self.before = before
+        self.task: Any = None
+        self.started = False
+
+    def __enter__(self) -> RichProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.started:
+            self.progress.stop()
 
     def start(self, cell: str, run: int, total: int) -> None:
+        if not self.started:
+            if self.before is not None:
+                self.before()  # one live display at a time: the boot status ends here
+            self.progress.start()
+            self.started = True
         self.task = self.progress.add_task(f"{cell} run {run}", total=total)
 
     def advance(self, record) -> None:
@@ -61,12 +63,12 @@ def _num(value, fmt: str = "{:.1f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def _check(cross: dict) -> str:
+def _check(cross: dict) -> str | Text:
     if not cross:
         return "-"
     if cross["match"]:
         return "ok"
-    return f"[red]{cross['server_generation_tokens']} vs {cross['client_completion_tokens']}[/]"
+    return styled(f"{cross['server_generation_tokens']} vs {cross['client_completion_tokens']}", "red")
 
 
 # (row label, how to read it from a cell): metrics as rows, one column per cell, so a sweep fits.
@@ -117,152 +119,170 @@ def render(body) -> None:
         table.add_row(label, *(read(cell) for cell in body.cells))
     console.print(table)
     if body.server_info:
-        console.print("server: " + ", ".join(f"{k}={v}" for k, v in body.server_info.items()))
-    console.print(
+        say("server: " + ", ".join(f"{k}={v}" for k, v in body.server_info.items()))
+    say(
         "aggregate decode = C x 1000 / median TPOT (ms); statistics over the kept runs only; "
         "TPOT/ITL/decode over timed requests (burst-delivered ones measured delivery, not decoding)"
     )
     from forklift.bench.metrics import cache_reuse
 
     for warning in cache_reuse(body):
-        err_console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
+        warn(warning)
 
 
 @bench_app.callback(invoke_without_command=True)
 def bench(
     ctx: typer.Context,
-    url: Optional[str] = typer.Option(None, "--url", help="base URL of any OpenAI-compatible server"),
-    profile: Optional[str] = typer.Option(
-        None, "--profile", help="launch this forklift.toml profile, bench it, stop it"
-    ),
-    sets: list[str] = typer.Option([], "--set", help="with --profile: axis=choice, args.FLAG=VALUE, env.NAME=VALUE"),
-    logs: Optional[Path] = typer.Option(
-        None, "--logs", help="with --profile: engine log folder (default: logs/ beside forklift.toml)"
-    ),
-    model: Optional[str] = typer.Option(
-        None, "--model", help="served model name (default: the first /v1/models lists)"
-    ),
-    cohort: Optional[Path] = typer.Option(None, "--cohort", help="prompt cohort, JSONL: id, messages or prompt, ..."),
-    synthetic: Optional[str] = typer.Option(None, "--synthetic", help="IN:OUT synthetic prompts of exact lengths"),
-    prompts: int = typer.Option(16, "--prompts", help="how many distinct synthetic prompts"),
-    endpoint: str = typer.Option("completions", "--endpoint", help="synthetic prompts: chat or completions"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="cohort default for lines without one"),
-    ignore_eos: bool = typer.Option(
-        False, "--ignore-eos", help="cohort: generate exactly max_tokens (synthetic always does)"
-    ),
-    sampling: str = typer.Option("default", "--sampling", help="default (model's), greedy or seeded"),
-    seed: int = typer.Option(0, "--seed", help="base seed of the seeded preset, synthetic text and pacing"),
-    no_salt: bool = typer.Option(False, "--no-salt", help="send prompts as they are: allow prefix-cache reuse"),
-    salt_nonce: str = typer.Option("forklift", "--salt-nonce", help="change to re-bench a live server off its cache"),
-    mode: Optional[str] = typer.Option(
-        None, "--mode", help="single, sweep or batch (default: sweep when --concurrency is given)"
-    ),
-    concurrency: Optional[str] = typer.Option(None, "--concurrency", help="e.g. 1,2,4,8"),
-    requests: Optional[int] = typer.Option(None, "--requests", help="requests per cell (default: the workload once)"),
-    rate: Optional[float] = typer.Option(None, "--rate", help="pace arrivals at this many requests/s"),
-    burstiness: float = typer.Option(1.0, "--burstiness", help="gamma shape of arrival gaps (1 = Poisson)"),
-    runs: int = typer.Option(4, "--runs", help="kept runs of each cell (compare needs 2+ a side to claim anything)"),
-    warmup: int = typer.Option(1, "--warmup", help="runs before the kept ones, discarded (a cold server reads low)"),
-    timeout: float = typer.Option(600.0, "--timeout", help="seconds per request"),
-    engine: str = typer.Option("vllm", "--engine", help="engine adapter naming the server's metrics"),
-    label: Optional[str] = typer.Option(None, "--label", help="your name for what is benched, shown by compare"),
-    receipts: Optional[Path] = typer.Option(None, "--receipts", help="receipt folder"),
-    build: Optional[str] = typer.Option(
-        None, "--build", help="label the receipts with this build (default: engine version + overlay hash)"
-    ),
+    url: UrlOption = None,
+    profile: ProfileOption = None,
+    sets: ServerSetsOption = None,
+    logs: ServerLogsOption = None,
+    model: ModelOption = None,
+    engine: Annotated[
+        str, typer.Option("--engine", help="engine adapter naming the server's metrics", rich_help_panel=SERVER)
+    ] = "vllm",
+    cohort: Annotated[
+        Path | None,
+        typer.Option("--cohort", help="prompt cohort, JSONL: id, messages or prompt, ...", rich_help_panel=WORKLOAD),
+    ] = None,
+    synthetic: Annotated[
+        str | None,
+        typer.Option(
+            "--synthetic", metavar="IN:OUT", help="synthetic prompts of exact lengths", rich_help_panel=WORKLOAD
+        ),
+    ] = None,
+    prompts: Annotated[
+        int, typer.Option("--prompts", help="how many distinct synthetic prompts", rich_help_panel=WORKLOAD)
+    ] = 16,
+    endpoint: Annotated[
+        str, typer.Option("--endpoint", help="synthetic prompts: chat or completions", rich_help_panel=WORKLOAD)
+    ] = "completions",
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--max-tokens", help="cohort default for lines without one", rich_help_panel=WORKLOAD),
+    ] = None,
+    ignore_eos: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-eos", help="cohort: generate exactly max_tokens (synthetic always does)", rich_help_panel=WORKLOAD
+        ),
+    ] = False,
+    sampling: Annotated[
+        str, typer.Option("--sampling", help="default (model's), greedy or seeded", rich_help_panel=WORKLOAD)
+    ] = "default",
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed", help="base seed of the seeded preset, synthetic text and pacing", rich_help_panel=WORKLOAD
+        ),
+    ] = 0,
+    no_salt: Annotated[
+        bool,
+        typer.Option("--no-salt", help="send prompts as they are: allow prefix-cache reuse", rich_help_panel=WORKLOAD),
+    ] = False,
+    salt_nonce: Annotated[
+        str,
+        typer.Option("--salt-nonce", help="change to re-bench a live server off its cache", rich_help_panel=WORKLOAD),
+    ] = "forklift",
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode", help="single, sweep or batch (default: sweep when --concurrency is given)", rich_help_panel=LOAD
+        ),
+    ] = None,
+    concurrency: Annotated[
+        str | None, typer.Option("--concurrency", metavar="C,C,...", help="e.g. 1,2,4,8", rich_help_panel=LOAD)
+    ] = None,
+    requests: Annotated[
+        int | None,
+        typer.Option("--requests", help="requests per cell (default: the workload once)", rich_help_panel=LOAD),
+    ] = None,
+    rate: Annotated[
+        float | None, typer.Option("--rate", help="pace arrivals at this many requests/s", rich_help_panel=LOAD)
+    ] = None,
+    burstiness: Annotated[
+        float, typer.Option("--burstiness", help="gamma shape of arrival gaps (1 = Poisson)", rich_help_panel=LOAD)
+    ] = 1.0,
+    runs: Annotated[
+        int,
+        typer.Option(
+            "--runs", help="kept runs of each cell (compare needs 2+ a side to claim anything)", rich_help_panel=LOAD
+        ),
+    ] = 4,
+    warmup: Annotated[
+        int,
+        typer.Option(
+            "--warmup", help="runs before the kept ones, discarded (a cold server reads low)", rich_help_panel=LOAD
+        ),
+    ] = 1,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds per request", rich_help_panel=LOAD)] = 600.0,
+    label: Annotated[
+        str | None, typer.Option("--label", help="your name for what is benched, shown by compare")
+    ] = None,
+    receipts: ReceiptsOption = None,
+    build: Annotated[
+        str | None,
+        typer.Option("--build", help="label the receipts with this build (default: engine version + overlay hash)"),
+    ] = None,
 ) -> None:
     """Stream a workload at a server; prints a table and writes a bench receipt with every request."""
     if ctx.invoked_subcommand is not None:
         return
-    from dataclasses import replace
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from forklift.bench.runner import BenchPlan, cell_specs
+    from forklift.bench.options import BenchOptions
     from forklift.bench.session import bench as run
-    from forklift.bench.session import bench_launched, discover_model
-    from forklift.workload import load_cohort, synthetic_workload
+    from forklift.bench.session import bench_launched
 
-    if (url is None) == (profile is None):
-        raise UsageError("give one server: --url URL of a running server, or --profile NAME to launch")
-    if sets and profile is None:
-        raise UsageError("--set needs --profile (it changes what is launched)")
-    if (cohort is None) == (synthetic is None):
-        raise UsageError("give exactly one workload: --cohort FILE.jsonl or --synthetic IN:OUT")
-    if url is not None and not url.startswith(("http://", "https://")):
-        raise UsageError(f"--url {url!r}: expected http://HOST:PORT or https://HOST:PORT")
-    if endpoint not in ("chat", "completions"):
-        raise UsageError(f"--endpoint {endpoint!r}: expected chat or completions")
-    levels = parse_concurrency(concurrency) if concurrency is not None else [1]
-    mode = mode or ("sweep" if concurrency else "single")
-    if synthetic is not None:
-        inp, out = parse_synthetic(synthetic)
-        workload = synthetic_workload(
-            input_tokens=inp,
-            output_tokens=out,
-            count=prompts,
-            endpoint=endpoint,  # type: ignore[arg-type]
-            preset=sampling,
-            seed=seed,
-            salted=not no_salt,
-            salt_nonce=salt_nonce,
-        )
-    else:
-        workload = load_cohort(
-            cohort,
-            max_tokens=max_tokens,
-            ignore_eos=ignore_eos,
-            preset=sampling,
-            seed=seed,  # type: ignore[arg-type]
-            salted=not no_salt,
-            salt_nonce=salt_nonce,
-        )
-    # Built now so bad options are refused before anything is launched; url and model come later.
-    options = BenchPlan(
-        url="",
-        model="",
-        workload=workload,
-        cells=cell_specs(mode, levels, requests, rate, burstiness),
+    options = BenchOptions(
+        url=url,
+        profile=profile,
+        sets=sets or [],
+        model=model,
+        cohort=cohort,
+        synthetic=synthetic,
+        prompts=prompts,
+        endpoint=endpoint,
+        max_tokens=max_tokens,
+        ignore_eos=ignore_eos,
+        sampling=sampling,
+        seed=seed,
+        no_salt=no_salt,
+        salt_nonce=salt_nonce,
+        mode=mode,
+        concurrency=concurrency,
+        requests=requests,
+        rate=rate,
+        burstiness=burstiness,
         runs=runs,
         warmup=warmup,
         timeout=timeout,
         engine=engine,
-        seed=seed,  # type: ignore[arg-type]
     )
-
-    def make_plan(base_url: str, served: str | None = None) -> BenchPlan:
-        return replace(options, url=base_url.rstrip("/"), model=model or served or discover_model(base_url))
-
-    folder = receipts_folder(receipts)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    make_plan = options.plan()
+    folder = receipts_dir(receipts)
     if profile is not None:
         config = load()
-        with Progress(*columns, console=console, transient=True) as progress:
+        with BootStatus(console, profile) as status, RichProgress(before=status.stop) as progress:
             outcome = bench_launched(
                 config,
                 profile,
-                sets,
+                options.sets,
                 make_plan,
-                mode=mode,
+                mode=options.bench_mode,
                 folder=folder,
                 logs=logs or config.root / "logs",
-                progress=RichProgress(progress),
+                progress=progress,
+                on_start=status.on_start,
+                on_poll=status.on_poll,
                 label=label,
                 build=build,
             )
     else:
-        with Progress(*columns, console=console, transient=True) as progress:
-            labels = {"build": build} if build else None
-            outcome = run(
-                make_plan(url),
-                mode=mode,
-                folder=folder,
-                progress=RichProgress(progress),
-                label=label,
-                receipt_fields=labels,
-            )
+        assert url is not None  # BenchOptions saw exactly one server
+        with RichProgress() as progress:
+            outcome = run(make_plan(url), mode=options.bench_mode, folder=folder, progress=progress, label=label,
+                receipt_fields={"build": build} if build else None)
     render(outcome.body)
-    console.print(f"receipt: {outcome.path} ({outcome.status})")
+    say(f"receipt: {outcome.path} ({outcome.status})")
     if outcome.status == "interrupted":
         raise KeyboardInterrupt  # the entry point says what was kept and exits 130
     if outcome.status != "ok":
@@ -273,12 +293,12 @@ def bench(
 
 @bench_app.command("import")
 def import_(
-    file: Path = typer.Argument(..., help="a `vllm bench serve --save-result` JSON file"),
-    receipts: Optional[Path] = typer.Option(None, "--receipts", help="receipt folder"),
+    file: Annotated[Path, typer.Argument(help="a `vllm bench serve --save-result` JSON file")],
+    receipts: ReceiptsOption = None,
 ) -> None:
     """Turn a vLLM benchmark result file into a bench receipt, so archives compare with new runs."""
     from forklift.bench.session import import_file
 
-    outcome = import_file(file, receipts_folder(receipts))
+    outcome = import_file(file, receipts_dir(receipts))
     render(outcome.body)
-    console.print(f"receipt: {outcome.path} ({outcome.status})")
+    say(f"receipt: {outcome.path} ({outcome.status})")

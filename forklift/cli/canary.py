@@ -4,39 +4,53 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from forklift.cli.app import app
+from forklift.cli.app import MEASURE, ReceiptsOption, app
+from forklift.cli.launch import ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
 from forklift.cli.quality import finish, run_suites, suite_names
 from forklift.errors import UsageError
 
 
-@app.command("canary")
+@app.command("canary", rich_help_panel=MEASURE)
 def canary(
-    suite: list[str] = typer.Option(
-        [], "--suite", help="tools, json, needle, cold-pair, soak, logscan (comma-separated or repeated; run in order)"
-    ),
-    url: str | None = typer.Option(None, "--url", help="base URL of any OpenAI-compatible server"),
-    profile: str | None = typer.Option(None, "--profile", help="launch this forklift.toml profile, run, stop it"),
-    sets: list[str] = typer.Option([], "--set", help="with --profile: axis=choice, args.FLAG=VALUE, env.NAME=VALUE"),
-    logs: Path | None = typer.Option(None, "--logs", help="with --profile: engine log folder"),
-    model: str | None = typer.Option(None, "--model", help="served model name (default: the first listed)"),
-    repeats: int = typer.Option(20, "--repeats", help="tools/json: consecutive forced requests"),
-    max_tokens: int = typer.Option(64, "--max-tokens", help="tools/json: answer length limit"),
-    label: str = typer.Option("SPEC_OK", "--label", help="tools/json: the const label the schema fixes"),
-    context_tokens: int = typer.Option(1500, "--context-tokens", help="needle/cold-pair: filler context, in tokens"),
-    depth: float = typer.Option(0.5, "--depth", help="needle: where the needle sits (0 start .. 1 end)"),
-    needle: str = typer.Option("forklift-needle-7391", "--needle", help="needle: the exact string to retrieve"),
-    force_choice: bool = typer.Option(
-        False, "--force-choice", help="needle: force the answer by grammar (a positive control of the pipeline)"
-    ),
-    requests: int = typer.Option(120, "--requests", help="soak: serial requests"),
-    soak_tokens: int = typer.Option(64, "--soak-tokens", help="soak: tokens each request decodes (ignore_eos)"),
-    log: Path | None = typer.Option(None, "--log", help="with --url: the server's log (logscan, grammar rejections)"),
-    timeout: float = typer.Option(600.0, "--timeout", help="seconds per request"),
-    engine: str = typer.Option("vllm", "--engine", help="engine adapter (metrics and log patterns)"),
-    receipts: Path | None = typer.Option(None, "--receipts", help="receipt folder"),
+    suite: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--suite", help="tools, json, needle, cold-pair, soak, logscan (comma-separated or repeated; run in order)"
+        ),
+    ] = None,
+    url: UrlOption = None,
+    profile: ProfileOption = None,
+    sets: ServerSetsOption = None,
+    logs: ServerLogsOption = None,
+    model: ModelOption = None,
+    repeats: Annotated[int, typer.Option("--repeats", help="tools/json: consecutive forced requests")] = 20,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="tools/json: answer length limit")] = 64,
+    label: Annotated[str, typer.Option("--label", help="tools/json: the const label the schema fixes")] = "SPEC_OK",
+    context_tokens: Annotated[
+        int, typer.Option("--context-tokens", help="needle/cold-pair: filler context, in tokens")
+    ] = 1500,
+    depth: Annotated[float, typer.Option("--depth", help="needle: where the needle sits (0 start .. 1 end)")] = 0.5,
+    needle: Annotated[
+        str, typer.Option("--needle", help="needle: the exact string to retrieve")
+    ] = "forklift-needle-7391",
+    force_choice: Annotated[
+        bool,
+        typer.Option("--force-choice", help="needle: force the answer by grammar (a positive control of the pipeline)"),
+    ] = False,
+    requests: Annotated[int, typer.Option("--requests", help="soak: serial requests")] = 120,
+    soak_tokens: Annotated[
+        int, typer.Option("--soak-tokens", help="soak: tokens each request decodes (ignore_eos)")
+    ] = 64,
+    log: Annotated[
+        Path | None, typer.Option("--log", help="with --url: the server's log (logscan, grammar rejections)")
+    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds per request")] = 600.0,
+    engine: Annotated[str, typer.Option("--engine", help="engine adapter (metrics and log patterns)")] = "vllm",
+    receipts: ReceiptsOption = None,
 ) -> None:
     """Forced tool calls, JSON schema, needle, cold/cached pair, soak, log scan; exit 0 only if every suite passes."""
     from forklift.canary import (
@@ -55,7 +69,7 @@ def canary(
     )
     from forklift.quality.session import Suite
 
-    names = suite_names(suite, CANARY_SUITES)
+    names = suite_names(suite or [], CANARY_SUITES)
     if not 0.0 <= depth <= 1.0:
         raise UsageError(f"--depth {depth}: expected a fraction from 0 to 1")
     for option, value in (("--repeats", repeats), ("--requests", requests), ("--context-tokens", context_tokens)):
@@ -79,7 +93,7 @@ def canary(
         lambda config: [Suite("canary", name, runs[name]) for name in names],
         url=url,
         profile=profile,
-        sets=sets,
+        sets=sets or [],
         logs=logs,
         model=model,
         timeout=timeout,

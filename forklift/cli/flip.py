@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 
-from forklift.cli.app import app, console, load
+from forklift.cli.app import FLIP, JsonOption, ReceiptsOption, app, console, load, print_json, receipts_dir, say, styled
 
 STYLE = {
     "exact": "green",
@@ -26,49 +25,49 @@ STYLE = {
 
 
 def render(report) -> None:
-    """The verdict table; patch names are never cut: a terminal wraps them, piped output widens the table."""
+    """The verdict table; off a terminal the console is wide (cli/app.py), so no name is folded."""
     from rich.table import Table
 
     table = Table(title=f"forklift flip — {report.old} → {report.new}", title_justify="left")
-    verdicts = [p.verdict_text() for p in report.patches]
-    names = max((len(p.name) for p in report.patches), default=0)
-    piped = not console.is_terminal  # a log or a pipe has no width to respect: widen so no name is folded
-    if piped:
-        console.width = max(console.width, names + max(map(len, verdicts), default=0) + 80)
     table.add_column("#")
-    table.add_column("patch", overflow="fold", min_width=names if piped else None)
-    table.add_column("verdict", overflow="fold", min_width=max(map(len, verdicts), default=0) if piped else None)
+    table.add_column("patch", overflow="fold")
+    table.add_column("verdict", overflow="fold")
     table.add_column("needs a look", overflow="fold")
     table.add_column("detail", overflow="fold")
-    for number, (p, verdict) in enumerate(zip(report.patches, verdicts), 1):
-        table.add_row(str(number), p.name, f"[{STYLE[p.verdict]}]{verdict}[/]", "; ".join(p.look), p.detail())
+    for number, p in enumerate(report.patches, 1):
+        table.add_row(str(number), p.name, styled(p.verdict_text(), STYLE[p.verdict]), "; ".join(p.look), p.detail())
     console.print(table)
     for line in report.overlay_changed:
         console.print(f"[yellow]overlay[/] {line}", soft_wrap=True)
     if report.knobs_skipped:
-        console.print(f"knobs: {report.knobs_skipped}")
+        say(f"knobs: {report.knobs_skipped}")
     for k in report.knobs:
-        console.print("knobs " + k.describe(report.knobs[0] if k is not report.knobs[0] else None))
+        say("knobs " + k.describe(report.knobs[0] if k is not report.knobs[0] else None))
     if report.knobs:
         for read in report.knobs[0].new_unregistered_reads:
-            console.print(f"  unregistered read new in {report.new}: {read}")
+            say(f"  unregistered read new in {report.new}: {read}")
         for read in report.knobs[-1].series_unregistered_reads:
-            console.print(f"  unregistered read added by the series: {read}")
-    console.print(report.summary())
+            say(f"  unregistered read added by the series: {read}")
+    say(report.summary())
 
 
-@app.command()
+@app.command(rich_help_panel=FLIP)
 def flip(
-    version: str = typer.Argument(..., help="the upstream version (PyPI) or tag (git) to move to"),
-    write: bool = typer.Option(False, "--write", help="move the pin and the series (only when nothing conflicts)"),
-    as_json: bool = typer.Option(False, "--json", help="print the report as JSON instead of a table"),
-    report_file: Optional[Path] = typer.Option(None, "--report", help="also write the markdown flip report here"),
-    receipts: Optional[Path] = typer.Option(
-        None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
-    ),
-    repo: Optional[Path] = typer.Option(
-        None, "--repo", help="with --write: the fork, which gets the new release's commit the series' base line names"
-    ),
+    version: Annotated[str, typer.Argument(help="the upstream version (PyPI) or tag (git) to move to")],
+    write: Annotated[
+        bool, typer.Option("--write", help="move the pin and the series (only when nothing conflicts)")
+    ] = False,
+    as_json: JsonOption = False,
+    report_file: Annotated[
+        Path | None, typer.Option("--report", help="also write the markdown flip report here")
+    ] = None,
+    receipts: ReceiptsOption = None,
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            "--repo", help="with --write: the fork, which gets the new release's commit the series' base line names"
+        ),
+    ] = None,
 ) -> None:
     """Dry run by default: which patches apply, moved, are upstream (retire), conflict; knobs before/after."""
     from forklift.flip.report import render_markdown
@@ -77,28 +76,28 @@ def flip(
     from forklift.fsio import write_atomic
 
     fork = Git(repo) if repo is not None else None
-    result = run_flip(load(), version, receipts, progress=None if as_json else console, write=write, fork=fork)
+    result = run_flip(
+        load(), version, receipts_dir(receipts), progress=None if as_json else console, write=write, fork=fork
+    )
     report = result.report
     if report_file:
         write_atomic(report_file, render_markdown(report))
     if as_json:
-        console.print_json(
-            json.dumps(
-                {
-                    "ok": not report.blocked,
-                    "receipt": str(result.receipt),
-                    "written": [str(p) for p in result.written],
-                    **report.model_dump(),
-                }
-            )
+        print_json(
+            {
+                "ok": not report.blocked,
+                "receipt": str(result.receipt),
+                "written": [str(p) for p in result.written],
+                **report.model_dump(mode="json"),
+            }
         )
     else:
         render(report)
         for path in result.written:
-            console.print(f"wrote {path}")
-        verdict = "[green]can move[/]" if not report.blocked else f"[red]BLOCKED[/] ({len(report.blocked)} patch(es))"
-        if write and report.blocked:
-            verdict += ": nothing written"
-        console.print(f"{verdict} — receipt {result.receipt}")
+            say(f"wrote {path}")
+        verdict = ("can move", "green") if not report.blocked else ("BLOCKED", "red")
+        blocked = f" ({len(report.blocked)} patch(es))" if report.blocked else ""
+        nothing = ": nothing written" if write and report.blocked else ""
+        say(verdict, f"{blocked}{nothing} — receipt {result.receipt}")
     if report.blocked:
         raise typer.Exit(1)

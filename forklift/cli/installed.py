@@ -1,22 +1,24 @@
-"""`forklift apply --installed` and `forklift verify --installed`: the series on an installed engine."""
+"""`forklift apply` and `forklift verify`: the series on an installed engine package."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 
-from forklift.cli.app import app, console, load
+from forklift.cli.app import ENGINE, JsonOption, app, load, print_json, say
 
-PATH_ARG = typer.Argument(
-    None, help="site-packages, the package folder, a venv or its python (default: the engine on PATH)"
-)
-INSTALLED = typer.Option(False, "--installed", help="work on the installed engine package (the only mode)")
+PathArgument = Annotated[
+    Path | None,
+    typer.Argument(help="site-packages, the package folder, a venv or its python (default: the engine on PATH)"),
+]
+# Installed engines are the only thing these commands work on; the flag is accepted (and hidden) so
+# scripts written as `apply --installed` keep running.
+InstalledFlag = Annotated[bool, typer.Option("--installed", hidden=True)]
 
 
-def _package(path: Optional[Path]):
+def _package(path: Path | None):
     from forklift.engines import adapter
     from forklift.installed.package import locate
     from forklift.series.gate import configured_series
@@ -26,71 +28,57 @@ def _package(path: Optional[Path]):
     return locate(path, engine.package, engine.serve_script), configured_series(config)
 
 
-def _require(installed: bool, command: str) -> None:
-    if not installed:
-        from forklift.errors import UsageError
-
-        raise UsageError(f"forklift {command}: give --installed (the series is applied to trees by `forklift check`)")
-
-
-@app.command()
-def apply(installed: bool = INSTALLED, path: Optional[Path] = PATH_ARG) -> None:
+@app.command(rich_help_panel=ENGINE)
+def apply(path: PathArgument = None, _installed: InstalledFlag = False) -> None:
     """Apply the series to an installed engine, idempotently (patches already there are left alone)."""
-    _require(installed, "apply")
     from forklift.installed.verify import apply_installed
 
     package, series = _package(path)
     result = apply_installed(package, series)
     for name in result.already:
-        console.print(f"already applied: {name}", soft_wrap=True)
+        say(f"already applied: {name}")
     for name in result.applied:
-        console.print(f"applied: {name}", soft_wrap=True)
-    console.print(f"{len(result.written)} file(s) written in {package.site}", soft_wrap=True)
+        say(f"applied: {name}")
+    say(f"{len(result.written)} file(s) written in {package.site}")
 
 
-@app.command()
+@app.command(rich_help_panel=ENGINE)
 def verify(
-    installed: bool = INSTALLED,
-    path: Optional[Path] = PATH_ARG,
-    as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
-    trimmed: bool = typer.Option(
-        False, "--trimmed", help="a trimmed install: RECORD files absent from disk are counted, not failed"
-    ),
+    path: PathArgument = None,
+    as_json: JsonOption = False,
+    trimmed: Annotated[
+        bool,
+        typer.Option("--trimmed", help="a trimmed install: RECORD files absent from disk are counted, not failed"),
+    ] = False,
+    _installed: InstalledFlag = False,
 ) -> None:
     """Check every file of an installed engine: pristine, patched as the series says, or unexpected."""
-    _require(installed, "verify")
     from forklift.errors import ForkliftError
     from forklift.installed.verify import verify as verify_installed
 
     package, series = _package(path)
     state = verify_installed(package, series, trimmed=trimmed)
     if as_json:
-        console.print_json(
-            json.dumps(
-                {
-                    "ok": state.ok,
-                    "site": str(package.site),
-                    "distribution": package.dist_info.name,
-                    "checked": state.checked,
-                    "absent": state.absent,
-                    "patches": [{"name": p.name, "state": p.state, "status": p.status} for p in state.patches],
-                    "files": [{"path": f.path, "state": f.state, "why": f.why} for f in state.files],
-                }
-            )
+        print_json(
+            {
+                "ok": state.ok,
+                "site": str(package.site),
+                "distribution": package.dist_info.name,
+                "checked": state.checked,
+                "absent": state.absent,
+                "patches": [{"name": p.name, "state": p.state, "status": p.status} for p in state.patches],
+                "files": [{"path": f.path, "state": f.state, "why": f.why} for f in state.files],
+            }
         )
     else:
         for patch in state.patches:
-            console.print(f"{patch.state:12} {patch.name}", soft_wrap=True, markup=False)
+            say(f"{patch.state:12} {patch.name}")
         for check in state.files:
             if check.state == "absent":
                 continue
-            console.print(
-                f"{check.state:12} {check.path}{'  (' + check.why + ')' if check.why else ''}",
-                soft_wrap=True,
-                markup=False,
-            )
-        console.print(f"{state.checked} files checked against {package.dist_info.name}/RECORD", soft_wrap=True)
+            say(f"{check.state:12} {check.path}{'  (' + check.why + ')' if check.why else ''}")
+        say(f"{state.checked} files checked against {package.dist_info.name}/RECORD")
         if state.absent:
-            console.print(f"{state.absent} file(s) of the RECORD absent (trimmed install): not checked", soft_wrap=True)
+            say(f"{state.absent} file(s) of the RECORD absent (trimmed install): not checked")
     if not state.ok:
         raise ForkliftError(f"installed {package.package} does not match the pin plus the series: {state.summary()}")

@@ -3,47 +3,90 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 
-from forklift.cli.app import app, console, err_console, load
+from forklift.cli.app import ENGINE, ReceiptsOption, app, console, load, receipts_dir, say, warn
+from forklift.cli.progress import BootStatus
+
+SetsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set", metavar="AXIS=CHOICE", help="axis=choice, args.FLAG=VALUE (a TOML value) or env.NAME=VALUE; repeatable"
+    ),
+]
+LogsOption = Annotated[
+    Path | None, typer.Option("--logs", help="engine log folder (default: logs/ beside forklift.toml)")
+]
+PortOption = Annotated[int | None, typer.Option("--port", help="listen on this port instead of the profile's")]
+
+# The server a measuring command (bench, quality, canary) talks to: a running one, or a profile it launches.
+SERVER = "Server"
+UrlOption = Annotated[
+    str | None, typer.Option("--url", help="base URL of any OpenAI-compatible server", rich_help_panel=SERVER)
+]
+ProfileOption = Annotated[
+    str | None,
+    typer.Option(
+        "--profile", help="launch this forklift.toml profile, run against it, stop it", rich_help_panel=SERVER
+    ),
+]
+ServerSetsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="AXIS=CHOICE",
+        help="with --profile: axis=choice, args.FLAG=VALUE, env.NAME=VALUE",
+        rich_help_panel=SERVER,
+    ),
+]
+ServerLogsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--logs", help="with --profile: engine log folder (default: logs/ beside forklift.toml)", rich_help_panel=SERVER
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option("--model", help="served model name (default: the first /v1/models lists)", rich_help_panel=SERVER),
+]
 
 
-@app.command()
+@app.command(rich_help_panel=ENGINE)
 def launch(
-    profile: str = typer.Argument(..., help="a [profiles.NAME] of forklift.toml"),
-    sets: list[str] = typer.Option(
-        [], "--set", help="axis=choice, args.FLAG=VALUE (a TOML value) or env.NAME=VALUE; repeatable"
-    ),
-    print_only: bool = typer.Option(
-        False, "--print", help="print the exact argv and environment, one per line; start nothing"
-    ),
-    port: Optional[int] = typer.Option(None, "--port", help="listen on this port instead of the profile's"),
-    control: bool = typer.Option(
-        False,
-        "--control",
-        help="export a made-up engine variable; fail unless the engine warns about exactly it, then stop",
-    ),
-    check: bool = typer.Option(True, "--check/--no-check", help="check flags and knobs against the installed engine"),
-    receipts: Optional[Path] = typer.Option(
-        None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
-    ),
-    logs: Optional[Path] = typer.Option(None, "--logs", help="engine log folder (default: logs/ beside forklift.toml)"),
-    build: Optional[str] = typer.Option(
-        None, "--build", help="label the receipt with this build (default: engine version + overlay hash)"
-    ),
+    profile: Annotated[str, typer.Argument(help="a [profiles.NAME] of forklift.toml")],
+    sets: SetsOption = None,
+    print_only: Annotated[
+        bool, typer.Option("--print", help="print the exact argv and environment, one per line; start nothing")
+    ] = False,
+    port: PortOption = None,
+    control: Annotated[
+        bool,
+        typer.Option(
+            "--control",
+            help="export a made-up engine variable; fail unless the engine warns about exactly it, then stop",
+        ),
+    ] = False,
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="check flags and knobs against the installed engine")
+    ] = True,
+    receipts: ReceiptsOption = None,
+    logs: LogsOption = None,
+    build: Annotated[
+        str | None,
+        typer.Option("--build", help="label the receipt with this build (default: engine version + overlay hash)"),
+    ] = None,
 ) -> None:
     """Boot a profile as a supervised server (Ctrl-C or `forklift stop` ends it), or --print its command."""
     from forklift.launch.resolve import printed_lines
     from forklift.launch.run import launch as run_launch
     from forklift.launch.run import make_plan
-    from forklift.receipts import receipts_folder
 
     config = load()
-    plan = make_plan(config, profile, sets, port=port, check=check)
+    plan = make_plan(config, profile, sets or [], port=port, check=check)
     for warning in plan.warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", soft_wrap=True)
+        warn(warning)
     if print_only:
         resolved = plan.resolved
         lines = printed_lines(resolved)
@@ -55,7 +98,7 @@ def launch(
         typer.echo("# env")
         for line in lines[len(resolved.argv) :]:
             typer.echo(line)
-        from forklift.launch.resolve import ray_commands, rank_lines
+        from forklift.launch.resolve import rank_lines, ray_commands
 
         for header, extra in (
             ("# per GPU", rank_lines(resolved)),
@@ -67,54 +110,54 @@ def launch(
                     typer.echo(line)
         if plan.checked_against is None and check:
             knobs = f"knobs checked against {plan.knobs_from}" if plan.knobs_from else "knobs not checked"
-            err_console.print(f"note: engine not installed here: flags not checked; {knobs}", soft_wrap=True)
+            say(f"note: engine not installed here: flags not checked; {knobs}", err=True)
         return
 
     def ready(booted) -> None:
+        status.stop()
         facts = booted.body.facts
-        console.print(
-            f"ready in {booted.body.boot_seconds:.1f} s at {booted.server.url} (log {booted.server.log_path})",
-            soft_wrap=True,
-        )
-        console.print(
+        say(f"ready in {booted.body.boot_seconds:.1f} s at {booted.server.url} (log {booted.server.log_path})")
+        say(
             f"KV pool: {_count(facts.kv_pool_tokens)} tokens ({facts.kv_pool_device or '?'}), "
             f"KV memory: {facts.kv_memory_gib} GiB, max concurrency: {facts.max_concurrency}x "
-            f"at {_count(facts.max_concurrency_tokens)} tokens per request",
-            soft_wrap=True,
+            f"at {_count(facts.max_concurrency_tokens)} tokens per request"
         )
         for key, value in facts.extra.items():
-            console.print(f"boot fact: {key}={value}", soft_wrap=True)
+            say(f"boot fact: {key}={value}")
         if control:
-            console.print(f"positive control: the engine warned about {facts.unknown_env[0]}", soft_wrap=True)
+            say(f"positive control: the engine warned about {facts.unknown_env[0]}")
         elif facts.unknown_env:
-            err_console.print(f"[yellow]warning:[/] engine reports unknown variables: {', '.join(facts.unknown_env)}")
-        console.print(f"receipt {booted.receipt_path}", soft_wrap=True)
+            warn(f"engine reports unknown variables: {', '.join(facts.unknown_env)}")
+        say(f"receipt {booted.receipt_path}")
         if not control:
-            console.print("serving; Ctrl-C or `forklift stop` to end", soft_wrap=True)
+            say("serving; Ctrl-C or `forklift stop` to end")
 
-    booted = run_launch(
-        config,
-        plan,
-        receipts_folder(receipts, config.path),
-        logs or config.root / "logs",
-        control=control,
-        on_ready=ready,
-        serve=not control,
-        labels={"build": build} if build else None,
-    )
-    console.print("stopped: the engine's process group is gone")
+    with BootStatus(console, plan.resolved.profile) as status:
+        booted = run_launch(
+            config,
+            plan,
+            receipts_dir(receipts),
+            logs or config.root / "logs",
+            control=control,
+            on_ready=ready,
+            serve=not control,
+            on_start=status.on_start,
+            on_poll=status.on_poll,
+            labels={"build": build} if build else None,
+        )
+    say("stopped: the engine's process group is gone")
     if booted.body.after_stop:
-        console.print(f"GPUs after stop: {booted.body.after_stop}", soft_wrap=True)
+        say(f"GPUs after stop: {booted.body.after_stop}")
 
 
 def _count(value: int | None) -> str:
     return "?" if value is None else f"{value:,}"
 
 
-@app.command()
+@app.command(rich_help_panel=ENGINE)
 def stop(
-    profile: Optional[str] = typer.Argument(None, help="stop launches of this profile (default: all)"),
-    port: Optional[int] = typer.Option(None, "--port", help="only the launch listening on this port"),
+    profile: Annotated[str | None, typer.Argument(help="stop launches of this profile (default: all)")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="only the launch listening on this port")] = None,
 ) -> None:
     """Stop running launches: terminate the engine's process group, wait, kill; nothing is left behind."""
     from forklift.errors import ForkliftError
@@ -127,4 +170,4 @@ def stop(
         )
     for entry in chosen:
         stop_running(entry)
-        console.print(f"stopped {entry.profile} at {entry.url} (engine pid {entry.server})", soft_wrap=True)
+        say(f"stopped {entry.profile} at {entry.url} (engine pid {entry.server})")

@@ -9,12 +9,23 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from forklift.cli.app import app, console, load
-from forklift.cli.bench import receipts_folder
+from forklift.cli.app import (
+    MEASURE,
+    ReceiptsOption,
+    app,
+    config_file,
+    console,
+    load,
+    print_json,
+    receipts_dir,
+    say,
+    styled,
+)
+from forklift.cli.launch import ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
 from forklift.errors import ForkliftError, UsageError
 
 if TYPE_CHECKING:
@@ -56,9 +67,9 @@ def run_suites(
         raise UsageError("--set needs --profile (it changes what is launched)")
     if url is not None and not url.startswith(("http://", "https://")):
         raise UsageError(f"--url {url!r}: expected http://HOST:PORT or https://HOST:PORT")
-    folder = receipts_folder(receipts)
+    folder = receipts_dir(receipts)
     if profile is not None:
-        config: Config = load()  # type: ignore[assignment]
+        config: Config = load()
         suites = make(config)
         base = Endpoint(url="", model=model or "", timeout=timeout)
         outcomes = run_launched(
@@ -88,12 +99,9 @@ def run_suites(
     return outcomes
 
 
-def _optional_config():
+def _optional_config() -> Config | None:
     """forklift.toml when there is one (corpora are named there); --url alone needs none."""
-    from forklift.cli.app import state
-
-    path = state.config_path / "forklift.toml" if state.config_path.is_dir() else state.config_path
-    return load() if path.exists() else None
+    return load() if config_file() is not None else None
 
 
 def render(outcomes: list) -> None:
@@ -106,12 +114,12 @@ def render(outcomes: list) -> None:
         table.add_column(column)
     for outcome in outcomes:
         body: SuiteBody = outcome.body
-        verdict = "[green]PASS[/]" if body.passed else "[red]FAIL[/]"
+        verdict = styled("PASS", "green") if body.passed else styled("FAIL", "red")
         table.add_row(body.suite, verdict, _evidence(body), str(outcome.path))
     console.print(table)
     for outcome in outcomes:
         if not outcome.body.passed:
-            console.print(f"[red]{outcome.body.suite}: {outcome.body.failure}[/]")
+            say((f"{outcome.body.suite}: {outcome.body.failure}", "red"))
 
 
 def _evidence(body) -> str:
@@ -124,7 +132,7 @@ def _evidence(body) -> str:
         n = summary["questions"]
         return f"strict {summary['correct_strict']}/{n}, flexible {summary['correct_flexible']}/{n}"
     shown = {
-        k: v for k, v in summary.items() if v is not None and not isinstance(v, (list, dict)) or k == "http_status"
+        k: v for k, v in summary.items() if (v is not None and not isinstance(v, (list, dict))) or k == "http_status"
     }
     return ", ".join(f"{k}={json.dumps(v) if isinstance(v, dict) else v}" for k, v in shown.items())
 
@@ -141,30 +149,41 @@ def finish(outcomes: list, command: str) -> None:
 QUALITY_SUITES = ("ppl", "gsm8k")
 
 
-@app.command("quality")
+@app.command("quality", rich_help_panel=MEASURE)
 def quality(
-    suite: list[str] = typer.Option([], "--suite", help="ppl and/or gsm8k (comma-separated or repeated)"),
-    url: str | None = typer.Option(None, "--url", help="base URL of any OpenAI-compatible server"),
-    profile: str | None = typer.Option(None, "--profile", help="launch this forklift.toml profile, run, stop it"),
-    sets: list[str] = typer.Option([], "--set", help="with --profile: axis=choice, args.FLAG=VALUE, env.NAME=VALUE"),
-    logs: Path | None = typer.Option(None, "--logs", help="with --profile: engine log folder"),
-    model: str | None = typer.Option(None, "--model", help="served model name (default: the first listed)"),
-    corpus: list[str] = typer.Option([], "--corpus", help="ppl: a [quality.corpora.NAME] of forklift.toml (repeat)"),
-    window_chars: int | None = typer.Option(None, "--window-chars", help="ppl: characters a window (default 1200)"),
-    window_tokens: int | None = typer.Option(None, "--window-tokens", help="ppl: tokens a window (server /tokenize)"),
-    windows: int | None = typer.Option(None, "--windows", help="ppl: score the first N windows only"),
-    data: Path | None = typer.Option(None, "--data", help="gsm8k: the test set, GSM8K JSONL"),
-    n: int = typer.Option(50, "--n", help="gsm8k: questions in the seeded subset"),
-    seed: int = typer.Option(0, "--seed", help="gsm8k: seed of the subset and the shots"),
-    shots: int = typer.Option(0, "--shots", help="gsm8k: k-shot prompt (0 or 5, usually)"),
-    endpoint: str = typer.Option("completions", "--endpoint", help="gsm8k: chat or completions"),
-    max_tokens: int = typer.Option(256, "--max-tokens", help="gsm8k: answer length limit"),
-    timeout: float = typer.Option(600.0, "--timeout", help="seconds per request"),
-    engine: str = typer.Option("vllm", "--engine", help="engine adapter (metrics and log patterns)"),
-    engine_root: list[Path] = typer.Option(
-        [], "--engine-root", help="with --url: where the engine under test is installed (corpora there are refused)"
-    ),
-    receipts: Path | None = typer.Option(None, "--receipts", help="receipt folder"),
+    suite: Annotated[
+        list[str] | None, typer.Option("--suite", help="ppl and/or gsm8k (comma-separated or repeated)")
+    ] = None,
+    url: UrlOption = None,
+    profile: ProfileOption = None,
+    sets: ServerSetsOption = None,
+    logs: ServerLogsOption = None,
+    model: ModelOption = None,
+    corpus: Annotated[
+        list[str] | None, typer.Option("--corpus", help="ppl: a [quality.corpora.NAME] of forklift.toml (repeat)")
+    ] = None,
+    window_chars: Annotated[
+        int | None, typer.Option("--window-chars", help="ppl: characters a window (default 1200)")
+    ] = None,
+    window_tokens: Annotated[
+        int | None, typer.Option("--window-tokens", help="ppl: tokens a window (server /tokenize)")
+    ] = None,
+    windows: Annotated[int | None, typer.Option("--windows", help="ppl: score the first N windows only")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="gsm8k: the test set, GSM8K JSONL")] = None,
+    n: Annotated[int, typer.Option("--n", help="gsm8k: questions in the seeded subset")] = 50,
+    seed: Annotated[int, typer.Option("--seed", help="gsm8k: seed of the subset and the shots")] = 0,
+    shots: Annotated[int, typer.Option("--shots", help="gsm8k: k-shot prompt (0 or 5, usually)")] = 0,
+    endpoint: Annotated[str, typer.Option("--endpoint", help="gsm8k: chat or completions")] = "completions",
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="gsm8k: answer length limit")] = 256,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds per request")] = 600.0,
+    engine: Annotated[str, typer.Option("--engine", help="engine adapter (metrics and log patterns)")] = "vllm",
+    engine_root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--engine-root", help="with --url: where the engine under test is installed (corpora there are refused)"
+        ),
+    ] = None,
+    receipts: ReceiptsOption = None,
 ) -> None:
     """Perplexity over pinned corpora and GSM8K exact match; a receipt per suite, exit 1 if a suite failed."""
     from functools import partial
@@ -173,9 +192,10 @@ def quality(
     from forklift.quality.corpus import corpus_from_config
     from forklift.quality.session import Suite
 
-    names = suite_names(suite, QUALITY_SUITES)
+    names = suite_names(suite or [], QUALITY_SUITES)
     if window_chars is not None and window_tokens is not None:
         raise UsageError("give --window-chars or --window-tokens, not both")
+    corpus = corpus or []
     if "ppl" in names and not corpus:
         raise UsageError("--suite ppl needs --corpus NAME (a [quality.corpora.NAME] of forklift.toml)")
     if "gsm8k" in names and data is None:
@@ -206,12 +226,12 @@ def quality(
         make,
         url=url,
         profile=profile,
-        sets=sets,
+        sets=sets or [],
         logs=logs,
         model=model,
         timeout=timeout,
         engine=engine,
-        engine_roots=engine_root,
+        engine_roots=engine_root or [],
         log=None,
         receipts=receipts,
     )
@@ -242,7 +262,7 @@ def compare_suite_receipts(paths: list[Path], *, across_machines: bool, as_json:
             return False
         raise ForkliftError("nothing to compare: " + "; ".join(alone))
     if as_json:
-        typer.echo(json.dumps({"suites": [r.model_dump(mode="json") for r in rows], "unmatched": alone}, indent=2))
+        print_json({"suites": [r.model_dump(mode="json") for r in rows], "unmatched": alone})
     else:
         _render_comparison(rows, alone)
     refused = [row for row in rows if row.claim == "refused"]
@@ -268,7 +288,7 @@ def _render_comparison(rows: list, alone: list[str]) -> None:
         table.add_column(column)
     for row in rows:
         setting = row.setting_a if row.setting_a == row.setting_b else f"{row.setting_a} → {row.setting_b}"
-        table.add_row(row.label, setting, row.value_a, row.value_b, f"[{style[row.claim]}]{row.verdict}[/]")
+        table.add_row(row.label, setting, row.value_a, row.value_b, styled(row.verdict, style[row.claim]))
     console.print(table)
     for line in alone:
-        console.print(f"[yellow]not compared ({line})[/]")
+        say((f"not compared ({line})", "yellow"))

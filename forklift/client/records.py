@@ -6,6 +6,7 @@ the cell, so records from one cell share one time base.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,7 +78,7 @@ class RequestRecord(BaseModel):
         beyond the first in the first chunk arrived with it and belong to TTFT.
         """
         out: list[float] = []
-        for (prev, _), (now, tokens) in zip(self.chunks, self.chunks[1:]):
+        for (prev, _), (now, tokens) in pairwise(self.chunks):
             if tokens > 0:
                 out.extend([(now - prev) / tokens] * tokens)
         return out
@@ -96,5 +97,5 @@ class RequestRecord(BaseModel):
         has no decode timing: TPOT, ITL and decode tok/s skip it, in the bench table and
         in compare alike.
         """
-        gaps = [later - earlier for (earlier, _), (later, _) in zip(self.chunks, self.chunks[1:])]
+        gaps = [later - earlier for (earlier, _), (later, _) in pairwise(self.chunks)]
         return len(gaps) >= 2 and 2 * sum(gap < BURST_GAP_S for gap in gaps) > len(gaps)

@@ -47,7 +47,7 @@ class StreamClient:
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._session: aiohttp.ClientSession | None = None
 
-    async def __aenter__(self) -> "StreamClient":
+    async def __aenter__(self) -> StreamClient:
         connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=self.connections)
         self._session = aiohttp.ClientSession(
             connector=connector, headers=self.headers, timeout=aiohttp.ClientTimeout(total=self.timeout)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -60,7 +60,7 @@ class PathPin(Strict):
     extract: ExtractLimits | None = None
 
 
-Pin = Annotated[Union[PypiPin, GitPin, PathPin], Field(discriminator="source")]
+Pin = Annotated[PypiPin | GitPin | PathPin, Field(discriminator="source")]
 
 
 class EngineConfig(Strict):

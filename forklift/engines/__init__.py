@@ -7,8 +7,8 @@ Everything else in forklift talks to an `EngineAdapter`, so a second engine
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from forklift.errors import UsageError
 

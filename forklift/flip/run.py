@@ -11,7 +11,6 @@ from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.engines import adapter
 from forklift.errors import ForkliftError, UsageError
 from forklift.flip.knobs import knob_deltas
-from forklift.flip.move import follow_manifest, moved_toml, new_pin, pin_version
 from forklift.flip.report import FlipReport, FlipRow, KnobDelta
 from forklift.flip.triage import PatchTriage, triage
 from forklift.fork.base import base_tag
@@ -24,6 +23,7 @@ from forklift.series.engine import apply_series
 from forklift.series.files import upstream_drift
 from forklift.series.gate import configured_overlay, configured_series
 from forklift.series.model import SERIES_FILE, Series
+from forklift.series.move import follow_manifest, moved_toml, new_pin, pin_version
 from forklift.series.render import series_patches_md
 from forklift.source import Tree
 
@@ -73,7 +73,9 @@ def run_flip(
         old=old_tree.label,
         new=new_tree.label,
         new_pin=target.model_dump(exclude_none=True),
-        patches=with_skipped([FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches)], series),
+        patches=with_skipped(
+            [FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches, strict=False)], series
+        ),
         knobs=knobs,
         knobs_skipped=skipped,
         overlay_changed=[str(d) for d in upstream_drift(old_read, new_read, list(configured_overlay(config)))],

@@ -200,7 +200,7 @@ def _look(
         return []
     old_lines, new_lines = split_lines(old), split_lines(new)
     reasons = []
-    for hunk, was, now in zip(fp.hunks, on_old, on_new):
+    for hunk, was, now in zip(fp.hunks, on_old, on_new, strict=False):
         if now is None or now.line is None or was.line is None:
             continue  # not applied on the new release (already there): nothing of upstream's to re-read
         change = next((i for i, line in enumerate(hunk.old) if line not in hunk.new), hunk.leading_context)
@@ -211,7 +211,9 @@ def _look(
         before = old_lines[scope[1] : scope[2]]
         after = new_lines[there[1] : there[2]] if there else []
         if before != after:
-            at = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
+            at = next(
+                (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), min(len(before), len(after))
+            )
             reasons.append(
                 f"{fp.path} hunk #{was.index}: upstream changed `{scope[0]}` (line {scope[1] + 1}) "
                 f"at line {scope[1] + at + 1}"
@@ -388,7 +390,7 @@ class _Triage:
         self.old.files.update(on_old.files)  # the series applies on the old release, or check said so
         return PatchTriage(
             name=patch.name,
-            verdict=verdict,  # type: ignore[arg-type]
+            verdict=verdict,
             hunks=evidence,
             files=patch.paths,
             blocked_by=blocked_by,

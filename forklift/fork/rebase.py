@@ -86,7 +86,7 @@ def _identity(fork: Git) -> dict[str, str]:
 
 def start_rebase(config: Config, fork: Git, version: str, branch: str, progress=None) -> RebaseOutcome:
     """Create the new release's commit, record the pending move, and rebase `branch` onto it."""
-    from forklift.flip.move import new_pin
+    from forklift.series.move import new_pin
     from forklift.source import materialize
 
     pin = config.data.upstream
@@ -133,9 +133,9 @@ def start_rebase(config: Config, fork: Git, version: str, branch: str, progress=
 def finish_rebase(config: Config, fork: Git, move: PendingMove) -> list[Path]:
     """After the export of the rebased branch: forklift.toml's pin (and contract) and the manifest follow the
     series onto the new release, and the pending move is forgotten. Returns the files written."""
-    from forklift.flip.move import follow_manifest, moved_toml
     from forklift.fsio import write_atomic
     from forklift.series.model import load_series
+    from forklift.series.move import follow_manifest, moved_toml
 
     pin = move.target()
     fresh = load_series(config.series_dir)

@@ -18,11 +18,11 @@ class UpstreamPaths:
     top_dirs: frozenset[str]
 
     @classmethod
-    def from_files(cls, files: set[str] | frozenset[str]) -> "UpstreamPaths":
+    def from_files(cls, files: set[str] | frozenset[str]) -> UpstreamPaths:
         return cls(files=frozenset(files), top_dirs=frozenset(f.split("/", 1)[0] for f in files if "/" in f))
 
     @classmethod
-    def from_tree(cls, root: Path) -> "UpstreamPaths":
+    def from_tree(cls, root: Path) -> UpstreamPaths:
         return cls.from_files(set(tree_files(root)))
 
     def contains(self, path: str) -> bool:

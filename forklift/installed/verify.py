@@ -126,11 +126,11 @@ def _undo_applied(package: InstalledPackage, series: Series) -> tuple[list[Patch
             "applied" if r.status == "already-applied" else "not-applied" if r.applies else "conflicts",
             r.status,
         )
-        for p, r in zip(series.patches, forward)
+        for p, r in zip(series.patches, forward, strict=True)
     ]
     # Undo the applied patches, last first: what is left should be the wheel's bytes.
     undone = Overlay(package.read)
-    for patch, check in reversed(list(zip(series.patches, patches))):
+    for patch, check in reversed(list(zip(series.patches, patches, strict=True))):
         if check.state == "applied":
             result = apply_patch(undone.read, reverse(patch))
             if result.status in ("exact", "offset"):
@@ -172,7 +172,7 @@ def verify(package: InstalledPackage, series: Series, trimmed: bool = False) -> 
             checks.append(FileCheck(path, "absent" if trimmed else "missing", "in the wheel's RECORD, not on disk"))
         else:
             want = package.record[path]
-            if want is not None and sha256_hex(installed) != want:
+            if want is not None and (installed is None or sha256_hex(installed) != want):
                 checks.append(FileCheck(path, "modified", "sha256 differs from the wheel's RECORD"))
     return Verification(package, patches, checks, checked=len(on_disk), touched=touched)
 

@@ -54,7 +54,7 @@ def patched_registry(pristine: Registry, files: dict[str, bytes | None], adapter
 
 def _cache_key(tree: Tree, adapter: EngineAdapter) -> str:
     """The tree's digest and the registry code that read it: either changing makes a new entry."""
-    code = Path(importlib.import_module(registered_names.__module__).__file__).read_bytes()
+    code = Path(str(importlib.import_module(registered_names.__module__).__file__)).read_bytes()
     return hashlib.sha256(f"{tree.kind}:{tree.digest}:{adapter.name}:".encode() + code).hexdigest()
 
 

@@ -7,18 +7,20 @@ the verdict, so a boot cut short still leaves a record of what was tried.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
 from forklift.launch.facts import BootBody, BootFacts
 from forklift.launch.resolve import REDACTED, Resolved, is_secret, printed_lines
-from forklift.launch.supervise import Server, boot_body, start, stop, wait_healthy
+from forklift.launch.supervise import OnPoll, Server, boot_body, start, stop, wait_healthy
 from forklift.receipts import new_receipt, write_receipt
+from forklift.receipts.envelope import Status
 
-STATUS = {"ready": "ok", "interrupted": "interrupted", "booting": "partial"}
+STATUS: dict[str, Status] = {"ready": "ok", "interrupted": "interrupted", "booting": "partial"}
 
 
 @dataclass
@@ -61,6 +63,7 @@ def boot(
     warnings: list[str] | None = None,
     receipt_fields: dict[str, Any] | None = None,
     on_start: Callable[[Server], None] | None = None,
+    on_poll: OnPoll | None = None,
 ) -> Booted:
     """Boot and return the verdict; a failed boot is stopped (its process group gone) before returning.
 
@@ -80,7 +83,7 @@ def boot(
 
     def record(body: BootBody) -> None:
         body.facts.warnings = list(warnings or [])
-        if path is not None:
+        if path is not None and receipts is not None:
             receipt.status = STATUS.get(body.outcome, "failed")
             receipt.body = body.model_dump()
             write_receipt(receipt, receipts, path)
@@ -93,7 +96,7 @@ def boot(
     try:
         if on_start:
             on_start(server)
-        body = wait_healthy(server, adapter, resolved.health_timeout, setting)
+        body = wait_healthy(server, adapter, resolved.health_timeout, setting, on_poll)
     except KeyboardInterrupt:
         stop(server)
         record(boot_body(server, adapter, "interrupted", setting))

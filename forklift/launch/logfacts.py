@@ -24,7 +24,7 @@ def strip_prefix(adapter: EngineAdapter, line: str) -> str:
 
 def parse_boot_log(lines: Iterable[str], adapter: EngineAdapter) -> BootFacts:
     """Every fact the log states; facts it does not state stay None (never zero)."""
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}  # BootFacts field -> value, each converted by its pattern
     unknown_env: list[str] = []
     extra: dict[str, str] = {}
     fatal: tuple[int, str] | None = None
@@ -55,10 +55,10 @@ def parse_boot_log(lines: Iterable[str], adapter: EngineAdapter) -> BootFacts:
         match = adapter.unknown_env_regex.search(line)
         if match and match.group("name") not in unknown_env:
             unknown_env.append(match.group("name"))
-        for pattern in adapter.fatal_patterns:
-            if pattern.regex.search(line):
-                if fatal is None or pattern.rank < fatal[0]:
-                    fatal = (pattern.rank, line.strip()[:_MAX_FATAL_CHARS])
+        for fatal_pattern in adapter.fatal_patterns:
+            if fatal_pattern.regex.search(line):
+                if fatal is None or fatal_pattern.rank < fatal[0]:
+                    fatal = (fatal_pattern.rank, line.strip()[:_MAX_FATAL_CHARS])
                 break
     return BootFacts(
         **values,

@@ -298,10 +298,10 @@ def _pick_choices(profile: Profile, name: str, choices: dict[str, str]) -> dict[
             )
     picked: dict[str, str] = {}
     for axis, values in axes.items():
-        value = choices.get(axis, profile.defaults.get(axis))
-        if value is None:
+        chosen = choices.get(axis, profile.defaults.get(axis))
+        if chosen is None:
             raise UsageError(f"profile {name}: axis {axis} needs a value: --set {axis}={'|'.join(values)}")
-        picked[axis] = value
+        picked[axis] = chosen
     return picked
 
 

@@ -6,9 +6,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from forklift.config import Config
 from forklift.engines import EngineAdapter
@@ -17,7 +17,7 @@ from forklift.errors import ForkliftError
 from forklift.launch.boot import Booted, boot, check_control, control_variable, failure_message, setting_name
 from forklift.launch.resolve import Resolved, parse_sets, resolve
 from forklift.launch.running import Running, register, unregister
-from forklift.launch.supervise import Server, start_time, stop
+from forklift.launch.supervise import OnPoll, Server, start_time, stop
 
 
 @dataclass
@@ -53,8 +53,8 @@ def make_plan(
     if python is not None or command is not None:
         resolved = replace(resolved, python=python, command=command or adapter.serve_argv(python))
     if port is not None:
-        flags = [replace(f, values=(str(port),)) if f.name == "--port" else f for f in resolved.flags]
-        resolved = replace(resolved, port=port, flags=flags)
+        moved = [replace(f, values=(str(port),)) if f.name == "--port" else f for f in resolved.flags]
+        resolved = replace(resolved, port=port, flags=moved)
     plan = Plan(resolved, adapter, legacy_warnings(resolved, adapter))
     if not check:
         return plan
@@ -171,6 +171,8 @@ def launch(
     labels: dict[str, object] | None = None,
     extra_env: dict[str, str] | None = None,
     raise_failed: bool = True,
+    on_start: Callable[[Server], None] | None = None,
+    on_poll: OnPoll | None = None,
 ) -> Booted:
     """Preflight, boot, report; then keep serving until Ctrl-C / `forklift stop` (unless serve=False).
 
@@ -204,6 +206,8 @@ def launch(
             )
         )
         register(entries[0])
+        if on_start:
+            on_start(server)
 
     from forklift.launch import gpus as gpu_state
 
@@ -219,6 +223,7 @@ def launch(
             warnings=plan.warnings,
             receipt_fields=fields,
             on_start=started,
+            on_poll=on_poll,
         )
         if booted.body.outcome != "ready":
             if not raise_failed:

@@ -32,8 +32,8 @@ class Running:
     log_path: str
     # start_time() of each pid when registered: after a SIGKILLed launch or a reboot the pid
     # may name another process, which must never be signalled.
-    supervisor_started: int
-    server_started: int
+    supervisor_started: int | None
+    server_started: int | None  # None: the engine was already gone when registered
 
     @property
     def path(self) -> Path:

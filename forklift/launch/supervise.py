@@ -7,6 +7,7 @@ every engine/worker process it forked. `stop` returns only when that group is go
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -20,7 +21,7 @@ import httpx
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
-from forklift.launch.facts import BootBody
+from forklift.launch.facts import BootBody, Outcome
 from forklift.launch.logfacts import parse_boot_log, strip_prefix
 from forklift.launch.resolve import Resolved
 
@@ -78,7 +79,13 @@ def read_facts(server: Server, adapter: EngineAdapter):
         return parse_boot_log(fh, adapter)
 
 
-def wait_healthy(server: Server, adapter: EngineAdapter, timeout: float, setting: str | None = None) -> BootBody:
+# Called on every poll of a boot with the seconds since start and the log's last line (for a live status).
+OnPoll = Callable[[float, str], None]
+
+
+def wait_healthy(
+    server: Server, adapter: EngineAdapter, timeout: float, setting: str | None = None, on_poll: OnPoll | None = None
+) -> BootBody:
     """Poll the health endpoint until ready, the child exits (died) or the timeout passes.
 
     A log line saying the engine is going down counts as died once the child has had
@@ -88,9 +95,10 @@ def wait_healthy(server: Server, adapter: EngineAdapter, timeout: float, setting
     """
     health = server.url + adapter.health_path
     deadline = server.started + timeout
-    outcome = "timeout"
+    outcome: Outcome = "timeout"
     dying_since: float | None = None
     carry = ""  # the tail of what was read, so a line split across reads still matches
+    last = ""
     with httpx.Client(timeout=2.0, trust_env=False) as client, open(server.log_path, "rb") as log:
         while True:
             if server.process.poll() is not None:
@@ -101,6 +109,10 @@ def wait_healthy(server: Server, adapter: EngineAdapter, timeout: float, setting
                 if adapter.dying_regex.search(text):
                     dying_since = time.monotonic()
                 carry = text[-256:]
+                complete = [line for line in text[: max(text.rfind("\n"), 0)].splitlines() if line.strip()]
+                last = strip_prefix(adapter, complete[-1]).strip() if complete else last
+            if on_poll is not None:
+                on_poll(time.monotonic() - server.started, last)
             if dying_since is not None and time.monotonic() - dying_since >= DYING_GRACE_S:
                 outcome = "died"
                 break
@@ -116,7 +128,7 @@ def wait_healthy(server: Server, adapter: EngineAdapter, timeout: float, setting
     return boot_body(server, adapter, outcome, setting)
 
 
-def boot_body(server: Server, adapter: EngineAdapter, outcome: str, setting: str | None) -> BootBody:
+def boot_body(server: Server, adapter: EngineAdapter, outcome: Outcome, setting: str | None) -> BootBody:
     body = BootBody(
         outcome=outcome,
         exit_code=server.process.poll(),
@@ -207,7 +219,5 @@ def stop(server: Server, grace: float = 20.0) -> None:
 
 def _reap(server: Server) -> None:
     # The leader is our child: reap it, or it stays a zombie and the group looks alive.
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         server.process.wait(timeout=0)
-    except subprocess.TimeoutExpired:
-        pass

@@ -118,7 +118,7 @@ def chat_messages(shots: list[Problem], problem: Problem) -> list[dict[str, str]
             {"role": "user", "content": f"Question: {shot.question}"},
             {"role": "assistant", "content": shot.answer},
         ]
-    return messages + [{"role": "user", "content": f"Question: {problem.question}"}]
+    return [*messages, {"role": "user", "content": f"Question: {problem.question}"}]
 
 
 def _output(options: Gsm8kOptions, answer_body: dict[str, Any]) -> tuple[str, str | None]:

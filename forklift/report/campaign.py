@@ -12,6 +12,7 @@ blank that reads as zero.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -90,7 +91,7 @@ class Side:
         value = server_tok_step(self.runs, cell)
         if value is not None:
             return f"{value:.2f}"
-        deltas = [run.cell(cell).metrics_delta for run in self.runs if run.cell(cell)]
+        deltas = [found.metrics_delta for run in self.runs if (found := run.cell(cell)) is not None]
         return "no spec" if any(deltas) else "unknown"
 
 
@@ -135,9 +136,10 @@ def _boots(receipts: list[tuple[Path, Receipt]]) -> list[Boot]:
 
 def _build_order(runs: list[BenchRun], boots: list[Boot]) -> list[str]:
     """Oldest first: by engine version where it parses, else by when it was first measured."""
-    first_seen: dict[str, object] = {}
+    first_seen: dict[str, datetime] = {}
     versions: dict[str, Version | None] = {}
-    for item in sorted([*runs, *boots], key=lambda x: x.receipt.created):
+    items: list[BenchRun | Boot] = [*runs, *boots]
+    for item in sorted(items, key=lambda x: x.receipt.created):
         first_seen.setdefault(item.build, item.receipt.created)
         try:
             versions[item.build] = Version(str(item.receipt.engine_version))
@@ -148,7 +150,8 @@ def _build_order(runs: list[BenchRun], boots: list[Boot]) -> list[str]:
 
 
 def _host(machine_id: str, runs: list[BenchRun], boots: list[Boot]) -> str:
-    for item in [*runs, *boots]:
+    items: list[BenchRun | Boot] = [*runs, *boots]
+    for item in items:
         if item.receipt.fingerprint.machine_id == machine_id:
             return box_name(item.receipt.fingerprint)
     return machine_id
@@ -213,7 +216,8 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
     for machine in machines:
         host = _host(machine, runs, boots)
         for workload in workloads:
-            if by_setting:
+            pairs: list[tuple[tuple[str, str], tuple[str, str]]]
+            if by_setting and baseline is not None:
                 pairs = [((build, baseline), (build, s)) for build in builds for s in settings if s != baseline]
             elif baseline is not None:
                 pairs = [((baseline, s), (b, s)) for b in builds if b != baseline for s in settings]

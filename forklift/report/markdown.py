@@ -75,7 +75,7 @@ def _summary(campaign: Campaign) -> str:
     lead = (["box"] if many_hosts else []) + ["setting"] + (["workload"] if many_workloads else []) + ["cell"]
     out = []
     if campaign.baseline is None:
-        header = lead + ["tok/s", "KV pool", "tok/step"]
+        header = [*lead, "tok/s", "KV pool", "tok/step"]
         body = [
             ([r.host] if many_hosts else [])
             + [r.old.setting]
@@ -84,7 +84,8 @@ def _summary(campaign: Campaign) -> str:
             for r in rows
         ]
         return f"One build ({campaign.builds[0]}): numbers only, nothing to compare.\n\n" + _table(header, body)
-    header = lead + [
+    header = [
+        *lead,
         f"{words[0]} tok/s",
         f"{words[1]} tok/s",
         f"{words[0]} pool",
@@ -133,7 +134,7 @@ def _summary(campaign: Campaign) -> str:
             "on decode tok/s, or on E2E where decode has no interval (the metric is named): a change no larger "
             "than it is the box, not the change; the same control floors the verdict's interval."
         )
-    return "\n\n".join(out + [caption])
+    return "\n\n".join([*out, caption])
 
 
 def _detail(comparison: GroupComparison) -> str:

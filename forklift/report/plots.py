@@ -94,7 +94,7 @@ def ttft_distribution(campaign: Campaign, path: Path) -> Path | None:
     parts = ax.boxplot(
         [values for _, values in boxes], patch_artist=True, widths=0.6, **HORIZONTAL, medianprops={"color": "black"}
     )
-    for patch, colour in zip(parts["boxes"], colours):
+    for patch, colour in zip(parts["boxes"], colours, strict=True):
         patch.set_facecolor(colour)
         patch.set_alpha(0.45)
     ax.set_yticks(range(1, len(boxes) + 1), [label for label, _ in boxes], fontsize=8)
@@ -121,8 +121,9 @@ def forest(campaign: Campaign, path: Path, most: int = 3) -> Path | None:
 
     One panel per metric that has an estimate somewhere, in FOREST_METRICS order, at most `most`.
     """
-    rows = [row for row in campaign.rows if row.result is not None]
-    metrics = [key for key in FOREST_METRICS if any((m := row.result.metric(key)) and m.estimate for row in rows)][
+    results = [(row, row.result) for row in campaign.rows if row.result is not None]
+    rows = [row for row, _ in results]
+    metrics = [key for key in FOREST_METRICS if any((m := cell.metric(key)) and m.estimate for _, cell in results)][
         :most
     ]
     if not metrics:
@@ -131,8 +132,8 @@ def forest(campaign: Campaign, path: Path, most: int = 3) -> Path | None:
     fig = Figure(figsize=(5 * len(metrics), 1.4 + 0.45 * len(rows)), layout="constrained")
     for i, key in enumerate(metrics):
         ax = fig.add_subplot(1, len(metrics), i + 1)
-        for y, row in enumerate(rows):
-            result = row.result.metric(key)
+        for y, (_, cell) in enumerate(results):
+            result = cell.metric(key)
             if result is None or result.estimate is None:
                 ax.annotate(
                     "no estimate",
@@ -160,7 +161,7 @@ def forest(campaign: Campaign, path: Path, most: int = 3) -> Path | None:
             fontsize=8,
         )
         ax.set_ylim(len(rows) - 0.5, -0.5)
-        label = next((r.result.metric(key).label for r in rows if r.result.metric(key)), key)
+        label = next((m.label for _, cell in results if (m := cell.metric(key)) is not None), key)
         ax.set_xlabel(f"{label}: B vs A, % (95% CI)")
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle("Paired change per setting (green better, red worse, grey within noise)", fontsize=10)

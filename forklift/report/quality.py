@@ -29,8 +29,8 @@ def _build_order(runs: list[SuiteRun], baseline: str | None) -> list[str]:
 
     builds = order(runs, [])  # type: ignore[arg-type]
     if baseline in builds:
-        builds.remove(baseline)  # type: ignore[arg-type]
-        builds.insert(0, baseline)  # type: ignore[arg-type]
+        builds.remove(baseline)
+        builds.insert(0, baseline)
     return builds
 
 

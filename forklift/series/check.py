@@ -218,7 +218,7 @@ def check_series(
     read = functools.cache(read)  # the pristine tree does not change under a check: each file is read once
 
     results, overlay = apply_series(read, patches, applier)
-    pass1 = [_row(p, r, series.digests) for p, r in zip(patches, results)]
+    pass1 = [_row(p, r, series.digests) for p, r in zip(patches, results, strict=False)]
     overlay_rows = apply_overlay(overlay, overlay_files or {})
     findings += [Finding(check="pass1", subject=r.name, message=_explain(r)) for r in results if not r.applies]
 

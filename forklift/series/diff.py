@@ -189,7 +189,7 @@ def tree_path(name: str, raw: bytes, strip: int, where: str = "") -> str | None:
         raise PatchError(f"{name}: {where}path {shown!r} contains a NUL byte")
     text = raw.decode("utf-8", "surrogateescape")
     parts = PurePosixPath(text).parts
-    if text.startswith("/") or len(parts) <= strip and strip:
+    if text.startswith("/") or (len(parts) <= strip and strip):
         raise PatchError(f"{name}: {where}path {shown!r} is absolute or has no component left after -p{strip}")
     rel = PurePosixPath(*parts[strip:])
     if ".." in rel.parts or not rel.parts:
@@ -329,7 +329,7 @@ def _git_stanza(reader: _Reader, strip: int) -> FilePatch:
             created, mode = True, int(body[14:], 8)
         elif body.startswith(b"deleted file mode "):
             deleted, mode = True, int(body[18:], 8)
-        elif body.startswith(b"new mode ") or body.startswith(b"old mode ") and mode is None:
+        elif body.startswith(b"new mode ") or (body.startswith(b"old mode ") and mode is None):
             mode = int(body[9:], 8)
         elif body.startswith((b"copy from ", b"rename from ", b"rename old ")):
             copy, renamed = body.startswith(b"copy"), renamed or body.startswith(b"rename")

@@ -53,7 +53,7 @@ def _range(start: int, length: int) -> str:
 
 def _hunks(old: list[str], new: list[str]) -> list[str]:
     matcher = difflib.SequenceMatcher()  # empty: get_grouped_opcodes() only reads the opcodes set here
-    matcher.opcodes = _opcodes(old, new)
+    matcher.opcodes = _opcodes(old, new)  # type: ignore[attr-defined]  # the cache get_opcodes() fills
     out = []
     for group in matcher.get_grouped_opcodes(CONTEXT):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
@@ -149,8 +149,17 @@ def patches_md(patches: list[Patch], retired: list[str] | None = None, skipped: 
         removed = sum(f.removed for f in patch.files)
         files = ", ".join(f"`{p}`" for p in patch.paths)
         rows.append(
-            [number, f"`{patch.name}`", h.get("kind"), h.description, h.get("origin"), h.get("forwarded")]
-            + [h.get("retires-when"), files, f"+{added} -{removed}"]
+            [
+                number,
+                f"`{patch.name}`",
+                h.get("kind"),
+                h.description,
+                h.get("origin"),
+                h.get("forwarded"),
+                h.get("retires-when"),
+                files,
+                f"+{added} -{removed}",
+            ]
         )
     header = ["#", "patch", "kind", "description", "origin", "forwarded", "retires when", "files", "+/-"]
     lines += table(header, rows, empty="-")

@@ -197,7 +197,7 @@ def compare_cell(
             result.confounded = True
             result.verdict += f"; confounded: {len(drift.diverged)} prompts diverged"
         metrics.append(result)
-    cell = next(run.cell(cell_name) for run in a_runs + b_runs if run.cell(cell_name))
+    cell = next(found for run in a_runs + b_runs if (found := run.cell(cell_name)) is not None)
     return CellResult(
         cell=cell_name,
         concurrency=cell.concurrency,

@@ -209,7 +209,7 @@ def ppl_change(a: list[Window], b: list[Window]) -> PplResult:
 
 def mcnemar(right_a: list[bool], right_b: list[bool]) -> McNemar:
     """McNemar's exact test: a two-sided binomial test of the discordant pairs (p = 1 with none)."""
-    pairs = list(zip(right_a, right_b))
+    pairs = list(zip(right_a, right_b, strict=True))
     a_only = sum(x and not y for x, y in pairs)
     b_only = sum(y and not x for x, y in pairs)
     discordant = a_only + b_only

@@ -125,7 +125,7 @@ def output_throughput(runs: list[BenchRun], cell_name: str) -> float | None:
             done = [r for r in cell.requests if r.run == index and r.ok and r.completion_tokens]
             span = run_duration(done)
             if span:
-                rates.append(sum(r.completion_tokens for r in done) / span)
+                rates.append(sum(r.completion_tokens or 0 for r in done) / span)
     return sum(rates) / len(rates) if rates else None
 
 

@@ -31,7 +31,7 @@ class CohortLine(BaseModel):
     ignore_eos: bool | None = None
 
     @model_validator(mode="after")
-    def _one_input(self) -> "CohortLine":
+    def _one_input(self) -> CohortLine:
         if (self.messages is None) == (self.prompt is None):
             raise ValueError("give exactly one of 'messages' or 'prompt'")
         return self

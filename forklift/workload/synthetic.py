@@ -16,11 +16,45 @@ from forklift.errors import ForkliftError, UsageError
 from forklift.workload.items import PRESETS, Endpoint, WorkItem, Workload
 
 # Plain words most tokenizers keep whole: filler text that tokenizes predictably.
-FILLER_WORDS = (
-    "the quick brown fox jumps over lazy dog river stone light house green blue water paper "
-    "table window garden winter summer market letter number system little people morning "
-    "evening country mountain story simple answer question music school"
-).split()
+FILLER_WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "dog",
+    "river",
+    "stone",
+    "light",
+    "house",
+    "green",
+    "blue",
+    "water",
+    "paper",
+    "table",
+    "window",
+    "garden",
+    "winter",
+    "summer",
+    "market",
+    "letter",
+    "number",
+    "system",
+    "little",
+    "people",
+    "morning",
+    "evening",
+    "country",
+    "mountain",
+    "story",
+    "simple",
+    "answer",
+    "question",
+    "music",
+    "school",
+]
 FIT_ATTEMPTS = 8
 
 

@@ -1,14 +1,13 @@
 """`forklift bench` usage: every bad input is one line naming the culprit, exit 2."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 from typer.testing import CliRunner
 
 from forklift.cli.app import app
 from forklift.errors import UsageError
+from tests.cli import forklift
 
 
 @pytest.fixture
@@ -55,12 +54,7 @@ def test_usage_errors(cohort, args, message):
 
 
 def test_one_line_error_and_exit_code_from_the_real_entry_point(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-c", "from forklift.cli import main; main()", "bench", "--url", "http://127.0.0.1:9"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = forklift("bench", "--url", "http://127.0.0.1:9", timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "error: give exactly one workload: --cohort FILE.jsonl or --synthetic IN:OUT"

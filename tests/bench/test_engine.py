@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from forklift.cli.app import app
 from forklift.receipts import read_receipts
+from tests.fixtures.pypi import VLLM_032_UPSTREAM
 
 pytestmark = pytest.mark.engine
 
@@ -190,12 +191,7 @@ def test_profile_launch_bench_stop(engine_python, tiny_model, tmp_path, monkeypa
     monkeypatch.setenv("FORKLIFT_STATE_DIR", str(tmp_path / "state"))
     (tmp_path / "forklift.toml").write_text(
         f"""
-[upstream]
-source = "pypi"
-package = "vllm"
-version = "0.32.0"
-sha256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
-
+{VLLM_032_UPSTREAM}
 [profiles.tiny]
 model = {json.dumps(str(tiny_model))}
 served_name = "tiny"

@@ -9,7 +9,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from forklift.bench.session import bench, discover_model
 from forklift.errors import ForkliftError
 from forklift.receipts import read_receipts
 from forklift.workload import load_cohort
+from tests.cli import FORKLIFT
 from tests.fixtures.sse import Plan
 
 
@@ -116,9 +116,7 @@ def test_ctrl_c_mid_run_keeps_every_completed_record(tmp_path, sse_server):
     sse_server.plan = lambda i, body: Plan(delay=2.0, chunks=1) if 3 <= i < 10 else Plan(delay=0.03, hang=i >= 10)
     folder = tmp_path / "receipts"
     argv = [
-        sys.executable,
-        "-c",
-        "from forklift.cli import main; main()",
+        *FORKLIFT,
         "bench",
         "--url",
         sse_server.url,

@@ -96,6 +96,10 @@ def test_forklift_and_vllm_bench_serve_agree_on_one_server(vllm_server, engine_p
     )
     # forklift's own ITL divides each gap across the chunk's tokens: per token, the gaps add up to the same time
     for record in kept:
-        gaps = [(now - prev, tokens) for (prev, _), (now, tokens) in zip(record.chunks, record.chunks[1:]) if tokens]
+        gaps = [
+            (now - prev, tokens)
+            for (prev, _), (now, tokens) in zip(record.chunks, record.chunks[1:], strict=False)
+            if tokens
+        ]
         assert sum(record.itls) == pytest.approx(sum(gap for gap, _ in gaps))
     assert agg["tpot_ms"]["median"] > 0 and before["median_tpot_ms"] > 0  # decode timing measured by both

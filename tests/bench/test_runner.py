@@ -55,7 +55,7 @@ def test_concurrency_is_respected(tmp_path, sse_server):
 def test_every_kept_run_counts_and_salts_differ(tmp_path, sse_server):
     seen = []
     sse_server.plan = lambda i, body: seen.append(body["prompt"]) or Plan()
-    status, body = run(sse_server.url, tmp_path, [CellSpec("c1", 1)], runs=2)
+    _status, body = run(sse_server.url, tmp_path, [CellSpec("c1", 1)], runs=2)
     cell = body.cells[0]
     assert cell.kept_runs == [0, 1] and cell.aggregate["requests"] == 12
     assert len(set(seen)) == 12  # every (run, prompt) had its own salt

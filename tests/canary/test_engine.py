@@ -13,26 +13,19 @@ Which results are real positives and which real negatives:
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli import forklift
 
 pytestmark = pytest.mark.engine
 
 
 def canary(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
     folder = tmp_path / "receipts"
-    result = subprocess.run(
-        [sys.executable, "-m", "forklift", "canary", *args, "--receipts", str(folder)],
-        env={**os.environ, "FORKLIFT_STATE_DIR": str(tmp_path / "state")},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    result = forklift("canary", *args, "--receipts", folder, env={"FORKLIFT_STATE_DIR": str(tmp_path / "state")})
     receipts = [json.loads(p.read_text()) for p in sorted(folder.glob("*-canary-*.json"))]
     return result, sorted(receipts, key=lambda r: r["created"])
 

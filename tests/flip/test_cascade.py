@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from tests.cli import forklift
 from tests.flip.realseries import EC_COMMON, MEDUSA, MIMO, POOLER, PROTOCOL, copy_series
-from tests.fork.gitfork import forklift
 
 pytestmark = pytest.mark.network
 

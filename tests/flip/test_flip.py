@@ -13,8 +13,8 @@ from forklift.errors import ForkliftError
 from forklift.flip.run import new_pin
 from forklift.receipts import read_receipts
 from forklift.series.model import load_series
+from tests.cli import forklift
 from tests.fork.fixtures import ASSETS_BASE, AUDIO, ENVS, KV_EVENTS, LOGGER, MEDUSA, SCHEDULER
-from tests.fork.gitfork import forklift
 
 pytestmark = pytest.mark.network
 

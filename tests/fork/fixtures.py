@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.pypi import VLLM_032_UPSTREAM
 from tests.fork.gitfork import Fork, branch, commit, edit, init_fork
 
 SCHEDULER = "vllm/v1/core/sched/scheduler.py"
@@ -144,16 +145,11 @@ def vllm_fork(vllm_032_tree, vllm_033_tree, tmp_path_factory) -> VllmFork:
     return VllmFork(git=git, base=base, tag="v0.32.0", patched=c4, blocked=c7, commits=(c1, c2, c3, c4))
 
 
-VLLM_032_TOML = """# test distribution: vLLM 0.32.0 from PyPI
+VLLM_032_TOML = f"""# test distribution: vLLM 0.32.0 from PyPI
 [engine]
 kind = "vllm"
 
-[upstream]
-source = "pypi"
-package = "vllm"
-version = "0.32.0"
-sha256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
-
+{VLLM_032_UPSTREAM}
 [series]
 dir = "patches"
 patches_md = "PATCHES.md"

@@ -8,8 +8,6 @@ the cache, as the base commit).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,20 +65,6 @@ def edit(root: Path, path: str, old: str, new: str) -> bytes:
     text = (root / path).read_text(encoding="utf-8")
     assert text.count(old) == 1, f"{path}: expected exactly one {old!r}"
     return text.replace(old, new).encode()
-
-
-def forklift(
-    *args: str, cwd: Path | None = None, env: dict[str, str | None] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run the real command line (in this interpreter), as a user or CI would; `env` entries of None unset."""
-    merged: dict[str, str | None] = {**os.environ, "COLUMNS": "200", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-c", "from forklift.cli import main; main()", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={key: value for key, value in merged.items() if value is not None},
-    )
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import resource
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,10 @@ from forklift.fsio import tree_reader
 from forklift.series.engine import apply_series
 from forklift.series.model import load_series
 from forklift.source import default_cache
+from tests.cli import FORKLIFT, forklift
 from tests.fixtures.pypi import VLLM_032
 from tests.fork.fixtures import ASSETS_BASE, AUDIO, FIX_LINE, LOGGER, SCHEDULER, VLLM_032_TOML
-from tests.fork.gitfork import branch, commit, edit, forklift
+from tests.fork.gitfork import branch, commit, edit
 
 pytestmark = pytest.mark.network
 
@@ -51,7 +51,7 @@ def test_export_writes_one_normalized_patch_per_commit(vllm_fork, distribution, 
     assert first.header.get("retires-when") == "upstream stops drafting for structured-output requests"
     assert first.header.description == "Clear speculative drafts for requests with structured outputs"
     assert "plain target-token path" in first.header.get("description")
-    for patch, commit_id in zip(series.patches, vllm_fork.commits):
+    for patch, commit_id in zip(series.patches, vllm_fork.commits, strict=True):
         assert patch.header.get("export-commit") == commit_id
         assert "\nindex " not in patch.text and "2026" not in patch.text  # no index lines, no dates
         assert not patch.text.rstrip().endswith(("2.39.5", "--"))  # no format-patch version trailer
@@ -296,9 +296,7 @@ def test_an_export_cut_short_leaves_the_committed_series_whole(vllm_fork, distri
 
     proc = subprocess.run(
         [
-            sys.executable,
-            "-c",
-            "from forklift.cli import main; main()",
+            *FORKLIFT,
             "-c",
             str(distribution),
             "export",

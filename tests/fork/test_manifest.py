@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import forklift
 from tests.fork.fixtures import ASSETS_BASE, AUDIO, ENVS, FIX_LINE, LOGGER, SCHEDULER
-from tests.fork.gitfork import branch, commit, edit, forklift
+from tests.fork.gitfork import branch, commit, edit
 
 pytestmark = pytest.mark.network
 

@@ -13,8 +13,9 @@ from forklift.fork.git import Git
 from forklift.fork.replay import replay as run_replay
 from forklift.fork.upstream import UpstreamPaths
 from forklift.series.model import parse_patch
+from tests.cli import forklift
 from tests.fork.fixtures import LOGGER
-from tests.fork.gitfork import branch, commit, edit, forklift
+from tests.fork.gitfork import branch, commit, edit
 
 pytestmark = pytest.mark.network
 
@@ -67,7 +68,7 @@ def test_replay_sets_apart_files_a_git_fork_never_had(vllm_fork, vllm_032_tree):
     )
     changed = git.text("diff", "--name-only", vllm_fork.base, vllm_fork.patched).split()
     contents = git.blobs([f"{vllm_fork.patched}:{p}" for p in changed])
-    tip = commit(git, github_like, dict(zip(changed, contents)), "the fork's work\n")
+    tip = commit(git, github_like, dict(zip(changed, contents, strict=True)), "the fork's work\n")
     series = load_series_from(git, vllm_fork)
     result = run_replay(git, tip, vllm_032_tree.path, series, base=github_like)
     assert result.identical

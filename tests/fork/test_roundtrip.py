@@ -10,8 +10,9 @@ import pytest
 
 from forklift.fork.export import recorded_base
 from forklift.series.model import load_series
+from tests.cli import forklift
 from tests.fork.fixtures import ENVS, LOGGER, MEDUSA
-from tests.fork.gitfork import commit, edit, forklift
+from tests.fork.gitfork import commit, edit
 
 pytestmark = pytest.mark.network
 

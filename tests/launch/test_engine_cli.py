@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from forklift.launch.supervise import group_members
+from tests.cli import forklift as run_forklift
 from tests.fixtures.engine import distribution_toml, free_port, tiny_profile_toml
 
 pytestmark = pytest.mark.engine
@@ -27,10 +26,7 @@ def dist(tmp_path, engine_python, tiny_model):
 
 
 def forklift(dist, *args):
-    env = {**os.environ, "FORKLIFT_STATE_DIR": str(dist / "state")}
-    return subprocess.run(
-        [sys.executable, "-m", "forklift", "-c", str(dist), *args], env=env, capture_output=True, text=True, timeout=600
-    )
+    return run_forklift("-c", dist, *args, env={"FORKLIFT_STATE_DIR": str(dist / "state")})
 
 
 def boot_receipt(dist) -> dict:
@@ -40,7 +36,8 @@ def boot_receipt(dist) -> dict:
 
 def no_engine_left(receipt: dict) -> None:
     log = receipt["body"]["log_path"]
-    pids = [line.split("pid=")[1].split(")")[0] for line in open(log) if line.startswith("(") and "pid=" in line]
+    with open(log) as lines:
+        pids = [line.split("pid=")[1].split(")")[0] for line in lines if line.startswith("(") and "pid=" in line]
     assert pids, "the log names the engine's processes"
     assert all(not os.path.exists(f"/proc/{pid}") or group_members(int(pid)) == [] for pid in set(pids))
 

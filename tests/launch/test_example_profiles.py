@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import itertools
 import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from forklift.config import load_config
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vllm"
+from tests.cli import EXAMPLE, forklift
 
 
 def settings() -> list[tuple[str, tuple[str, ...]]]:
@@ -36,13 +33,7 @@ SETTINGS = settings()
 def test_every_example_setting_prints_without_an_engine(name, sets):
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin"}  # no `vllm` anywhere
     args = [arg for item in sets for arg in ("--set", item)]
-    result = subprocess.run(
-        [sys.executable, "-m", "forklift", "-c", str(EXAMPLE), "launch", name, *args, "--print"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    result = forklift("-c", EXAMPLE, "launch", name, *args, "--print", env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[1] == "# argv" and "# env" in lines

@@ -10,14 +10,9 @@ from forklift.config.load import parse_config
 from forklift.engines.vllm import VLLM
 from forklift.errors import ConfigError, UsageError
 from forklift.launch.resolve import parse_sets, printed_lines, resolve
+from tests.fixtures.pypi import VLLM_032_UPSTREAM
 
-PIN = """
-[upstream]
-source = "pypi"
-package = "vllm"
-version = "0.32.0"
-sha256 = "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad"
-"""
+PIN = "\n" + VLLM_032_UPSTREAM
 
 NVLINK_MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 

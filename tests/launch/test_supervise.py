@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from forklift.launch.supervise import process_alive as alive
+from tests.cli import FORKLIFT
 from tests.fixtures.engine import distribution_toml, free_port
 
 FAKE = Path(__file__).with_name("fake_engine.py")
-FORKLIFT = [sys.executable, "-m", "forklift"]
 
 PROFILE = """
 [profiles.fake]

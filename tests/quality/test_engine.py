@@ -10,15 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 from forklift.installed.package import site_from_python
+from tests.cli import forklift as run_forklift
 from tests.fixtures.engine import distribution_toml, free_port, tiny_profile_toml
 from tests.quality.test_gsm8k import TEST_SET
 
@@ -51,15 +50,7 @@ def dist(tmp_path_factory, engine_python, tiny_model):
 
 
 def forklift(dist: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FORKLIFT_STATE_DIR": str(dist / "state")}
-    return subprocess.run(
-        [sys.executable, "-m", "forklift", "-c", str(dist), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    return run_forklift("-c", dist, *args, env={"FORKLIFT_STATE_DIR": str(dist / "state")})
 
 
 def receipt(folder: Path, suite: str) -> dict:

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
-
 from forklift.quality.schema import Question, SuiteBody
 from forklift.receipts import new_receipt, write_receipt
 from forklift.report import render_report
+from tests.cli import forklift
 
 
 def gsm8k_body(right: list[bool]) -> SuiteBody:
@@ -55,16 +51,6 @@ def test_report_has_a_quality_and_a_canary_table_with_failures_shown(tmp_path):
     assert "B worse (A-only right 8, B-only right 0; McNemar exact p=0.008)" in quality
     canaries = text[text.index("## Canaries") :]
     assert "| tools | tiny | PASS 20/20 | FAIL 19/20: 19/20 exact; request 7: HTTP 500: x | B regressed:" in canaries
-
-
-def forklift(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "forklift", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "250"},
-    )
 
 
 def test_bad_input_is_one_line_and_exit_two(tmp_path):

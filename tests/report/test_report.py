@@ -1,9 +1,6 @@
 """forklift report over synthetic campaigns written through the real schemas (bench and boot receipts)."""
 
 import re
-import os
-import subprocess
-import sys
 
 import pytest
 from matplotlib.image import imread
@@ -12,6 +9,7 @@ from forklift.errors import ForkliftError
 from forklift.launch.facts import BootBody, BootFacts
 from forklift.receipts import new_receipt
 from forklift.report import load_campaign, render_report
+from tests.cli import forklift
 from tests.stats.synthetic import bench_receipt, records, workload, written
 
 CELLS = {"single": 1, "c2": 2, "c4": 4}
@@ -65,7 +63,7 @@ def campaign(tmp_path):
 
 def test_report_renders_tables_refusals_and_plots(campaign, tmp_path):
     out = tmp_path / "out" / "report.md"
-    result, files = render_report(campaign, out)
+    _result, files = render_report(campaign, out)
     assert files == [
         out,
         out.with_name("report-throughput.png"),
@@ -168,14 +166,6 @@ def test_bad_campaigns_are_refused(tmp_path):
 
 
 def test_report_command_line(campaign, tmp_path):
-    def forklift(*args):
-        return subprocess.run(
-            [sys.executable, "-c", "from forklift.cli import main; main()", *map(str, args)],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "COLUMNS": "200"},
-        )
-
     done = forklift("report", campaign)
     assert done.returncode == 0, done.stderr
     assert (campaign / "report.md").exists() and (campaign / "report-forest.png").exists()

@@ -78,8 +78,8 @@ def commit_all(repo: Path, files: dict[str, str | bytes], message: str, tag: str
         subprocess.run(["git", "init", "-q", str(repo)], check=True)
     write_files(repo, files)
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(git + ["add", "-A"], check=True)
-    subprocess.run(git + ["commit", "-qm", message], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", message], check=True)
     if tag:
-        subprocess.run(git + ["tag", tag], check=True)
-    return subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run([*git, "tag", tag], check=True)
+    return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from forklift.receipts import read_receipts
+from tests.cli import EXAMPLE, forklift
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vllm"
 pytestmark = pytest.mark.network
-
-
-def forklift(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "forklift", *args], capture_output=True, text=True, cwd=cwd)
 
 
 @pytest.fixture()
@@ -35,7 +29,7 @@ def test_example_passes_with_table_overlay_hash_and_receipt(example):
     for name in (p.name for p in (example / "patches").glob("*.patch")):
         assert name[:30] in proc.stdout
     assert "overlay hash:" in proc.stdout and "sha256:" in proc.stdout
-    [(path, receipt)] = read_receipts([example / "receipts"])
+    [(_path, receipt)] = read_receipts([example / "receipts"])
     assert receipt.kind == "check" and receipt.status == "ok"
     assert receipt.pin["version"] == "0.32.0"
     assert receipt.overlay_hash.startswith("sha256:")

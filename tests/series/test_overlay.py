@@ -82,7 +82,7 @@ def test_bad_overlay_folders_are_one_line(tmp_path):
     assert proc.returncode == 2 and "no such folder (overlay.dir in forklift.toml)" in proc.stderr
     (dist / "overlay").mkdir()
     (dist / "overlay" / "link.py").symlink_to("/etc/passwd")
-    with pytest.raises(ForkliftError, match="link.py: overlay entries must be regular files"):
+    with pytest.raises(ForkliftError, match=r"link\.py: overlay entries must be regular files"):
         read_overlay(dist / "overlay")
 
 

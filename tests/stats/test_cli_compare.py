@@ -1,20 +1,9 @@
 """`forklift compare` through the real command line, on synthetic receipts written through the real schema."""
 
 import json
-import os
-import subprocess
-import sys
 
+from tests.cli import forklift
 from tests.stats.synthetic import bench_receipt, records, workload, written
-
-
-def forklift(*args):
-    return subprocess.run(
-        [sys.executable, "-c", "from forklift.cli import main; main()", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "220"},
-    )
 
 
 def test_compare_prints_paired_table_divergence_and_mde(tmp_path):

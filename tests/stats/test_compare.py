@@ -51,7 +51,7 @@ def test_two_runs_a_side_give_no_mde_rather_than_a_meaningless_one():
     assert decode.estimate.runs == 2 and decode.estimate.mde is None and decode.claim != "unclaimable"
     # the interval is Student's t with one degree of freedom over the two runs' mean log ratios
     ratios = {}
-    for ra, rb in zip(a.body.cells[0].requests, b.body.cells[0].requests):
+    for ra, rb in zip(a.body.cells[0].requests, b.body.cells[0].requests, strict=True):
         ratios.setdefault(ra.run, []).append(math.log(rb.decode_tps / ra.decode_tps))
     units = [sum(v) / len(v) for v in ratios.values()]
     half = 12.7062 * abs(units[0] - units[1]) / 2  # t(0.975, 1) x sd / sqrt(2), sd = |d| / sqrt(2)

@@ -41,7 +41,7 @@ def test_bad_cohort_lines(tmp_path, lines, message):
 def test_empty_and_missing_files(tmp_path):
     with pytest.raises(UsageError, match="cohort has no prompts"):
         load_cohort(write(tmp_path, ""))
-    with pytest.raises(UsageError, match="nope.jsonl: cannot read cohort"):
+    with pytest.raises(UsageError, match=r"nope\.jsonl: cannot read cohort"):
         load_cohort(tmp_path / "nope.jsonl")
 
 

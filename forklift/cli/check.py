@@ -1,14 +1,14 @@
-"""Commands of the series stage: check (the CI gate), patches-md and tree (the patched tree, out)."""
+"""`forklift check` (the fail-closed CI gate over the series) and `forklift patches-md`."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
+from rich.text import Text
 
-from forklift.cli.app import app, console, load
+from forklift.cli.app import SERIES, JsonOption, ReceiptsOption, app, console, load, print_json, receipts_dir, say
 
 STYLE = {
     "exact": "green",
@@ -36,7 +36,11 @@ def _hunks(row) -> str:
         else:
             parts.append(f"{h.file}#{h.index} {h.status}")
     exact = sum(1 for h in row.hunks if h.status == "exact")
-    return "; ".join([f"{exact}/{len(row.hunks)} exact"] + parts + row.problems + row.disagreements)
+    return "; ".join([f"{exact}/{len(row.hunks)} exact", *parts, *row.problems, *row.disagreements])
+
+
+def _status(status: str) -> Text:
+    return Text(status, style=STYLE.get(status, "red"))
 
 
 def print_check_report(report, digests: bool = False) -> None:
@@ -69,34 +73,29 @@ def print_check_report(report, digests: bool = False) -> None:
         table.add_row(*cells, *([file.sha256[:16]] if digests else []))
     console.print(table)
     for note in report.notes:
-        console.print(f"[yellow]note[/] {note}", soft_wrap=True)
+        say(("note", "yellow"), f" {note}")
     for finding in report.findings:
-        console.print(f"[red]FAIL[/] {finding.check}: {finding.subject}: {finding.message}", soft_wrap=True)
+        say(("FAIL", "red"), f" {finding.check}: {finding.subject}: {finding.message}")
     touched = ", ".join(f"{f.path} (+{f.added} -{f.removed})" for f in report.touched)
-    console.print(f"files touched: {touched or 'none'}", soft_wrap=True)
-    console.print(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}", soft_wrap=True)
+    say(f"files touched: {touched or 'none'}")
+    say(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}")
 
 
 def _skipped_row(table, skip, digests: bool) -> None:
-    cells = ["-", skip.name, "[dim]skipped[/]", "-", f"skipped: {skip.reason}", ""]
+    cells = ["-", skip.name, Text("skipped", style="dim"), "-", f"skipped: {skip.reason}", ""]
     table.add_row(*cells, *([skip.sha256[:16]] if digests else []))
 
 
-def _status(status: str) -> str:
-    return f"[{STYLE.get(status, 'red')}]{status}[/]"
-
-
-@app.command()
+@app.command(rich_help_panel=SERIES)
 def check(
-    as_json: bool = typer.Option(False, "--json", help="print the report as JSON instead of a table"),
-    digests: bool = typer.Option(False, "--digests", help="show each patch file's sha256 in the table"),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="also write a JUnit XML file for CI"),
-    receipts: Optional[Path] = typer.Option(
-        None, "--receipts", help="receipt folder (default: receipts/ beside forklift.toml)"
-    ),
-    verify_cache: bool = typer.Option(
-        False, "--verify-cache", help="re-hash the cached pristine tree before trusting it (on when CI=true)"
-    ),
+    as_json: JsonOption = False,
+    junit: Annotated[Path | None, typer.Option("--junit", help="also write a JUnit XML file for CI")] = None,
+    receipts: ReceiptsOption = None,
+    digests: Annotated[bool, typer.Option("--digests", help="show each patch file's sha256 in the table")] = False,
+    verify_cache: Annotated[
+        bool,
+        typer.Option("--verify-cache", help="re-hash the cached pristine tree before trusting it (on when CI=true)"),
+    ] = False,
 ) -> None:
     """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails."""
     from forklift.series.gate import run_check
@@ -106,7 +105,7 @@ def check(
 
         os.environ["FORKLIFT_VERIFY_CACHE"] = "1"  # read where the cache is opened, below the CLI
 
-    result = run_check(load(), receipts, progress=None if as_json else console)
+    result = run_check(load(), receipts_dir(receipts), progress=None if as_json else console)
     report = result.report
     if junit:
         from forklift.fsio import write_atomic
@@ -114,34 +113,19 @@ def check(
 
         write_atomic(junit, junit_xml(report))
     if as_json:
-        console.print_json(json.dumps({"ok": report.ok, "receipt": str(result.receipt), **report.model_dump()}))
+        print_json({"ok": report.ok, "receipt": str(result.receipt), **report.model_dump(mode="json")})
     else:
         print_check_report(report, digests=digests)
-        verdict = "[green]OK[/]" if report.ok else f"[red]FAILED[/] ({len(report.findings)} finding(s))"
-        console.print(f"{verdict} — receipt {result.receipt}", soft_wrap=True)
+        verdict = ("OK", "green") if report.ok else ("FAILED", "red")
+        found = "" if report.ok else f" ({len(report.findings)} finding(s))"
+        say(verdict, f"{found} — receipt {result.receipt}")
     if not report.ok:
         raise typer.Exit(1)
 
 
-@app.command("patches-md")
+@app.command("patches-md", rich_help_panel=SERIES)
 def patches_md_command() -> None:
     """Regenerate PATCHES.md from the patch headers."""
     from forklift.series.gate import write_patches_md
 
-    console.print(f"wrote {write_patches_md(load())}")
-
-
-@app.command()
-def tree(
-    out: Path = typer.Argument(..., help="folder to write the patched tree to (must be empty or absent)"),
-    force: bool = typer.Option(False, "--force", help="replace a non-empty OUT"),
-) -> None:
-    """Write the pinned tree with the series and the overlay applied to OUT, with FORKLIFT-TREE.json."""
-    from forklift.series.gate import run_tree
-
-    written, record = run_tree(load(), out, force=force, progress=console)
-    console.print(
-        f"wrote {written}: {record['upstream']} + {len(record['patches'])} patches"
-        f" + {len(record['overlay_files'])} overlay files (overlay hash {record['overlay_hash'] or 'none'})",
-        soft_wrap=True,
-    )
+    say(f"wrote {write_patches_md(load())}")

@@ -3,7 +3,7 @@
 Shared by `flip --write` (the series re-cut in place) and by the export that
 ends `forklift rebase` (the series exported from the rebased fork branch): both
 rewrite forklift.toml in place, so comments and layout survive, and check the
-result by parsing it again.
+result by parsing it again. It sits in series, below both fork and flip, so neither imports the other.
 """
 
 from __future__ import annotations
@@ -67,14 +67,14 @@ def drop_from_contract(text: str, names: set[str]) -> str:
     its line goes with the line and its comment), so comments and layout survive."""
     section = re.search(r"(?ms)^\[series\][^\n]*\n(.*?)(?=^\[|\Z)", text)
     array = section and re.search(r"(?ms)^contract\s*=\s*\[(.*?)\]", section.group(1))
-    if not array:
+    if not section or not array:
         return text
     items = array.group(1)
     for name in names:
         quoted = rf"""(?:"{re.escape(name)}"|'{re.escape(name)}')"""
         items = re.sub(rf"(?m)^[ \t]*{quoted}[ \t]*,?[ \t]*(?:#[^\n]*)?\n", "", items)
         items = re.sub(rf"{quoted}[ \t]*,[ \t]*|,?[ \t]*{quoted}", "", items)
-    start = section.start(1)  # type: ignore[union-attr]
+    start = section.start(1)
     return text[: start + array.start(1)] + items + text[start + array.end(1) :]
 
 

@@ -1,0 +1,33 @@
+"""`forklift manifest`: the lost-work manifest (files the series must keep changing)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from forklift.cli.app import SERIES, app, load, say
+from forklift.cli.source import pristine
+
+
+@app.command(rich_help_panel=SERIES)
+def manifest(
+    write: Annotated[bool, typer.Option("--write", help="(re)write patches/MANIFEST.toml from today's series")] = False,
+) -> None:
+    """Check the lost-work manifest against the series, or write one requiring every file it changes today."""
+    from forklift.fsio import tree_reader
+    from forklift.series.gate import configured_series
+    from forklift.series.manifest import changed_paths, check_manifest, write_manifest
+
+    config = load()
+    series = configured_series(config)
+    changed = changed_paths(tree_reader(pristine(config).path), series.patches)
+    if write:
+        say(f"wrote {write_manifest(config.series_dir, changed)}: {len(changed)} files")
+        return
+    lost = check_manifest(config.series_dir, series.patches, changed)
+    for item in lost:
+        say(("lost work", "red"), f" {item.message}")
+    if lost:
+        raise typer.Exit(1)
+    say(("OK", "green"), " the series carries everything the manifest requires")
