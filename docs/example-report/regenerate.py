@@ -109,7 +109,11 @@ def main() -> None:
     model = ensure_tiny_model(python)
     env = ", ".join(f"{k} = {json.dumps(v)}" for k, v in ENGINE_ENV.items())
     profiles = PROFILES.format(
-        python=json.dumps(str(python)), model=json.dumps(str(model)), served=SERVED_NAME, env=env, ngram=toml_table(NGRAM)
+        python=json.dumps(str(python)),
+        model=json.dumps(str(model)),
+        served=SERVED_NAME,
+        env=env,
+        ngram=toml_table(NGRAM),
     )
     (HERE / "forklift.toml").write_text(distribution_toml(profiles).replace(str(ROOT), "../.."))
     (HERE / "campaign.toml").write_text(CAMPAIGN.format(python=json.dumps(str(python))))

@@ -89,7 +89,7 @@ def settings(campaign: CampaignFile, config: Config) -> list[Setting]:
     for index, spec in enumerate(campaign.settings):
         axes = list(spec.axes.items())
         for choices in itertools.product(*(values for _, values in axes)):
-            sets = (*spec.set, *(f"{axis}={choice}" for (axis, _), choice in zip(axes, choices)))
+            sets = (*spec.set, *(f"{axis}={choice}" for (axis, _), choice in zip(axes, choices, strict=False)))
             try:
                 resolved = launch_plan(config, spec.profile, list(sets), check=False).resolved
             except ForkliftError as exc:

@@ -87,7 +87,7 @@ class Runner:
         return ran, skipped
 
     def _finish(self, key: str, status: str, body: dict[str, Any], labels: dict[str, Any]) -> None:
-        receipt = new_receipt(CELL_KIND, status=status, body={"key": key, **body}, **labels)  # type: ignore[arg-type]
+        receipt = new_receipt(CELL_KIND, status=status, body={"key": key, **body}, **labels)
         write_receipt(receipt, self.receipts / key)
         self.say(f"{key}: {status}")
 

@@ -279,8 +279,14 @@ def bench(
     else:
         assert url is not None  # BenchOptions saw exactly one server
         with RichProgress() as progress:
-            outcome = run(make_plan(url), mode=options.bench_mode, folder=folder, progress=progress, label=label,
-                receipt_fields={"build": build} if build else None)
+            outcome = run(
+                make_plan(url),
+                mode=options.bench_mode,
+                folder=folder,
+                progress=progress,
+                label=label,
+                receipt_fields={"build": build} if build else None,
+            )
     render(outcome.body)
     say(f"receipt: {outcome.path} ({outcome.status})")
     if outcome.status == "interrupted":

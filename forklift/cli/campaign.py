@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -11,8 +12,10 @@ from forklift.cli.app import app, console
 
 @app.command()
 def campaign(
-    file: Path = typer.Argument(..., help="campaign.toml: builds, settings, suites, order"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="verify the builds and print the plan: every boot's argv"),
+    file: Annotated[Path, typer.Argument(help="campaign.toml: builds, settings, suites, order")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="verify the builds and print the plan: every boot's argv")
+    ] = False,
 ) -> None:
     """Run a campaign into one folder of labelled receipts; run it again to resume where it stopped."""
     from forklift.campaign import load_campaign_file, make_plan

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 
@@ -27,21 +27,29 @@ def ladder_table(body) -> object:
 
 @app.command()
 def ladder(
-    profile: str = typer.Argument(..., help="a [profiles.NAME] of forklift.toml"),
-    axis: str = typer.Option(..., "--axis", help="KEY=V1,V2,... or KEY=START:STOP:STEP (a flag or an env knob)"),
-    sets: list[str] = typer.Option([], "--set", help="fixed for every cell: axis=choice, args.FLAG=V, env.NAME=V"),
-    requests: int = typer.Option(16, "--requests", help="burst: requests per cell"),
-    concurrency: int = typer.Option(4, "--concurrency", help="burst: requests in flight"),
-    input_tokens: int = typer.Option(128, "--input", help="burst: prompt tokens per request"),
-    output_tokens: int = typer.Option(64, "--output", help="burst: output tokens per request (ignore_eos)"),
-    timeout: float = typer.Option(600.0, "--timeout", help="burst: seconds per request"),
-    cold: bool = typer.Option(False, "--cold", help="each boot with a fresh, empty compile cache"),
-    margin: str | None = typer.Option(None, "--margin", help="recommend this much below the highest pass"),
-    stop_at_fail: bool = typer.Option(False, "--stop-at-fail", help="stop at the first failure above a pass"),
-    build: str | None = typer.Option(None, "--build", help="label the receipts with this build"),
-    check: bool = typer.Option(True, "--check/--no-check", help="check flags and knobs against the installed engine"),
-    receipts: Path | None = typer.Option(None, "--receipts", help="receipt folder (default: receipts/ beside it)"),
-    logs: Path | None = typer.Option(None, "--logs", help="engine log folder (default: logs/ beside it)"),
+    profile: Annotated[str, typer.Argument(help="a [profiles.NAME] of forklift.toml")],
+    axis: Annotated[str, typer.Option("--axis", help="KEY=V1,V2,... or KEY=START:STOP:STEP (a flag or an env knob)")],
+    sets: Annotated[
+        list[str] | None, typer.Option("--set", help="fixed for every cell: axis=choice, args.FLAG=V, env.NAME=V")
+    ] = None,
+    requests: Annotated[int, typer.Option("--requests", help="burst: requests per cell")] = 16,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="burst: requests in flight")] = 4,
+    input_tokens: Annotated[int, typer.Option("--input", help="burst: prompt tokens per request")] = 128,
+    output_tokens: Annotated[int, typer.Option("--output", help="burst: output tokens per request (ignore_eos)")] = 64,
+    timeout: Annotated[float, typer.Option("--timeout", help="burst: seconds per request")] = 600.0,
+    cold: Annotated[bool, typer.Option("--cold", help="each boot with a fresh, empty compile cache")] = False,
+    margin: Annotated[str | None, typer.Option("--margin", help="recommend this much below the highest pass")] = None,
+    stop_at_fail: Annotated[
+        bool, typer.Option("--stop-at-fail", help="stop at the first failure above a pass")
+    ] = False,
+    build: Annotated[str | None, typer.Option("--build", help="label the receipts with this build")] = None,
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="check flags and knobs against the installed engine")
+    ] = True,
+    receipts: Annotated[
+        Path | None, typer.Option("--receipts", help="receipt folder (default: receipts/ beside it)")
+    ] = None,
+    logs: Annotated[Path | None, typer.Option("--logs", help="engine log folder (default: logs/ beside it)")] = None,
 ) -> None:
     """Find the highest value of a memory setting that still boots and serves a burst; recommend one below."""
     from forklift.config import Config
@@ -52,7 +60,7 @@ def ladder(
     parsed = parse_axis(axis)
     if requests < 1 or concurrency < 1 or input_tokens < 1 or output_tokens < 1 or timeout <= 0:
         raise UsageError("--requests, --concurrency, --input, --output and --timeout must all be positive")
-    config: Config = load()  # type: ignore[assignment]  # load() is typed loosely to keep startup lazy
+    config: Config = load()
     burst = Burst(
         requests=requests,
         concurrency=concurrency,
@@ -68,7 +76,7 @@ def ladder(
         body, path = run_ladder(
             config,
             profile,
-            sets,
+            sets or [],
             parsed,
             burst,
             receipts=receipts or config.root / "receipts",

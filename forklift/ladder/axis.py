@@ -75,7 +75,7 @@ def parse_axis(text: str) -> Axis:
         raise UsageError(f"--axis {text!r}: a value is listed twice")
     if len(values) < 2:
         raise UsageError(f"--axis {text!r}: a ladder needs at least two values")
-    ordered = sorted(zip(numbers, values))
+    ordered = sorted(zip(numbers, values, strict=False))
     return Axis(key, tuple(v for _, v in ordered))
 
 

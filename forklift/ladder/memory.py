@@ -9,12 +9,12 @@ RSS summed over the group counts pages shared between processes once per process
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Self
 
 from forklift.launch.supervise import group_members
 
@@ -125,16 +125,14 @@ class MemoryWatch:
 
     def _sample(self) -> None:
         for sampler in self.samplers:
-            try:
+            with contextlib.suppress(OSError, subprocess.SubprocessError, ValueError):  # a missed reading is absent
                 self.readings.append(sampler())
-            except (OSError, subprocess.SubprocessError, ValueError):
-                pass  # a reading missed is absent, never zero
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self._sample()
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> MemoryWatch:
         self._sample()
         self._thread.start()
         return self

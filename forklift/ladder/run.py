@@ -194,7 +194,7 @@ def run_ladder(
         write_receipt(receipt, receipts, path)
 
     try:
-        for value, plan in zip(axis.values, cell_plans):
+        for value, plan in zip(axis.values, cell_plans, strict=False):
             cell = run_cell(config, plan, axis, value, burst, receipts=receipts, logs=logs, cold=cold, engine=engine)
             body.cells.append(cell)
             labels = {**(engine.labels or {}), "setting": cell.setting}

@@ -20,6 +20,7 @@ repository (``vllm/envs.py``), which is what patches name (``a/vllm/envs.py``).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import posixpath
@@ -284,10 +285,8 @@ class _Writer:
         try:
             for part in rel.split("/")[:-1]:
                 walked.append(part)
-                try:
+                with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
                 try:
                     child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
                 except OSError as exc:

@@ -56,7 +56,7 @@ def test_the_ppl_interval_is_the_ratio_estimators_t_interval_worked_by_hand():
     # each window's share of PPL: -PPL (lp_i - R tok_i) / sum(tok), R the mean logprob a token
     share_a = [-ppl_a * (lp + 2.0 * 10) / 20 for lp in (-10.0, -30.0)]
     share_b = [-ppl_b * (lp + 2.1 * 10) / 20 for lp in (-12.0, -30.0)]
-    d = [sb - sa for sa, sb in zip(share_a, share_b)]
+    d = [sb - sa for sa, sb in zip(share_a, share_b, strict=False)]
     half = t.ppf(0.975, 1) * math.sqrt(2 / 1 * sum(x * x for x in d))
     assert result.delta == pytest.approx(ppl_b - ppl_a)
     assert (result.low, result.high) == pytest.approx((ppl_b - ppl_a - half, ppl_b - ppl_a + half))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from forklift.quality.schema import Question, SuiteBody
 from forklift.receipts import new_receipt, write_receipt
 from forklift.report import render_report
