@@ -239,7 +239,8 @@ def test_bench_against_transformers_serve(transformers_server, tmp_path):
     assert receipt.status == "ok", out
     [cell] = receipt.body["cells"]
     records = cell["requests"]
-    assert len(records) == len(PROMPTS)
+    assert len(records) == 5 * len(PROMPTS)  # the default: one warm-up run, then four kept runs
+    assert cell["kept_runs"] == [1, 2, 3, 4] and cell["aggregate"]["requests"] == 4 * len(PROMPTS)
     for record in records:
         assert record["status"] == 200 and record["error_kind"] is None
         assert record["completion_tokens"] == 8 and record["tokens_from"] == "usage"
