@@ -106,7 +106,7 @@ def source_verify(repo: RepoOption = Path(".")) -> None:
     say(("OK", "green"), f" {binding.commit[:12]} is published on {binding.branch} and descends from {base[:12]}")
 
 
-cache_app = typer.Typer(help="The cache of upstream artifacts and pristine trees.", no_args_is_help=True)
+cache_app = App(help="The cache of upstream artifacts and pristine trees.")
 app.add_typer(cache_app, name="cache", rich_help_panel=START)
 
 
