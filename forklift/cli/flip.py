@@ -38,7 +38,7 @@ def render(report) -> None:
         table.add_row(str(number), p.name, styled(p.verdict_text(), STYLE[p.verdict]), "; ".join(p.look), p.detail())
     console.print(table)
     for line in report.overlay_changed:
-        console.print(f"[yellow]overlay[/] {line}", soft_wrap=True)
+        say(("overlay", "yellow"), f" {line}")
     if report.knobs_skipped:
         say(f"knobs: {report.knobs_skipped}")
     for k in report.knobs:
