@@ -29,6 +29,8 @@ from forklift.stats.sample import BenchRun, Key, kept_requests, output_throughpu
 Claim = Literal["better", "worse", "different", "noise", "unclaimable", "insufficient"]
 
 NOT_CLAIMABLE = "not claimable: one run a side (bench --runs 2 or more, or give compare an A/A control with --aa)"
+# Unpaired cells (the sides sent different prompts) compare pooled requests: runs cannot be paired either.
+NOT_CLAIMABLE_UNPAIRED = "not claimable: the sides sent different prompts, so no run-to-run floor (give --aa)"
 
 
 class MetricResult(BaseModel):
@@ -105,7 +107,7 @@ def verdict(metric: Metric, estimate: Estimate | None, n_a: int, n_b: int, paire
     low, high = sorted((abs(estimate.low), abs(estimate.high)))
     text = f"B {word} by {_percent(abs(estimate.change))} (CI {_percent(low)}..{_percent(high)})"
     if not estimate.claimable:
-        return "unclaimable", f"{text}, {NOT_CLAIMABLE}"
+        return "unclaimable", f"{text}, {NOT_CLAIMABLE if estimate.paired else NOT_CLAIMABLE_UNPAIRED}"
     if metric.better is None:
         return "different", text
     better = up == (metric.better == "higher")

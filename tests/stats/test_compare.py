@@ -93,6 +93,7 @@ def test_different_prompts_fall_back_to_unpaired_and_say_so():
     assert not cell.paired and cell.pairs == 0
     decode = cell.metric("decode_tps")
     assert not decode.estimate.paired and decode.claim == "unclaimable"  # one bench a side, no A/A
+    assert "the sides sent different prompts" in decode.verdict
     assert not cell.divergence.assessed
 
 
