@@ -120,7 +120,7 @@ def test_two_runs_of_one_profile_compare_as_one_setting(receipts):
     # B/A ratio over prompts; over runs, their mean (a pairing or unit mix-up in compare breaks this).
     assert e2e.estimate.change == pytest.approx(run_mean_change(runs(receipts / "plain-a"), runs(receipts / "plain-b")))
     # decode timing measured on both sides and compared. Under load (load average 12 on the 2-core box)
-    # about half the chat answers still arrived in bursts (seen: 13 and 21 of 32): the rest are timed.
+    # anywhere from 13 to all 32 of the chat answers arrived in bursts (seen in CI-like runs): the rest are timed.
     check_decode(cell, runs(receipts / "plain-a"), runs(receipts / "plain-b"))
     assert cell.metric("output_tokens").estimate.change == 0  # ignore_eos: 64 tokens each
     # greedy, same nonce, same runs: every bench sent the same text and got the same text back
