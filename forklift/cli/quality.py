@@ -200,8 +200,6 @@ def quality(
         raise UsageError("--suite ppl needs --corpus NAME (a [quality.corpora.NAME] of forklift.toml)")
     if "gsm8k" in names and data is None:
         raise UsageError("--suite gsm8k needs --data FILE (GSM8K JSONL: question, answer)")
-    if endpoint not in ("chat", "completions"):
-        raise UsageError(f"--endpoint {endpoint!r}: expected chat or completions")
 
     def make(config) -> list:
         suites = []

@@ -67,6 +67,8 @@ def test_bad_input_is_one_line_and_exit_two(tmp_path):
         (["quality", "--url", "http://x:1", "--suite", "gsm8k"], "error: --suite gsm8k needs --data FILE"),
         (["quality", "--url", "http://x:1", "--model", "m", "--suite", "gsm8k", "--data", "t.jsonl", "--shots", "-1"],
          "error: gsm8k --shots -1: must be at least 0"),
+        (["quality", "--url", "http://x:1", "--model", "m", "--suite", "gsm8k", "--data", "t.jsonl", "--endpoint", "x"],
+         "error: gsm8k --endpoint 'x': expected chat or completions"),
         (["canary", "--url", "http://x:1", "--model", "m", "--suite", "soak", "--soak-tokens", "0"],
          "error: soak --soak-tokens 0: must be at least 1"),
     ]  # fmt: skip
