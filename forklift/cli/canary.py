@@ -10,7 +10,7 @@ import typer
 
 from forklift.cli.app import MEASURE, ReceiptsOption, app
 from forklift.cli.launch import ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
-from forklift.cli.quality import finish, run_suites, suite_names
+from forklift.cli.quality import EngineOption, TimeoutOption, finish, run_suites, suite_names
 from forklift.errors import UsageError
 
 
@@ -48,8 +48,8 @@ def canary(
     log: Annotated[
         Path | None, typer.Option("--log", help="with --url: the server's log (logscan, grammar rejections)")
     ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds per request")] = 600.0,
-    engine: Annotated[str, typer.Option("--engine", help="engine adapter (metrics and log patterns)")] = "vllm",
+    timeout: TimeoutOption = 600.0,
+    engine: EngineOption = "vllm",
     receipts: ReceiptsOption = None,
 ) -> None:
     """Forced tool calls, JSON schema, needle, cold/cached pair, soak, log scan; exit 0 only if every suite passes."""
