@@ -22,6 +22,7 @@ from forklift.ladder.axis import Axis, recommend
 from forklift.ladder.memory import MemoryWatch, samplers_for
 from forklift.ladder.schema import Burst, LadderBody, LadderCell
 from forklift.launch.boot import Booted, engine_reason, setting_name
+from forklift.launch.facts import BootBody
 from forklift.launch.logfacts import parse_boot_log
 from forklift.launch.run import Plan, launch, make_plan
 from forklift.receipts import Receipt, new_receipt, write_receipt
@@ -44,6 +45,13 @@ def name_engine(receipt: Receipt, boot_labels: dict[str, Any]) -> Receipt:
         if boot_labels.get(name) is not None:
             setattr(receipt, name, boot_labels[name])
     return receipt
+
+
+def boot_failure(body: BootBody) -> str | None:
+    """Why a cell's boot never got ready: the engine's memory figures when it refused on memory, else its fatal line."""
+    if body.outcome == "ready":
+        return None
+    return f"{body.outcome}: {engine_reason(body) or 'no fatal line in the log'}"
 
 
 def plans(config: Config, profile: str, sets: list[str], axis: Axis, engine: Engine, check: bool) -> list[Plan]:
@@ -139,9 +147,9 @@ def run_cell(
     cell.kv_pool_tokens, cell.kv_memory_gib = body.facts.kv_pool_tokens, body.facts.kv_memory_gib
     cell.log_path = body.log_path
     cell.boot_receipt = booted.receipt_path.name if booted.receipt_path else None
-    if body.outcome != "ready":
-        cell.outcome = "boot-failed"
-        cell.reason = f"{body.outcome}: {engine_reason(body) or 'no fatal line in the log'}"
+    reason = boot_failure(body)
+    if reason is not None:
+        cell.outcome, cell.reason = "boot-failed", reason
         return cell, booted.labels
     outcome = burst_result.get("outcome")
     if outcome is None:
