@@ -101,6 +101,12 @@ def _interval(low_log: float, high_log: float) -> tuple[float, float]:
     return math.expm1(low_log), math.expm1(high_log)
 
 
+def _estimate(mean_log: float, low_log: float, high_log: float, **fields: Any) -> Estimate:
+    """An estimate from its centre and interval on the log scale, shown as relative changes; `fields` the rest."""
+    low, high = _interval(low_log, high_log)
+    return Estimate(change=math.expm1(mean_log), low=low, high=high, **fields)
+
+
 class Floor(BaseModel):
     """Bench-to-bench spread of one build on one box, from N same-build units (an A/A measurement)."""
 
@@ -161,11 +167,10 @@ def _t_interval(units: np.ndarray, pairs: int) -> Estimate:
     mean = float(units.mean())
     standard_error = float(units.std(ddof=1)) / math.sqrt(n)
     half = float(stats.t.ppf(1 - (1 - LEVEL) / 2, n - 1)) * standard_error
-    low, high = _interval(mean - half, mean + half)
-    return Estimate(
-        change=math.expm1(mean),
-        low=low,
-        high=high,
+    return _estimate(
+        mean,
+        mean - half,
+        mean + half,
         paired=True,
         n_a=pairs,
         n_b=pairs,
@@ -201,11 +206,10 @@ def paired_change(
     else:
         low_log, high_log = _bootstrap((units,), np.mean, n, seed=seed, resamples=resamples)
     standard_error = float(units.std(ddof=1)) / math.sqrt(n)
-    low, high = _interval(low_log, high_log)
-    return Estimate(
-        change=math.expm1(mean),
-        low=low,
-        high=high,
+    return _estimate(
+        mean,
+        low_log,
+        high_log,
         paired=True,
         n_a=pairs,
         n_b=pairs,
@@ -231,11 +235,10 @@ def unpaired_change(a: np.ndarray, b: np.ndarray, *, seed: int = 0, resamples: i
         low_log, high_log = _bootstrap((log_a, log_b), _mean_difference, min(n_a, n_b), seed=seed, resamples=resamples)
         # Welch-Satterthwaite degrees of freedom for the MDE's t quantiles
         df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
-    low, high = _interval(low_log, high_log)
-    return Estimate(
-        change=math.expm1(mean),
-        low=low,
-        high=high,
+    return _estimate(
+        mean,
+        low_log,
+        high_log,
         paired=False,
         n_a=n_a,
         n_b=n_b,
