@@ -8,7 +8,7 @@ from forklift.ladder.schema import LadderBody
 from forklift.mdtable import table as md_table
 from forklift.receipts import Receipt, validated_body
 from forklift.report.ladder import ladder_rows
-from forklift.stats.sample import build_label
+from forklift.stats.runs import build_label
 
 
 def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
