@@ -7,7 +7,7 @@ Bottom layer: imports nothing from forklift.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,13 +34,19 @@ class ConfigError(UsageError):
     """forklift.toml is invalid; the message names the file and the key."""
 
 
+def key_path(parts: Iterable[object]) -> str:
+    """A dotted key for a message; a part holding a line break or other control character is quoted,
+    so the message stays one line (TOML's quoted keys may hold any character)."""
+    return ".".join(str(part) if str(part).isprintable() else repr(str(part)) for part in parts)
+
+
 def describe_error(error: Any, *, hide: Collection[str] = (), top: str = "value") -> str:
     """One readable phrase for one pydantic error: the dotted key and what was expected.
 
     `hide` drops location parts that are not keys (a discriminated union's tag); `top` names
     the whole input when the error has no key.
     """
-    loc = ".".join(str(part) for part in error["loc"] if part not in hide) or top
+    loc = key_path(part for part in error["loc"] if part not in hide) or top
     kind = error["type"]
     if kind == "extra_forbidden":
         return f"{loc}: unknown key"

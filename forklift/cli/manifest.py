@@ -16,12 +16,12 @@ def manifest(
 ) -> None:
     """Check the lost-work manifest against the series, or write one requiring every file it changes today."""
     from forklift.fsio import tree_reader
-    from forklift.series.gate import configured_series
+    from forklift.series.gate import configured_overlay, configured_series
     from forklift.series.manifest import changed_paths, check_manifest, write_manifest
 
     config = load()
     series = configured_series(config)
-    changed = changed_paths(tree_reader(pristine(config).path), series.patches)
+    changed = changed_paths(tree_reader(pristine(config).path), series.patches, configured_overlay(config))
     if write:
         say(f"wrote {write_manifest(config.series_dir, changed)}: {len(changed)} files")
         return

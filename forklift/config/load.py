@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from forklift.config.schema import ForkliftToml
 from forklift.config.toml import tomllib
-from forklift.errors import ConfigError, describe_error
+from forklift.errors import ConfigError, describe_error, key_path
 
 MAX_NESTING = 32  # tomllib recurses per level; no forklift.toml needs more than a handful
 MAX_CONFIG_BYTES = 16 << 20
@@ -55,10 +55,10 @@ _UNION_TAGS = ("pypi", "git", "path")  # pydantic puts a pin's tag in the locati
 def describe(error: Any) -> str:
     """One phrase for one pydantic error of forklift.toml; a pin's `source` tag gets its own words."""
     if error["type"] == "union_tag_invalid":
-        loc = ".".join(str(part) for part in error["loc"] if part not in _UNION_TAGS)
+        loc = key_path(part for part in error["loc"] if part not in _UNION_TAGS)
         return f"{loc}.source: expected one of {error['ctx']['expected_tags']}, got {error['ctx']['tag']!r}"
     if error["type"] == "union_tag_not_found":
-        loc = ".".join(str(part) for part in error["loc"] if part not in _UNION_TAGS)
+        loc = key_path(part for part in error["loc"] if part not in _UNION_TAGS)
         return f"{loc}.source: missing (one of {', '.join(repr(tag) for tag in _UNION_TAGS)})"
     return describe_error(error, hide=_UNION_TAGS)
 
@@ -157,6 +157,8 @@ def validate_config(data: ForkliftToml, path: Path) -> None:
     """What the schema alone cannot see and `launch` would trip on: every profile's extends chain
     resolves without a cycle, no number is inf or nan, no flag or variable name is empty."""
     for name in data.profiles:
+        if not name.isprintable():
+            raise ConfigError(f"{path}: profiles.{name!r}: a profile name must be printable (no line break or tab)")
         try:
             extends_chain(data.profiles, name)
         except ConfigError as exc:

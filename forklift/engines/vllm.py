@@ -16,6 +16,9 @@ def _float(text: str) -> float:
 
 
 _NUM = r"-?[\d,]+(?:\.\d+)?"
+# What the GPU worker's free-memory check says was asked (vllm/v1/worker/utils.py, 0.26-0.33): 0.32 added the
+# second wording, for weights another process holds.
+_GPU_ASKED = r"(?:desired GPU memory utilization|the engine's budget after excluding external process's weights)"
 
 FACTS = (
     # 0.32 prints pool and concurrency on one line; 0.26 (the GPU runs) on two, so each is its own pattern.
@@ -123,7 +126,21 @@ FACTS = (
         source="vllm/v1/worker/cpu_worker.py",
         format="Available memory on node {} ({}/{} GiB) on kv cache allocation is less than requested memory for kv ({} GiB). ",
     ),
+    FactPattern(
+        # The GPU worker refusing to boot: less free memory than gpu_memory_utilization asks. 0.26-0.33 name
+        # the device ("cuda:0"); older releases, whose check sat in gpu_worker.py, name none.
+        regex=re.compile(
+            rf"Free memory on device (?:\S+ )?\((?P<free>{_NUM})/{_NUM} GiB\) on startup is less than {_GPU_ASKED} "
+            rf"\({_NUM}, (?P<want>{_NUM}) GiB\)"
+        ),
+        facts={"free": ("memory_available_gib", _float), "want": ("memory_needed_gib", _float)},
+        source="vllm/v1/worker/utils.py",
+        format="Free memory on device {} ({}/{} GiB) on startup is less than desired GPU memory utilization ({}, {} GiB). ",
+    ),
 )
+
+# A boot refused for memory, in the words of the CPU and GPU workers' checks (cpu_worker.py, worker/utils.py).
+_MEMORY_REFUSAL = rf"is less than (?:desired CPU memory utilization|requested memory for kv|{_GPU_ASKED})"
 
 FATALS = (
     FatalPattern(re.compile(r"CUDA out of memory|OutOfMemoryError|out of memory", re.I), rank=0),
@@ -133,7 +150,7 @@ FATALS = (
         source="vllm/v1/core/kv_cache_utils.py",
         format="No available memory for the cache blocks. ",
     ),
-    FatalPattern(re.compile(r"is less than (?:desired CPU memory utilization|requested memory for kv)"), rank=0),
+    FatalPattern(re.compile(_MEMORY_REFUSAL), rank=0),
     FatalPattern(re.compile(r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError"), rank=0),
     # A rank that stopped answering: torch's NCCL watchdog, and vLLM's executor waiting on a worker.
     FatalPattern(re.compile(r"Watchdog caught collective operation timeout|NCCL communicator was aborted"), rank=0),
@@ -169,8 +186,7 @@ SCAN = (
     ScanPattern(
         "out_of_memory",
         re.compile(
-            r"out of memory|OutOfMemoryError|No available memory for the cache blocks"
-            r"|is less than (?:desired CPU memory utilization|requested memory for kv)",
+            rf"out of memory|OutOfMemoryError|No available memory for the cache blocks|{_MEMORY_REFUSAL}",
             re.IGNORECASE,
         ),
     ),

@@ -56,6 +56,7 @@ def run_flip(
     new_tree = materialize(target, config.root, progress=progress)
     old_read, new_read = tree_reader(old_tree.path), tree_reader(new_tree.path)
     applier = config.data.series.applier
+    overlay_files = configured_overlay(config)  # lands over both releases' patched trees
     verdicts, new_overlay = triage(old_read, new_read, series.patches, applier)
     _, old_overlay = apply_series(old_read, series.patches, applier)
     unlanded = sum(1 for t in verdicts if not t.landed)
@@ -67,7 +68,12 @@ def run_flip(
         knobs, skipped = [], f"not computed: {unlanded} patch(es) did not land on {new_tree.label}"
     else:
         knobs, skipped = knob_deltas(
-            old_tree, new_tree, old_overlay.files, new_overlay.files, adapter(config.data.engine.kind), default_cache()
+            old_tree,
+            new_tree,
+            {**old_overlay.files, **overlay_files},
+            {**new_overlay.files, **overlay_files},
+            adapter(config.data.engine.kind),
+            default_cache(),
         )
     report = FlipReport(
         old=old_tree.label,
@@ -78,7 +84,7 @@ def run_flip(
         ),
         knobs=knobs,
         knobs_skipped=skipped,
-        overlay_changed=[str(d) for d in upstream_drift(old_read, new_read, list(configured_overlay(config)))],
+        overlay_changed=[str(d) for d in upstream_drift(old_read, new_read, list(overlay_files))],
     )
     written = (
         write_flip(config, series, target, verdicts, report, new_tree, fork) if write and not report.blocked else []

@@ -20,11 +20,11 @@ class KnobReport:
 
 
 def knob_report(config: Config, tree: Path | None = None) -> KnobReport:
-    """Registries of the pinned pristine tree (or `tree`) and of it with the series applied."""
+    """Registries of the pinned pristine tree (or `tree`) and of it with the series and the overlay files."""
     from forklift.fsio import tree_reader
     from forklift.knobs.overlay import patched_registry
     from forklift.series.engine import apply_series
-    from forklift.series.gate import configured_series
+    from forklift.series.gate import configured_overlay, configured_series
 
     adapter = engine_adapter(config.data.engine.kind)
     if tree is None:
@@ -33,6 +33,6 @@ def knob_report(config: Config, tree: Path | None = None) -> KnobReport:
         tree = materialize(config.data.upstream, config.root).path
     pristine = registry(tree, adapter)
     results, overlay = apply_series(tree_reader(tree), configured_series(config).patches)
-    patched = patched_registry(pristine, overlay.files, adapter)
+    patched = patched_registry(pristine, {**overlay.files, **configured_overlay(config)}, adapter)
     not_applied = [r.name for r in results if not r.applies]
     return KnobReport(tree, pristine, patched, compare(pristine, patched), not_applied)

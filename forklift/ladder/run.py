@@ -4,7 +4,8 @@ A cell passes when the boot reached health, every request of the burst succeeded
 log written while it ran holds no fatal line. Every boot goes through forklift.launch (so
 its boot receipt, labels and clean stop are launch's own) and every burst through the bench
 runner (its receipt, kind `ladder-burst`, keeps every request). The ladder receipt is
-rewritten after each cell, so Ctrl-C leaves every finished cell in it.
+rewritten after each cell, so Ctrl-C leaves every finished cell in it; from the first boot on it
+and every cell receipt name the engine as the boots recorded it (pin, version, overlay, build).
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from forklift.ladder.axis import Axis, recommend
 from forklift.ladder.memory import MemoryWatch, samplers_for
 from forklift.ladder.schema import Burst, LadderBody, LadderCell
 from forklift.launch.boot import Booted, engine_reason, setting_name
+from forklift.launch.facts import BootBody
 from forklift.launch.logfacts import parse_boot_log
 from forklift.launch.run import Plan, launch, make_plan
-from forklift.receipts import new_receipt, write_receipt
+from forklift.receipts import Receipt, new_receipt, write_receipt
+
+ENGINE_FIELDS = ("pin", "engine_version", "overlay_hash", "build")
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,21 @@ class Engine:
     python: str | None = None
     command: list[str] | None = None
     labels: dict[str, Any] | None = None  # envelope fields every receipt gets (build, ...)
+
+
+def name_engine(receipt: Receipt, boot_labels: dict[str, Any]) -> Receipt:
+    """The receipt, naming the engine as a boot recorded it: pin, version, overlay hash and build (--build's, if given)."""
+    for name in ENGINE_FIELDS:
+        if boot_labels.get(name) is not None:
+            setattr(receipt, name, boot_labels[name])
+    return receipt
+
+
+def boot_failure(body: BootBody) -> str | None:
+    """Why a cell's boot never got ready: the engine's memory figures when it refused on memory, else its fatal line."""
+    if body.outcome == "ready":
+        return None
+    return f"{body.outcome}: {engine_reason(body) or 'no fatal line in the log'}"
 
 
 def plans(config: Config, profile: str, sets: list[str], axis: Axis, engine: Engine, check: bool) -> list[Plan]:
@@ -83,8 +102,10 @@ def run_cell(
     logs: Path,
     cold: bool,
     engine: Engine,
-) -> LadderCell:
-    """One boot + burst + stop; KeyboardInterrupt propagates after the cell is recorded as interrupted."""
+) -> tuple[LadderCell, dict[str, Any]]:
+    """One boot + burst + stop; the cell and its boot's envelope fields (pin, version, build, ...).
+
+    KeyboardInterrupt propagates after the cell is recorded as interrupted."""
     from forklift.bench.session import bench
 
     resolved = plan.resolved
@@ -126,10 +147,10 @@ def run_cell(
     cell.kv_pool_tokens, cell.kv_memory_gib = body.facts.kv_pool_tokens, body.facts.kv_memory_gib
     cell.log_path = body.log_path
     cell.boot_receipt = booted.receipt_path.name if booted.receipt_path else None
-    if body.outcome != "ready":
-        cell.outcome = "boot-failed"
-        cell.reason = f"{body.outcome}: {engine_reason(body) or 'no fatal line in the log'}"
-        return cell
+    reason = boot_failure(body)
+    if reason is not None:
+        cell.outcome, cell.reason = "boot-failed", reason
+        return cell, booted.labels
     outcome = burst_result.get("outcome")
     if outcome is None:
         raise ForkliftError(f"ladder {axis.key}={value}: the engine stopped before the burst (log: {body.log_path})")
@@ -151,7 +172,7 @@ def run_cell(
         cell.reason = f"{cell.requests_ok}/{burst.requests} requests ok ({kinds or 'never sent'})"
     else:
         cell.outcome = "pass"
-    return cell
+    return cell, booted.labels
 
 
 def run_ladder(
@@ -195,12 +216,14 @@ def run_ladder(
 
     try:
         for value, plan in zip(axis.values, cell_plans, strict=False):
-            cell = run_cell(config, plan, axis, value, burst, receipts=receipts, logs=logs, cold=cold, engine=engine)
-            body.cells.append(cell)
-            labels = {**(engine.labels or {}), "setting": cell.setting}
-            write_receipt(
-                new_receipt("ladder-cell", status="ok", body=cell.model_dump(mode="json"), **labels), receipts
+            cell, boot_labels = run_cell(
+                config, plan, axis, value, burst, receipts=receipts, logs=logs, cold=cold, engine=engine
             )
+            body.cells.append(cell)
+            name_engine(receipt, boot_labels)
+            labels = {**(engine.labels or {}), "setting": cell.setting}
+            cell_receipt = new_receipt("ladder-cell", status="ok", body=cell.model_dump(mode="json"), **labels)
+            write_receipt(name_engine(cell_receipt, boot_labels), receipts)
             record("partial")
             if on_cell:
                 on_cell(cell)

@@ -23,7 +23,8 @@ from forklift.launch.facts import BootBody
 from forklift.receipts import Receipt, read_receipts, validated_body
 from forklift.report.format import box_name
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
-from forklift.stats.sample import build_label, output_throughput, server_tok_step
+from forklift.stats.runs import build_label
+from forklift.stats.sample import output_throughput, server_tok_step
 
 
 @dataclass(frozen=True)

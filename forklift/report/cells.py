@@ -8,7 +8,7 @@ from forklift.ladder.schema import LadderBody
 from forklift.mdtable import table as md_table
 from forklift.receipts import Receipt, validated_body
 from forklift.report.ladder import ladder_rows
-from forklift.stats.sample import build_label
+from forklift.stats.runs import build_label
 
 
 def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
@@ -49,14 +49,24 @@ def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
     return "\n".join(md_table(header, rows))
 
 
+def ladder_build(path: Path, receipt: Receipt, body: LadderBody, receipts: dict[Path, Receipt]) -> str:
+    """The engine build a ladder ran: its receipt's, else (a ladder that did not record it) what its boots recorded."""
+    if receipt.build or receipt.engine_version:
+        return build_label(receipt)
+    boots = [receipts.get(path.with_name(c.boot_receipt)) for c in body.cells if c.boot_receipt]
+    return next((build_label(b) for b in boots if b and (b.build or b.engine_version)), build_label(receipt))
+
+
 def ladder_tables(receipts: list[tuple[Path, Receipt]]) -> list[str]:
     out = []
+    by_path = dict(receipts)
     for path, receipt in receipts:
         if receipt.kind != "ladder":
             continue
         body = validated_body(path, receipt, LadderBody)
         header, rows = ladder_rows(body)
-        title = f"### {body.key} on {build_label(receipt)} / {body.setting} ({receipt.fingerprint.hostname})"
+        build = ladder_build(path, receipt, body, by_path)
+        title = f"### {body.key} on {build} / {body.setting} ({receipt.fingerprint.hostname})"
         burst = body.burst
         about = (
             f"Each value: a fresh boot{' with a cold compile cache' if body.cold else ''}, then {burst.requests} "

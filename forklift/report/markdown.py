@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import forklift
@@ -200,12 +201,13 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
 
 def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
     hosts = sorted({fmt.box_name(receipt.fingerprint) for _, receipt in campaign.receipts})
-    builds = ", ".join(f"{b} (baseline)" if b == campaign.baseline else b for b in campaign.builds)
+    builds = ", ".join(f"{b} (baseline)" if b == campaign.baseline else b for b in campaign.builds) or "none compared"
+    kinds = Counter(receipt.kind for _, receipt in campaign.receipts)
     from forklift.report.quality import sections  # quality and canary tables (imports this module)
 
     parts = [
         f"# forklift report: {campaign.folder.name}",
-        f"{len(campaign.receipts)} receipts ({len(campaign.runs)} bench, {len(campaign.boots)} boot) from "
+        f"{len(campaign.receipts)} receipts ({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}) from "
         f"{', '.join(hosts)}; builds: {builds}. Rendered by forklift {forklift.__version__}.",
     ]
     if campaign.rows:

@@ -6,7 +6,8 @@ context line, a hunk ends when its stated line counts are met (a blank line
 after the last hunk is not part of it), git's C-quoted names are unquoted,
 `copy from/to` copies. What neither tool would do without guessing (a NUL in
 a name, both sides /dev/null, a line number past GNU's range, a hunk cut
-short) is one line naming the patch, the line and what is wrong.
+short) is one line naming the patch, the line and what is wrong; so is a
+quoted name holding a line break, which no one-line table or message shows.
 """
 
 from __future__ import annotations
@@ -187,6 +188,8 @@ def tree_path(name: str, raw: bytes, strip: int, where: str = "") -> str | None:
     shown = raw.decode("utf-8", "backslashreplace")
     if b"\0" in raw:
         raise PatchError(f"{name}: {where}path {shown!r} contains a NUL byte")
+    if b"\n" in raw or b"\r" in raw:  # only a C-quoted git name holds one; tables and messages give a path one line
+        raise PatchError(f"{name}: {where}path {shown!r} contains a line break")
     text = raw.decode("utf-8", "surrogateescape")
     parts = PurePosixPath(text).parts
     if text.startswith("/") or (len(parts) <= strip and strip):

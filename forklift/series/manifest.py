@@ -18,7 +18,7 @@ not lost work but deleting it is.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,9 +103,10 @@ def lost_work(manifest: Manifest, patches: Sequence[Patch], changed: Collection[
     return lost
 
 
-def changed_paths(read: Reader, patches: Sequence[Patch]) -> set[str]:
-    """The files the series changes over the pristine tree, the set `forklift check` holds the manifest
-    to: a file a patch names but the series leaves as upstream ships it (created, then deleted) is not."""
+def changed_paths(read: Reader, patches: Sequence[Patch], overlay_files: Mapping[str, bytes] | None = None) -> set[str]:
+    """The files the series and then the `[overlay] dir` files change over the pristine tree, the set
+    `forklift check` holds the manifest to: a file a patch names but the series leaves as upstream ships
+    it (created, then deleted), or an overlay file identical to the tree's, is not."""
     results, overlay = apply_series(read, patches)
     for result in results:
         if not result.applies:
@@ -113,6 +114,7 @@ def changed_paths(read: Reader, patches: Sequence[Patch]) -> set[str]:
                 f"{result.name}: {result.status} on the pristine tree, so what the series changes "
                 "is not known (run `forklift check`)"
             )
+    overlay.files.update(overlay_files or {})  # whole files over the series' result, as check lays them
     return set(overlay.changed())
 
 

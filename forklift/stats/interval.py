@@ -36,7 +36,8 @@ least t(N - 1) x sd x sqrt(1/R_a + 1/R_b), R the runs a side.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -100,6 +101,12 @@ def _interval(low_log: float, high_log: float) -> tuple[float, float]:
     return math.expm1(low_log), math.expm1(high_log)
 
 
+def _estimate(mean_log: float, low_log: float, high_log: float, **fields: Any) -> Estimate:
+    """An estimate from its centre and interval on the log scale, shown as relative changes; `fields` the rest."""
+    low, high = _interval(low_log, high_log)
+    return Estimate(change=math.expm1(mean_log), low=low, high=high, **fields)
+
+
 class Floor(BaseModel):
     """Bench-to-bench spread of one build on one box, from N same-build units (an A/A measurement)."""
 
@@ -134,17 +141,36 @@ def with_floor(estimate: Estimate, floor: Floor, runs_a: int, runs_b: int) -> Es
     return estimate.model_copy(update=update)
 
 
+def _bootstrap(
+    samples: tuple[np.ndarray, ...], statistic: Callable[..., Any], n: int, *, seed: int, resamples: int
+) -> tuple[float, float]:
+    """The seeded percentile bootstrap interval of `statistic` over `samples`, at the expanded level for `n` units."""
+    result = stats.bootstrap(
+        samples,
+        statistic,
+        method="percentile",
+        n_resamples=resamples,
+        confidence_level=expanded_level(n),
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def _mean_difference(a: np.ndarray, b: np.ndarray, axis: int) -> np.ndarray:
+    """mean(b) - mean(a), vectorised over resamples as scipy.stats.bootstrap calls it."""
+    return np.mean(b, axis=axis) - np.mean(a, axis=axis)
+
+
 def _t_interval(units: np.ndarray, pairs: int) -> Estimate:
     """Student's t over run units; no MDE from two units (t with one degree of freedom says nothing useful)."""
     n = len(units)
     mean = float(units.mean())
     standard_error = float(units.std(ddof=1)) / math.sqrt(n)
     half = float(stats.t.ppf(1 - (1 - LEVEL) / 2, n - 1)) * standard_error
-    low, high = _interval(mean - half, mean + half)
-    return Estimate(
-        change=math.expm1(mean),
-        low=low,
-        high=high,
+    return _estimate(
+        mean,
+        mean - half,
+        mean + half,
         paired=True,
         n_a=pairs,
         n_b=pairs,
@@ -178,21 +204,12 @@ def paired_change(
     if np.all(units == units[0]):  # no spread: the bootstrap distribution is a point
         low_log = high_log = mean
     else:
-        result = stats.bootstrap(
-            (units,),
-            np.mean,
-            method="percentile",
-            n_resamples=resamples,
-            confidence_level=expanded_level(n),
-            rng=np.random.default_rng(seed),
-        )
-        low_log, high_log = float(result.confidence_interval.low), float(result.confidence_interval.high)
+        low_log, high_log = _bootstrap((units,), np.mean, n, seed=seed, resamples=resamples)
     standard_error = float(units.std(ddof=1)) / math.sqrt(n)
-    low, high = _interval(low_log, high_log)
-    return Estimate(
-        change=math.expm1(mean),
-        low=low,
-        high=high,
+    return _estimate(
+        mean,
+        low_log,
+        high_log,
         paired=True,
         n_a=pairs,
         n_b=pairs,
@@ -215,22 +232,13 @@ def unpaired_change(a: np.ndarray, b: np.ndarray, *, seed: int = 0, resamples: i
         low_log = high_log = mean
         df = float(min(n_a, n_b) - 1)
     else:
-        result = stats.bootstrap(
-            (log_a, log_b),
-            lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
-            method="percentile",
-            n_resamples=resamples,
-            confidence_level=expanded_level(min(n_a, n_b)),
-            rng=np.random.default_rng(seed),
-        )
-        low_log, high_log = float(result.confidence_interval.low), float(result.confidence_interval.high)
+        low_log, high_log = _bootstrap((log_a, log_b), _mean_difference, min(n_a, n_b), seed=seed, resamples=resamples)
         # Welch-Satterthwaite degrees of freedom for the MDE's t quantiles
         df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
-    low, high = _interval(low_log, high_log)
-    return Estimate(
-        change=math.expm1(mean),
-        low=low,
-        high=high,
+    return _estimate(
+        mean,
+        low_log,
+        high_log,
         paired=False,
         n_a=n_a,
         n_b=n_b,

@@ -20,7 +20,6 @@ sha256, windows, subset, shots) are refused with one line naming the field.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,7 +31,7 @@ from forklift.errors import ForkliftError
 from forklift.quality.schema import Question, SuiteBody, Window
 from forklift.receipts import Receipt
 from forklift.stats.interval import LEVEL
-from forklift.stats.sample import build_label, validated_body
+from forklift.stats.runs import ReceiptRun, setting_label, validated_runs
 
 KINDS = ("quality", "canary")
 Claim = Literal["better", "worse", "noise", "identical", "failed", "refused", "insufficient"]
@@ -44,27 +43,12 @@ MUST_MATCH = {
 }
 
 
-@dataclass(frozen=True)
-class SuiteRun:
-    path: Path
-    receipt: Receipt
-    body: SuiteBody
-
-    @property
-    def machine_id(self) -> str:
-        return self.receipt.fingerprint.machine_id
-
-    @property
-    def hostname(self) -> str:
-        return self.receipt.fingerprint.hostname
+class SuiteRun(ReceiptRun[SuiteBody]):
+    """One quality or canary receipt with its body validated."""
 
     @property
     def setting(self) -> str:
-        return self.body.setting or (self.receipt.profile or {}).get("name") or "default"
-
-    @property
-    def build(self) -> str:
-        return build_label(self.receipt)
+        return setting_label(self.receipt, self.body.setting)
 
     @property
     def label(self) -> str:
@@ -85,8 +69,7 @@ class SuiteRun:
 
 def suite_runs(receipts: list[tuple[Path, Receipt]]) -> list[SuiteRun]:
     """The quality and canary receipts among `receipts`, bodies validated, oldest first."""
-    runs = [SuiteRun(p, r, validated_body(p, r, SuiteBody)) for p, r in receipts if r.kind in KINDS]
-    return sorted(runs, key=lambda run: (run.receipt.created, str(run.path)))
+    return validated_runs(receipts, KINDS, SuiteRun, SuiteBody)
 
 
 class PplResult(BaseModel):

@@ -9,50 +9,23 @@ and several receipts of one setting simply add runs.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.bench.aggregate import run_duration
 from forklift.bench.schema import BenchBody, Cell
 from forklift.client.records import RequestRecord
-from forklift.receipts import Receipt, validated_body
-from forklift.receipts.envelope import default_build
+from forklift.receipts import Receipt
+from forklift.stats.runs import ReceiptRun, setting_label, validated_runs
 
 Key = tuple[str, int, int]
 
 
-def build_label(receipt: Receipt) -> str:
-    """Which engine build measured a receipt: its label, else engine version plus the overlay hash when patched."""
-    if receipt.build:
-        return receipt.build
-    version = receipt.engine_version or (receipt.pin or {}).get("version")
-    return default_build(str(version) if version else None, receipt.overlay_hash)
-
-
-@dataclass(frozen=True)
-class BenchRun:
+class BenchRun(ReceiptRun[BenchBody]):
     """One bench receipt with its body validated."""
-
-    path: Path
-    receipt: Receipt
-    body: BenchBody
-
-    @property
-    def machine_id(self) -> str:
-        return self.receipt.fingerprint.machine_id
-
-    @property
-    def hostname(self) -> str:
-        return self.receipt.fingerprint.hostname
 
     @property
     def setting(self) -> str:
-        profile_name = (self.receipt.profile or {}).get("name")
-        return self.receipt.setting or self.body.setting or profile_name or "default"
-
-    @property
-    def build(self) -> str:
-        return build_label(self.receipt)
+        return setting_label(self.receipt, self.receipt.setting, self.body.setting)
 
     @property
     def label(self) -> str:
@@ -65,8 +38,7 @@ class BenchRun:
 
 def bench_runs(receipts: list[tuple[Path, Receipt]]) -> list[BenchRun]:
     """The bench receipts among `receipts`, bodies validated (other kinds are skipped)."""
-    runs = [BenchRun(path, r, validated_body(path, r, BenchBody)) for path, r in receipts if r.kind == "bench"]
-    return sorted(runs, key=lambda run: (run.receipt.created, str(run.path)))
+    return validated_runs(receipts, ("bench",), BenchRun, BenchBody)
 
 
 def kept_run_indexes(cell: Cell) -> list[int]:

@@ -67,3 +67,16 @@ def test_check_sees_what_launch_would(tmp_path, profiles, why):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path / 'forklift.toml'}: ")
     assert __import__("re").search(why, lines[0]), lines[0]
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ('"x\\ny" = 1\n' + PIN, r"forklift\.toml: 'x\\ny': unknown key$"),
+        (PIN + '[series]\n"dir\\r" = "p"\n', r"forklift\.toml: series\.'dir\\r': unknown key$"),
+        (PIN + '[profiles."a\\nb"]\n', r"forklift\.toml: profiles\.'a\\nb': a profile name must be printable"),
+    ],
+)
+def test_a_quoted_key_with_a_line_break_is_quoted_in_one_line(tmp_path, text, why):
+    """TOML's quoted keys may hold a newline (found by tests/properties): the message shows it escaped."""
+    assert __import__("re").search(why, refused(tmp_path, text))

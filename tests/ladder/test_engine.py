@@ -68,6 +68,12 @@ def test_ladder_finds_the_boundary_and_recommends_one_step_below(engine_python, 
     boots = {r.setting: r for r in receipts if r.kind == "boot"}
     assert boots["tiny VLLM_CPU_KVCACHE_SPACE=4096"].status == "failed"
     assert all(r.build == "example" for r in receipts)
+    # the ladder and its cells name the engine as its boots recorded it (version, pin, overlay)
+    engine = {(r.engine_version, r.overlay_hash, str(r.pin)) for r in receipts if r.kind == "boot"}
+    assert len(engine) == 1 and next(iter(engine))[0]
+    assert all(
+        (r.engine_version, r.overlay_hash, str(r.pin)) in engine for r in receipts if r.kind.startswith("ladder")
+    )
     assert len([r for r in receipts if r.kind == "ladder-burst"]) == 2
     report = subprocess.run(
         [sys.executable, "-m", "forklift", "report", "receipts", "-o", "report.md"],
@@ -80,4 +86,5 @@ def test_ladder_finds_the_boundary_and_recommends_one_step_below(engine_python, 
     assert report.returncode == 0, report.stdout + report.stderr
     text = (tmp_path / "report.md").read_text()
     assert "| 1 | pass (4/4 ok) |" in text and "| recommended |" in text
+    assert "### VLLM_CPU_KVCACHE_SPACE on example / tiny (" in text
     assert json.loads(json.dumps(ladder.body))["recommended"] == "1"

@@ -51,6 +51,10 @@ SAMPLES = {
         (0, "10.2", "11.34", "1000.0"),
         {"memory_available_gib": 10.2, "memory_needed_gib": 1000.0},
     ),
+    "Free memory on device {} ({}/{} GiB) on startup is less than desired GPU memory utilization ({}, {} GiB). ": (
+        ("cuda:0", "139.29", "139.8", 0.999, "139.66"),
+        {"memory_available_gib": 139.29, "memory_needed_gib": 139.66},
+    ),
 }
 
 

@@ -72,6 +72,8 @@ def test_missing_series_file_is_named(tmp_path):
         ("Description: only a header\n", "contains no diff"),
         ("--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+x\n", "line 1: both sides of the diff are /dev/null"),
         (DIFF.replace("a/pkg/mod.py", "a/pkg/m\0od.py"), "contains a NUL byte"),
+        (DIFF.replace("a/pkg/mod.py b/pkg/mod.py", '"a/pkg/m\\nod.py" "b/pkg/m\\nod.py"'), "contains a line break"),
+        (DIFF.replace("--- a/pkg/mod.py", '--- "a/pkg/m\\rod.py"'), "m\\rod.py' contains a line break"),
         (DIFF.replace("@@ -1,3 +1,3 @@", "@@ -999999999999999999999,3 +1,3 @@"), "line 4: line number"),
     ],
 )

@@ -106,3 +106,19 @@ def test_overlay_files_sit_below_the_patch_root(tmp_path):
 def _write(folder, files):
     write_files(folder, files)
     return folder
+
+
+def test_manifest_write_and_check_count_the_overlay_files(tmp_path):
+    """`forklift manifest --write` requires what check holds it to: the series' files and the overlay's."""
+    dist = _dist(tmp_path, {"pkg/kvarn.py": NEW_MODULE, "pkg/other.py": REPLACED})
+    wrote = forklift("-c", str(dist), "manifest", "--write")
+    assert wrote.returncode == 0 and "3 files" in wrote.stdout, wrote.stdout + wrote.stderr
+    assert '"pkg/kvarn.py",\n  "pkg/mod.py",\n  "pkg/other.py",\n' in (dist / "patches" / "MANIFEST.toml").read_text()
+    checked = forklift("-c", str(dist), "manifest")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert json.loads(forklift("-c", str(dist), "check", "--json").stdout)["ok"]
+    shutil.rmtree(dist / "overlay" / "pkg")
+    write_files(dist / "overlay", {"pkg/kvarn.py": NEW_MODULE})
+    lost = forklift("-c", str(dist), "manifest")
+    assert lost.returncode == 1
+    assert "the series no longer changes pkg/other.py (MANIFEST.toml requires it)" in lost.stdout
