@@ -90,7 +90,12 @@ def test_forklift_and_vllm_bench_serve_agree_on_one_server(vllm_server, engine_p
         "output_throughput": agg["e2e_tok_s"],
     }
     table = {key: (round(value, 2), round(before[key], 2), round(after[key], 2)) for key, value in ours_by.items()}
-    off = {key: row for key, row in table.items() if not bracketed(*row)}
+    # vLLM's client times each chunk as it reads it: a median ITL of 0 ms means it read its chunks in bursts (its
+    # process starved on a loaded box; seen under two busy loops, its TTFT then 1.5x forklift's), so its TTFT and
+    # ITL are no reference for that run. E2E, TPOT and throughput still are, and are still held to it.
+    starved = min(before["median_itl_ms"], after["median_itl_ms"]) == 0
+    skipped = {"median_ttft_ms", "median_itl_ms"} if starved else set()
+    off = {key: row for key, row in table.items() if key not in skipped and not bracketed(*row)}
     assert not off, (
         f"forklift outside vllm bench serve's range +-{TOLERANCE:.0%}: {off} (forklift, vllm before, after: {table})"
     )
