@@ -82,6 +82,17 @@ def test_forklift_and_vllm_bench_serve_agree_on_one_server(vllm_server, engine_p
     assert before["completed"] == after["completed"] == N and agg["requests"] == kept_n and not agg["failures"]
     assert before["total_output_tokens"] == N * OUT and agg["output_tokens"] == kept_n * OUT
     kept = [r for r in cell.requests if r.run in cell.kept_runs]
+    # Timing definitions can only be compared on a stream that arrives token by token. On a box loaded past its
+    # cores (seen under two busy loops) the server writes answers in bursts: forklift then reports every answer in
+    # one write (no TPOT/ITL at all) and vLLM's client, which times each chunk as read, a median ITL of ~0 ms.
+    # Both tools' own figures say so; the counts above still held.
+    vllm_itl_ratio = min(r["median_itl_ms"] / r["median_tpot_ms"] for r in (before, after))
+    if agg["burst_requests"] > kept_n // 4 or vllm_itl_ratio < 0.1:
+        pytest.skip(
+            f"the server wrote its answers in bursts on this loaded box (forklift: {agg['burst_requests']} of "
+            f"{kept_n} answers in one write; vLLM's median ITL {vllm_itl_ratio:.3f}x its TPOT): per-token timing "
+            "definitions cannot be compared"
+        )
     ours_by = {
         "median_ttft_ms": agg["ttft_ms"]["median"],
         "median_tpot_ms": agg["tpot_ms"]["median"],
