@@ -112,12 +112,26 @@ def checkout(tmp_path_factory) -> Path:
     return root
 
 
-def _run(command: str, root: Path) -> subprocess.CompletedProcess[str]:
+def _run(command: str, root: Path, bin: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`command` in bash at `root`, `bin` first on PATH (default: the copy's .venv/bin)."""
     env = {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "PYTHONPATH", "VIRTUAL_ENV")}
-    env["PATH"] = f"{root / '.venv' / 'bin'}:{env['PATH']}"  # as `source .venv/bin/activate` would
+    env["PATH"] = f"{bin or root / '.venv' / 'bin'}:{env['PATH']}"  # as `source .venv/bin/activate` would
     return subprocess.run(
         ["bash", "-c", command], cwd=root, env=env, capture_output=True, text=True, timeout=1200, check=False
     )
+
+
+def run_sh(block: Block, root: Path, bin: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """An sh block as one bash script (`set -e`) at `root`, `forklift` from `bin`; it must exit 0."""
+    done = _run("set -e\n" + "\n".join(command for command, _ in block.steps), root, bin)
+    assert done.returncode == 0, f"{block.id}:\n{done.stdout}{done.stderr}"
+    return done
+
+
+def assert_steps_shown(block: Block, output: str) -> None:
+    """Each command's shown lines are lines of `output`, in the order shown."""
+    for command, shown in block.steps:
+        assert_shown(shown, output, f"{block.id}: {command}")
 
 
 def test_shown_output_must_appear_in_order_and_only_shapes_may_differ():
@@ -142,10 +156,8 @@ def test_readme_block(block: Block, checkout: Path):
         done = _run("./scripts/setup", checkout)  # blocks after the first assume the setup it does
         assert done.returncode == 0, done.stdout + done.stderr
     if block.lang == "sh":
-        done = _run("set -e\n" + "\n".join(command for command, _ in block.steps), checkout)
-        assert done.returncode == 0, f"{block.id}:\n{done.stdout}{done.stderr}"
-        for command, shown in block.steps:
-            assert_shown(shown, done.stdout + done.stderr, f"{block.id}: {command}")
+        done = run_sh(block, checkout)
+        assert_steps_shown(block, done.stdout + done.stderr)
     else:
         for command, shown in block.steps:
             done = _run(command, checkout)

@@ -259,9 +259,10 @@ def bench(
     )
     make_plan = options.plan()
     folder = receipts_dir(receipts)
-    if profile is not None:
-        config = load()
-        with BootStatus(console, profile) as status, RichProgress(before=status.stop) as progress:
+    # A boot status shows only while a --profile boots; the bars replace it (with --url it never starts).
+    with BootStatus(console, profile or "") as status, RichProgress(before=status.stop) as progress:
+        if profile is not None:
+            config = load()
             outcome = bench_launched(
                 config,
                 profile,
@@ -276,9 +277,8 @@ def bench(
                 label=label,
                 build=build,
             )
-    else:
-        assert url is not None  # BenchOptions saw exactly one server
-        with RichProgress() as progress:
+        else:
+            assert url is not None  # BenchOptions saw exactly one server
             outcome = run(
                 make_plan(url),
                 mode=options.bench_mode,

@@ -10,7 +10,7 @@ import typer
 
 from forklift.cli.app import MEASURE, ReceiptsOption, app
 from forklift.cli.launch import ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
-from forklift.cli.quality import finish, run_suites, suite_names
+from forklift.cli.quality import EngineOption, TimeoutOption, finish, run_suites, suite_names
 from forklift.errors import UsageError
 
 
@@ -48,8 +48,8 @@ def canary(
     log: Annotated[
         Path | None, typer.Option("--log", help="with --url: the server's log (logscan, grammar rejections)")
     ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds per request")] = 600.0,
-    engine: Annotated[str, typer.Option("--engine", help="engine adapter (metrics and log patterns)")] = "vllm",
+    timeout: TimeoutOption = 600.0,
+    engine: EngineOption = "vllm",
     receipts: ReceiptsOption = None,
 ) -> None:
     """Forced tool calls, JSON schema, needle, cold/cached pair, soak, log scan; exit 0 only if every suite passes."""
@@ -70,13 +70,6 @@ def canary(
     from forklift.quality.session import Suite
 
     names = suite_names(suite or [], CANARY_SUITES)
-    if not 0.0 <= depth <= 1.0:
-        raise UsageError(f"--depth {depth}: expected a fraction from 0 to 1")
-    for option, value in (("--repeats", repeats), ("--requests", requests), ("--context-tokens", context_tokens)):
-        if value < 1:
-            raise UsageError(f"{option} {value}: must be at least 1")
-    if "logscan" in names and url is not None and log is None:
-        raise UsageError("--suite logscan with --url needs --log FILE (the server's log)")
     structured = StructuredOptions(repeats=repeats, max_tokens=max_tokens, arguments={"ok": True, "label": label})
     runs = {
         "tools": partial(run_tools, options=structured),
@@ -88,7 +81,9 @@ def canary(
         "cold-pair": partial(run_cold_pair, options=ColdPairOptions(tokens=context_tokens)),
         "soak": partial(run_soak, options=SoakOptions(requests=requests, max_tokens=soak_tokens)),
         "logscan": partial(run_logscan, options=LogscanOptions(log=log)),
-    }
+    }  # every suite's options are made (and checked) before any server is contacted or launched
+    if "logscan" in names and url is not None and log is None:
+        raise UsageError("--suite logscan with --url needs --log FILE (the server's log)")
     outcomes = run_suites(
         lambda config: [Suite("canary", name, runs[name]) for name in names],
         url=url,

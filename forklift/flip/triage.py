@@ -30,8 +30,9 @@ from typing import Literal
 
 from forklift.series.diff import FilePatch, Hunk, split_lines
 from forklift.series.engine import Applier, FileProblem, HunkResult, Overlay, Reader, apply_patch
+from forklift.series.lines import Opcode, line_opcodes
 from forklift.series.model import Patch, split_header, unrooted
-from forklift.series.render import _opcodes, file_diff
+from forklift.series.render import file_diff
 
 Verdict = Literal[
     "exact",
@@ -126,13 +127,12 @@ class _Diffs:
     """old-release vs new-release contents of one file, as difflib opcodes (cached: files repeat)."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[bytes, bytes], list] = {}
+        self._cache: dict[tuple[bytes, bytes], list[Opcode]] = {}
 
-    def opcodes(self, old: bytes, new: bytes) -> list[tuple[str, int, int, int, int]]:
+    def opcodes(self, old: bytes, new: bytes) -> list[Opcode]:
         key = (old, new)
         if key not in self._cache:
-            lines = (split_lines(old), split_lines(new))  # difflib matches bytes lines as well as text
-            self._cache[key] = [op for op in _opcodes(*lines) if op[0] != "equal"]  # type: ignore[arg-type]
+            self._cache[key] = [op for op in line_opcodes(split_lines(old), split_lines(new)) if op[0] != "equal"]
         return self._cache[key]
 
 

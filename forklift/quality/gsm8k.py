@@ -21,7 +21,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal
 
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UsageError
 from forklift.quality.corpus import jsonl_rows, sha256_file
 from forklift.quality.endpoint import Endpoint, post
 from forklift.quality.options import at_least
@@ -51,6 +51,8 @@ class Gsm8kOptions:
 
     def __post_init__(self) -> None:
         at_least("gsm8k", {"--n": (self.n, 1), "--shots": (self.shots, 0), "--max-tokens": (self.max_tokens, 1)})
+        if self.endpoint not in ("chat", "completions"):
+            raise UsageError(f"gsm8k --endpoint {self.endpoint!r}: expected chat or completions")
 
 
 def normalize(number: str | None) -> str | None:

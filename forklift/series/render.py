@@ -14,6 +14,7 @@ from typing import Protocol
 
 from forklift.mdtable import table
 from forklift.series.engine import split_lines
+from forklift.series.lines import line_opcodes
 from forklift.series.model import Patch, Series, Skipped
 
 CONTEXT = 3
@@ -27,24 +28,6 @@ def _text_lines(content: bytes | None) -> list[str]:
     return [line.decode("utf-8", "surrogateescape") for line in split_lines(content)]
 
 
-def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
-    """difflib's opcodes for old -> new, matching only the part between the common head and tail:
-    whole-file matching is slow, and a patched file differs from upstream in a few places."""
-    limit = min(len(old), len(new))
-    head = 0
-    while head < limit and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    inner = difflib.SequenceMatcher(None, old[head : len(old) - tail], new[head : len(new) - tail], autojunk=False)
-    codes = [("equal", 0, head, 0, head)] if head else []
-    codes += [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in inner.get_opcodes()]
-    if tail:
-        codes.append(("equal", len(old) - tail, len(old), len(new) - tail, len(new)))
-    return codes
-
-
 def _range(start: int, length: int) -> str:
     """A hunk header range as diff writes it (1-based; an empty range names the line before it)."""
     first = start + 1 if length else start
@@ -53,7 +36,7 @@ def _range(start: int, length: int) -> str:
 
 def _hunks(old: list[str], new: list[str]) -> list[str]:
     matcher = difflib.SequenceMatcher()  # empty: get_grouped_opcodes() only reads the opcodes set here
-    matcher.opcodes = _opcodes(old, new)  # type: ignore[attr-defined]  # the cache get_opcodes() fills
+    matcher.opcodes = line_opcodes(old, new)  # type: ignore[attr-defined]  # the cache get_opcodes() fills
     out = []
     for group in matcher.get_grouped_opcodes(CONTEXT):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
@@ -70,7 +53,7 @@ def _hunks(old: list[str], new: list[str]) -> list[str]:
 def diff_stat(before: bytes | None, after: bytes | None) -> tuple[int, int]:
     """(lines added, lines removed) from `before` to `after`, as `diff --stat` counts them."""
     added = removed = 0
-    for tag, i1, i2, j1, j2 in _opcodes(_text_lines(before), _text_lines(after)):
+    for tag, i1, i2, j1, j2 in line_opcodes(_text_lines(before), _text_lines(after)):
         if tag != "equal":
             removed += i2 - i1
             added += j2 - j1

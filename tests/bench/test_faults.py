@@ -108,13 +108,21 @@ def test_server_dies_mid_run(tmp_path, sse_server):
     assert len(cell["requests"]) < 20  # it stopped sending instead of failing the rest one by one
 
 
+def records_on_disk(folder: Path) -> int:
+    """Request records in the growing receipt as it stands on disk (written atomically: never half a file)."""
+    found = list(folder.glob("*.json"))
+    return sum(len(c["requests"]) for c in json.loads(found[0].read_text())["body"]["cells"]) if found else 0
+
+
 def test_ctrl_c_mid_run_keeps_every_completed_record(tmp_path, sse_server):
-    """Requests from the eleventh on hang until the bench is interrupted, so the run cannot finish before
-    SIGINT however slow the box is; the test waits on the receipt growing, never on the clock. Requests 4-10
-    take at least 2 s each: the recorder rewrites the receipt on a record that arrives 0.5 s (or 20 times the
-    last write) after the previous rewrite, so those records reach the disk before the hang."""
-    sse_server.plan = lambda i, body: Plan(delay=2.0, chunks=1) if 3 <= i < 10 else Plan(delay=0.03, hang=i >= 10)
+    """The server answers (slowly, so records keep arriving) until the receipt on disk holds three records,
+    and hangs every request after that: the run cannot finish before SIGINT however slow the box is, and the
+    recorder's rewrite spacing (0.5 s, or 20 times the last rewrite's cost) cannot starve the disk of records.
+    The test waits on the receipt growing, never on the clock."""
     folder = tmp_path / "receipts"
+    sse_server.plan = lambda i, body: (
+        Plan(hang=True) if records_on_disk(folder) >= 3 else Plan(delay=0.03 if i < 3 else 2.0, chunks=1)
+    )
     argv = [
         *FORKLIFT,
         "bench",
@@ -136,10 +144,7 @@ def test_ctrl_c_mid_run_keeps_every_completed_record(tmp_path, sse_server):
         done = 0
         while done < 3 and time.monotonic() < deadline:  # the receipt grows on disk while it runs
             time.sleep(0.1)
-            found = list(folder.glob("*.json"))
-            if found:
-                body = json.loads(found[0].read_text())["body"]
-                done = sum(len(c["requests"]) for c in body["cells"])
+            done = records_on_disk(folder)
         assert done >= 3, "the receipt did not grow while the bench ran"
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)

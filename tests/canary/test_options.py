@@ -36,6 +36,7 @@ def test_a_needle_sits_at_a_sentence_end_at_its_depth():
         (lambda: SoakOptions(max_tokens=0), "soak --soak-tokens 0: must be at least 1"),
         (lambda: SoakOptions(requests=0), "soak --requests 0: must be at least 1"),
         (lambda: StructuredOptions(max_tokens=0), "tools/json --max-tokens 0: must be at least 1"),
+        (lambda: StructuredOptions(repeats=0), "tools/json --repeats 0: must be at least 1"),
     ],
 )
 def test_options_out_of_range_are_one_line_naming_the_option(make, message):

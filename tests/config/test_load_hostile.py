@@ -6,7 +6,7 @@ import pytest
 
 from forklift.config import load_config
 from forklift.errors import ConfigError
-from tests.source.helpers import run_forklift
+from tests.cli import forklift
 
 PIN = '[upstream]\nsource = "path"\npath = "up"\nsha256 = "' + "0" * 64 + '"\n'
 
@@ -62,7 +62,7 @@ def test_a_folder_named_forklift_toml_is_one_line(tmp_path):
 def test_check_sees_what_launch_would(tmp_path, profiles, why):
     """`check` loads the whole config first: a bad profile fails CI even when no step launches it."""
     write(tmp_path, PIN + profiles)
-    done = run_forklift("check", cwd=tmp_path)
+    done = forklift("check", cwd=tmp_path)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path / 'forklift.toml'}: ")

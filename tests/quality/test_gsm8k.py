@@ -116,3 +116,8 @@ def test_an_empty_or_binary_test_set_is_one_line_naming_the_file(tmp_path):
 def test_options_out_of_range_are_refused(changes, message):
     with pytest.raises(UsageError, match=f"^{message}: must be at least"):
         Gsm8kOptions(Path("test.jsonl"), **changes)
+
+
+def test_an_unknown_endpoint_is_refused_naming_it():
+    with pytest.raises(UsageError, match=r"^gsm8k --endpoint 'responses': expected chat or completions$"):
+        Gsm8kOptions(Path("test.jsonl"), endpoint="responses")  # type: ignore[arg-type]

@@ -9,9 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import subprocess
-import sys
 import tarfile
 import time
 from dataclasses import dataclass, field
@@ -192,16 +190,3 @@ def git(cwd: Path, *args: str) -> str:
         check=True,
     )
     return result.stdout.strip()
-
-
-def run_forklift(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """The real command line in a child process: exit code and stderr as a user sees them."""
-    return subprocess.run(
-        [sys.executable, "-c", "from forklift.cli import main; main()", *args],
-        check=False,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )

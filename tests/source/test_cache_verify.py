@@ -6,7 +6,8 @@ import hashlib
 
 from forklift.config.schema import PathPin
 from forklift.source import Cache, materialize
-from tests.source.helpers import run_forklift, sdist_bytes
+from tests.cli import forklift
+from tests.source.helpers import sdist_bytes
 
 
 def fetched(tmp_path):
@@ -21,10 +22,10 @@ def fetched(tmp_path):
 
 def test_cache_verify_removes_an_edited_tree_and_keeps_a_pristine_one(tmp_path):
     cache, tree, env = fetched(tmp_path)
-    done = run_forklift("cache", "verify", cwd=tmp_path, env=env)
+    done = forklift("cache", "verify", cwd=tmp_path, env=env)
     assert done.returncode == 0 and f"ok {tree.path.name}" in done.stdout
     (tree.path / "pkg" / "__init__.py").write_text("VALUE = 'tampered'\n")  # the marker stays
-    done = run_forklift("cache", "verify", cwd=tmp_path, env=env)
+    done = forklift("cache", "verify", cwd=tmp_path, env=env)
     assert done.returncode == 1
     assert f"removed {tree.path.name}: changed after extraction" in done.stdout
     assert done.stderr.strip() == "error: 1 cached tree(s) had changed and were removed; the next fetch rebuilds them"
@@ -46,7 +47,7 @@ def test_ci_mode_rebuilds_an_edited_tree_before_trusting_it(tmp_path):
     for how in ({"CI": "true"}, {"FORKLIFT_VERIFY_CACHE": "1"}):
         if not (tree.path / "extra.py").exists():
             (tree.path / "extra.py").write_text("planted\n")
-        done = run_forklift("fetch", cwd=tmp_path, env={**env, **how})
+        done = forklift("fetch", cwd=tmp_path, env={**env, **how})
         assert done.returncode == 0, done.stderr
         assert "changed after extraction" in done.stderr and "removed it, rebuilding" in done.stderr
         assert (tree.path / "pkg" / "__init__.py").read_text() == "VALUE = 1\n"
@@ -61,7 +62,7 @@ def test_check_verify_cache_flag_rebuilds_an_edited_tree(tmp_path):
         "--- a/pkg/__init__.py\n+++ b/pkg/__init__.py\n@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 2\n"
     )
     (tree.path / "pkg" / "__init__.py").write_text("VALUE = 'tampered'\n")
-    done = run_forklift("check", "--verify-cache", cwd=tmp_path, env=env)
+    done = forklift("check", "--verify-cache", cwd=tmp_path, env=env)
     assert "changed after extraction" in done.stderr
     assert "1/1 exact" in done.stdout  # the patch met the rebuilt pristine tree, not the tampered one
     assert (tree.path / "pkg" / "__init__.py").read_text() == "VALUE = 1\n"

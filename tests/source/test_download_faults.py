@@ -15,7 +15,8 @@ import pytest
 from forklift.config.schema import PathPin, PypiPin
 from forklift.errors import ForkliftError
 from forklift.source import materialize
-from tests.source.helpers import cache_entries, run_forklift, sdist_bytes
+from tests.cli import FORKLIFT, forklift
+from tests.source.helpers import cache_entries, sdist_bytes
 
 
 def pin_for(sha256: str) -> PypiPin:
@@ -109,7 +110,7 @@ def test_pinning_a_device_or_fifo_is_one_line_not_a_hang(tmp_path, cache, fifo, 
     with pytest.raises(ForkliftError, match=rf"^{path}: is {what}, not a file or folder; only those can be pinned$"):
         materialize(PathPin(source="path", path=path, sha256="0" * 64), tmp_path, cache)
     # init reads the path to pin it: the same line, through the real command line (it would block forever before)
-    done = run_forklift("init", "--path", path, "--dir", str(tmp_path / "dist"), cwd=tmp_path)
+    done = forklift("init", "--path", path, "--dir", str(tmp_path / "dist"), cwd=tmp_path)
     assert (done.returncode, done.stderr.strip()) == (
         1,
         f"error: {path}: is {what}, not a file or folder; only those can be pinned",
@@ -120,7 +121,6 @@ def test_ctrl_c_during_fetch_is_one_line_and_keeps_nothing_half_made(index_serve
     """SIGINT is sent once the server saw the download start (an event), while the file still trickles."""
     import signal
     import subprocess
-    import sys
     import time
 
     sha = index_server.add("pkg", "pkg-1.0.tar.gz", sdist_bytes(), trickle=True)
@@ -129,9 +129,7 @@ def test_ctrl_c_during_fetch_is_one_line_and_keeps_nothing_half_made(index_serve
     )
     cache_root = tmp_path / "cache"
     env = {**os.environ, "FORKLIFT_CACHE": str(cache_root), "PIP_INDEX_URL": index_server.index}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "forklift", "fetch"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen([*FORKLIFT, "fetch"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300  # a ceiling; the event is the server seeing the file request
         while "/files/pkg-1.0.tar.gz" not in index_server.requests and time.monotonic() < deadline:

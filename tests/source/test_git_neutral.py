@@ -10,7 +10,8 @@ from forklift.config.schema import GitPin
 from forklift.errors import ForkliftError
 from forklift.git import run_git, temporary_index
 from forklift.source import materialize
-from tests.source.helpers import git, run_forklift
+from tests.cli import forklift
+from tests.source.helpers import git
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_missing_git_is_one_line_not_a_traceback(upstream, tmp_path):
     )
     empty = tmp_path / "empty-path"
     empty.mkdir()
-    done = run_forklift("fetch", cwd=dist, env={"PATH": str(empty), "FORKLIFT_CACHE": str(tmp_path / "c")})
+    done = forklift("fetch", cwd=dist, env={"PATH": str(empty), "FORKLIFT_CACHE": str(tmp_path / "c")})
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         "error: git is not installed or not on PATH (forklift needs it for git pins and forks)"
