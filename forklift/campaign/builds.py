@@ -34,7 +34,8 @@ def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Co
     from forklift.installed.package import locate
     from forklift.installed.verify import installed_overlay_hash, verify
     from forklift.knobs.flags import engine_version
-    from forklift.series.model import Series, load_series
+    from forklift.series.gate import configured_series
+    from forklift.series.model import Series
 
     config = load_config(campaign.at(spec.config)) if spec.config else default
     pin = config.data.upstream.model_dump()
@@ -44,7 +45,7 @@ def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Co
     python = str(campaign.at(spec.python)) if not Path(spec.python).is_absolute() else spec.python
     adapter = engine_adapter(config.data.engine.kind)
     package = locate(Path(python), adapter.package, adapter.serve_script)
-    series = Series(config.series_dir, (), ()) if spec.pristine else load_series(config.series_dir)
+    series = Series(config.series_dir, (), ()) if spec.pristine else configured_series(config)
     state = verify(package, series)
     if not state.ok:
         raise ForkliftError(

@@ -65,7 +65,14 @@ def export_command(
     base = move.new_base if move is not None else find_base(config, base, fork)
     upstream = UpstreamPaths.from_tree(tree.path)
     export = export_fork(
-        fork, base, ref, upstream, drop_outside=drop_outside, series_dir=config.series_dir, root=config.data.series.root
+        fork,
+        base,
+        ref,
+        upstream,
+        drop_outside=drop_outside,
+        series_dir=config.series_dir,
+        root=config.data.series.root,
+        applier=config.data.series.applier,
     )
     for patch in export.patches:
         for path in patch.dropped:
@@ -180,7 +187,8 @@ def replay(
         base = None if mismatch else find_base(config, None, fork)
     except UsageError:
         base = None  # without a known base every upstream file is compared
-    result = run_replay(fork, ref, pristine(config).path, configured_series(config).patches, base)
+    series = configured_series(config)
+    result = run_replay(fork, ref, pristine(config).path, series.patches, series.applier, base)
     if result.not_in_base:
         shown = ", ".join(result.not_in_base[:3]) + (" ..." if len(result.not_in_base) > 3 else "")
         say(

@@ -21,7 +21,7 @@ def manifest(
 
     config = load()
     series = configured_series(config)
-    changed = changed_paths(tree_reader(pristine(config).path), series.patches, configured_overlay(config))
+    changed = changed_paths(tree_reader(pristine(config).path), series, configured_overlay(config))
     if write:
         say(f"wrote {write_manifest(config.series_dir, changed)}: {len(changed)} files")
         return

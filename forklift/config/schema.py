@@ -84,7 +84,7 @@ class SeriesConfig(Strict):
     )
     applier: Literal["gnu-patch", "git-apply"] = Field(
         default="gnu-patch",
-        description="whose rules the gate holds patches to at fuzz 0: GNU patch (quilt, dpkg-source) or git apply",
+        description="whose rules every command applies patches by at fuzz 0: GNU patch (quilt, dpkg) or git apply",
     )
 
     @field_validator("root")

@@ -55,10 +55,9 @@ def run_flip(
     old_tree = materialize(pin, config.root, progress=progress)
     new_tree = materialize(target, config.root, progress=progress)
     old_read, new_read = tree_reader(old_tree.path), tree_reader(new_tree.path)
-    applier = config.data.series.applier
     overlay_files = configured_overlay(config)  # lands over both releases' patched trees
-    verdicts, new_overlay = triage(old_read, new_read, series.patches, applier)
-    _, old_overlay = apply_series(old_read, series.patches, applier)
+    verdicts, new_overlay = triage(old_read, new_read, series.patches, series.applier)
+    _, old_overlay = apply_series(old_read, series.patches, series.applier)
     unlanded = sum(1 for t in verdicts if not t.landed)
     knobs: list[KnobDelta]
     skipped: str | None

@@ -426,7 +426,7 @@ def _recut(patch: Patch, before: Reader, changes: dict[str, bytes | None]) -> st
 
 
 def triage(
-    old: Reader, new: Reader, patches: list[Patch] | tuple[Patch, ...], applier: Applier = "gnu-patch"
+    old: Reader, new: Reader, patches: list[Patch] | tuple[Patch, ...], applier: Applier
 ) -> tuple[list[PatchTriage], Overlay]:
     """Each patch's verdict on the new tree, in series order; returns the best-effort overlay too."""
     walk = _Triage(old, new, applier)

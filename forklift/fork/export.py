@@ -27,6 +27,7 @@ from forklift.series.headers import parse_header, split_trailers
 from forklift.series.model import (
     PATCH_SUFFIXES,
     SERIES_FILE,
+    Applier,
     Skipped,
     parse_patch,
     parse_series_file,
@@ -125,7 +126,7 @@ class _Committed:
         )
 
 
-def _same_change(patch: ExportedPatch, text: str, strip: int, root: str = "") -> bool:
+def _same_change(patch: ExportedPatch, text: str, strip: int, root: str, applier: Applier) -> bool:
     """Whether a committed patch file makes exactly the commit's change, at its stated lines, on its parent."""
     try:
         committed = with_root(parse_patch(patch.name, text, strip), root)
@@ -133,7 +134,7 @@ def _same_change(patch: ExportedPatch, text: str, strip: int, root: str = "") ->
         return False
     if not set(committed.paths) <= set(patch.before):
         return False
-    result = apply_patch(patch.before.get, committed)
+    result = apply_patch(patch.before.get, committed, applier)
     # exact: a patch that lands only at an offset (the fork was rebased) is re-cut with the right line numbers
     return result.status == "exact" and all(
         result.files.get(p, patch.before[p]) == patch.after[p] for p in patch.before
@@ -160,11 +161,15 @@ def _header_differences(committed: str, fresh: str) -> list[str] | None:
     return differing
 
 
-def _keep_committed(fresh: ExportedPatch, series: _Committed, root: str = "") -> ExportedPatch:
+def _keep_committed(fresh: ExportedPatch, series: _Committed, root: str, applier: Applier) -> ExportedPatch:
     """The committed file's bytes when it makes the same change with the same header; else the fresh
     rendering, saying which header fields it normalises when only the wording differs."""
     text = series.texts.get(fresh.name)
-    if text is None or text == fresh.text or not _same_change(fresh, text, series.strips.get(fresh.name, 1), root):
+    if (
+        text is None
+        or text == fresh.text
+        or not _same_change(fresh, text, series.strips.get(fresh.name, 1), root, applier)
+    ):
         return fresh
     differing = _header_differences(text, fresh.text)
     if differing is None:
@@ -290,12 +295,15 @@ def export_fork(
     drop_outside: bool = False,
     series_dir: Path | None = None,
     root: str = "",
+    *,
+    applier: Applier,
 ) -> Export:
     """Export base..ref as a series; fails on a merge, an empty commit, or (unless dropped) outside paths.
 
     With the committed series (`series_dir`), a patch file that carries the same change as its commit
-    is kept byte for byte (one written by git format-patch or by hand round-trips unchanged), and a
-    new patch's file name continues the series' NNNN- numbering."""
+    (applied exactly by `applier`'s rules, the series' own) is kept byte for byte (one written by git
+    format-patch or by hand round-trips unchanged), and a new patch's file name continues the series'
+    NNNN- numbering."""
     git.ensure_repo()
     base_commit = git.commit_of(base, "base")
     tip = git.commit_of(ref, "fork ref")
@@ -340,7 +348,7 @@ def export_fork(
             before={p: b for p, (b, _) in pairs.items()},
             after={p: a for p, (_, a) in pairs.items()},
         )
-        patches.append(_keep_committed(fresh, series, root))
+        patches.append(_keep_committed(fresh, series, root, applier))
     return Export(base=base_commit, tip=tip, patches=tuple(patches))
 
 

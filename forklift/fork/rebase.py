@@ -134,11 +134,11 @@ def finish_rebase(config: Config, fork: Git, move: PendingMove) -> list[Path]:
     """After the export of the rebased branch: forklift.toml's pin (and contract) and the manifest follow the
     series onto the new release, and the pending move is forgotten. Returns the files written."""
     from forklift.fsio import write_atomic
-    from forklift.series.model import load_series
+    from forklift.series.gate import configured_series
     from forklift.series.move import follow_manifest, moved_toml
 
     pin = move.target()
-    fresh = load_series(config.series_dir)
+    fresh = configured_series(config)
     gone = set(config.data.series.contract) - {patch.name for patch in fresh.patches}
     write_atomic(config.path, moved_toml(config, pin, gone))
     written = [config.path, *follow_manifest(config, fresh)]

@@ -17,7 +17,7 @@ from forklift.errors import ForkliftError
 from forklift.fork.git import Git
 from forklift.fork.upstream import UpstreamPaths
 from forklift.series.engine import APPLIED, apply_series
-from forklift.series.model import Patch
+from forklift.series.model import Applier, Patch
 
 
 @dataclass(frozen=True)
@@ -59,9 +59,14 @@ def pristine_reader(root: Path, upstream: UpstreamPaths):
 
 
 def replay(
-    git: Git, ref: str, pristine_root: Path, patches: list[Patch] | tuple[Patch, ...], base: str | None = None
+    git: Git,
+    ref: str,
+    pristine_root: Path,
+    patches: list[Patch] | tuple[Patch, ...],
+    applier: Applier,
+    base: str | None = None,
 ) -> Replay:
-    """Apply the series to the pristine tree and compare with `ref`'s tree over upstream's paths.
+    """Apply the series to the pristine tree (by `applier`'s rules) and compare with `ref`'s tree over upstream's paths.
 
     With the fork's `base` commit, upstream files that the base never had and nothing touched
     (an sdist ships generated files such as vllm/_version.py that a git fork does not track) are
@@ -71,7 +76,7 @@ def replay(
     tip = git.commit_of(ref, "fork ref")
     upstream = UpstreamPaths.from_tree(pristine_root)
     read = pristine_reader(pristine_root, upstream)
-    results, overlay = apply_series(read, patches)
+    results, overlay = apply_series(read, patches, applier)
     for result in results:
         if result.status not in APPLIED:
             raise ForkliftError(

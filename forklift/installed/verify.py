@@ -119,7 +119,7 @@ def reverse(patch: Patch) -> Patch:
 
 def _undo_applied(package: InstalledPackage, series: Series) -> tuple[list[PatchCheck], Overlay]:
     """Each patch's state on the installed files, and those files with the applied patches undone."""
-    forward, _ = apply_series(package.read, series.patches)
+    forward, _ = apply_series(package.read, series.patches, series.applier)
     patches = [
         PatchCheck(
             p.name,
@@ -132,7 +132,7 @@ def _undo_applied(package: InstalledPackage, series: Series) -> tuple[list[Patch
     undone = Overlay(package.read)
     for patch, check in reversed(list(zip(series.patches, patches, strict=True))):
         if check.state == "applied":
-            result = apply_patch(undone.read, reverse(patch))
+            result = apply_patch(undone.read, reverse(patch), series.applier)
             if result.status in ("exact", "offset"):
                 undone.files.update(result.files)
     return patches, undone
@@ -156,7 +156,7 @@ def verify(package: InstalledPackage, series: Series, trimmed: bool = False) -> 
     """Every file's state; with `trimmed`, RECORD files not on disk (and untouched by the series) are absent."""
     read = package.read
     patches, undone = _undo_applied(package, series)
-    _, expected = apply_series(undone.read, series.patches)
+    _, expected = apply_series(undone.read, series.patches, series.applier)
     touched = {p for patch in series.patches for p in patch.paths}
 
     checks: list[FileCheck] = []
@@ -220,7 +220,7 @@ def apply_installed(package: InstalledPackage, series: Series) -> Applied:
         overlay = Overlay(package.read)
         applied, already = [], []
         for patch in series.patches:
-            result = apply_patch(overlay.read, patch)
+            result = apply_patch(overlay.read, patch, series.applier)
             if result.status == "already-applied":
                 already.append(patch.name)
             elif result.status in ("exact", "offset"):

@@ -32,7 +32,8 @@ def knob_report(config: Config, tree: Path | None = None) -> KnobReport:
 
         tree = materialize(config.data.upstream, config.root).path
     pristine = registry(tree, adapter)
-    results, overlay = apply_series(tree_reader(tree), configured_series(config).patches)
+    series = configured_series(config)
+    results, overlay = apply_series(tree_reader(tree), series.patches, series.applier)
     patched = patched_registry(pristine, {**overlay.files, **configured_overlay(config)}, adapter)
     not_applied = [r.name for r in results if not r.applies]
     return KnobReport(tree, pristine, patched, compare(pristine, patched), not_applied)

@@ -105,11 +105,11 @@ def receipt_labels(config: Config, plan: Plan, python: str | None, build: str | 
 def installed_overlay(config: Config, python: str, adapter: EngineAdapter) -> str | None:
     from forklift.installed.package import locate
     from forklift.installed.verify import installed_overlay_hash
-    from forklift.series.model import load_series
+    from forklift.series.gate import configured_series
 
     try:
         return installed_overlay_hash(
-            locate(Path(python), adapter.package, adapter.serve_script), load_series(config.series_dir)
+            locate(Path(python), adapter.package, adapter.serve_script), configured_series(config)
         )
     except ForkliftError:  # no RECORD, no series: the build is labelled by its version alone
         return None

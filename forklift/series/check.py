@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from forklift.errors import ConfigError
 from forklift.series.digests import digest_problems
-from forklift.series.engine import Applier, Overlay, PatchResult, Reader, apply_patch, apply_series
+from forklift.series.engine import Overlay, PatchResult, Reader, apply_patch, apply_series
 from forklift.series.files import OverlayRow, apply_overlay
 from forklift.series.manifest import check_manifest
 from forklift.series.model import Patch, Series
@@ -208,7 +208,6 @@ def check_series(
     compiled: CompiledMemo | None = None,
     overlay_files: dict[str, bytes] | None = None,
     published: Published | None = None,
-    applier: Applier = "gnu-patch",
     diffs: DiffMemo | None = None,
 ) -> CheckReport:
     """Run every check of the gate; the report's findings are empty only when all hold."""
@@ -217,6 +216,7 @@ def check_series(
     require_contract(series, contract)
     read = functools.cache(read)  # the pristine tree does not change under a check: each file is read once
 
+    applier = series.applier
     results, overlay = apply_series(read, patches, applier)
     pass1 = [_row(p, r, series.digests) for p, r in zip(patches, results, strict=False)]
     overlay_rows = apply_overlay(overlay, overlay_files or {})

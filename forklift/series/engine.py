@@ -30,18 +30,17 @@ from typing import Literal
 
 from forklift.fsio import Link, Reader, ThroughLink
 from forklift.series.diff import FilePatch, Hunk, split_lines
-from forklift.series.model import Patch
+from forklift.series.model import Applier, Patch
 
 HunkStatus = Literal["exact", "offset", "fuzz", "already-applied", "fails"]
 PatchStatus = Literal["exact", "offset", "fuzz", "already-applied", "partly-applied", "file-missing", "fails"]
-Applier = Literal["gnu-patch", "git-apply"]
 
 APPLIERS: tuple[Applier, ...] = ("gnu-patch", "git-apply")
 TOOL = {"gnu-patch": "GNU patch", "git-apply": "git apply"}
 MAX_FUZZ = 2
 APPLIED = ("exact", "offset")
 
-__all__ = ["Link", "Reader", "split_lines"]  # re-exported: the engine's callers use them with it
+__all__ = ["Applier", "Link", "Reader", "split_lines"]  # re-exported: the engine's callers use them with it
 
 
 @dataclass(frozen=True)
@@ -285,9 +284,7 @@ def _edit(lines: list[bytes], edits: list[tuple[int, int, tuple[bytes, ...]]]) -
     return b"".join(out)
 
 
-def apply_hunks(
-    content: bytes, file: str, hunks: Iterable[Hunk], applier: Applier = "gnu-patch"
-) -> tuple[bytes, list[HunkResult]]:
+def apply_hunks(content: bytes, file: str, hunks: Iterable[Hunk], applier: Applier) -> tuple[bytes, list[HunkResult]]:
     """Apply every hunk to `content`: the new content (of the landed hunks) and each verdict."""
     return (_gnu_hunks if applier == "gnu-patch" else _git_hunks)(content, file, hunks)
 
@@ -380,7 +377,7 @@ def _binary(read: Reader, fp: FilePatch, git: bool) -> _FileOutcome:
 
 
 def apply_file(
-    read: Reader, fp: FilePatch, applier: Applier = "gnu-patch"
+    read: Reader, fp: FilePatch, applier: Applier
 ) -> tuple[dict[str, bytes | None], list[HunkResult], list[FileProblem]]:
     """One file's part of a patch: (contents written by the landed hunks, hunk verdicts, problems)."""
     outcome = _file(read, fp, applier)
@@ -448,7 +445,7 @@ def _disagreements(ours: PatchResult, theirs: PatchResult) -> tuple[str, ...]:
     return tuple(dict.fromkeys(notes))
 
 
-def apply_patch(read: Reader, patch: Patch, applier: Applier = "gnu-patch") -> PatchResult:
+def apply_patch(read: Reader, patch: Patch, applier: Applier) -> PatchResult:
     """Apply one patch over `read` (pure) by `applier`'s rules, with the other applier's disagreements.
 
     The one entry point for check, flip and verify: the result carries the verdict, every hunk,
@@ -478,9 +475,7 @@ class Overlay:
         return out
 
 
-def apply_series(
-    read: Reader, patches: Iterable[Patch], applier: Applier = "gnu-patch"
-) -> tuple[list[PatchResult], Overlay]:
+def apply_series(read: Reader, patches: Iterable[Patch], applier: Applier) -> tuple[list[PatchResult], Overlay]:
     """Apply patches in order; a patch that does not land leaves the overlay as it was."""
     overlay = Overlay(read)
     results = []

@@ -55,8 +55,9 @@ class GateResult:
 
 
 def configured_series(config: Config) -> Series:
-    """The series as forklift.toml configures it: its folder, patch root and unlisted-file rule."""
-    return load_series(config.series_dir, unlisted=config.data.series.unlisted, root=config.data.series.root)
+    """The series as forklift.toml configures it: its folder, patch root, unlisted-file rule and applier."""
+    conf = config.data.series
+    return load_series(config.series_dir, unlisted=conf.unlisted, root=conf.root, applier=conf.applier)
 
 
 def configured_overlay(config: Config) -> dict[str, bytes]:
@@ -99,7 +100,6 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         compiled=CompiledMarkers(default_cache().root / "compiled"),
         overlay_files=overlay_files,
         published=published,
-        applier=config.data.series.applier,
         diffs=CachedDiffs(default_cache().root / "diffs"),
     )
     receipt = new_receipt(

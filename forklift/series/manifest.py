@@ -26,7 +26,7 @@ from forklift.config.toml import tomllib
 from forklift.errors import ConfigError, ForkliftError
 from forklift.fsio import write_atomic
 from forklift.series.engine import Reader, apply_series
-from forklift.series.model import Patch
+from forklift.series.model import Patch, Series
 
 MANIFEST_FILE = "MANIFEST.toml"
 
@@ -103,11 +103,11 @@ def lost_work(manifest: Manifest, patches: Sequence[Patch], changed: Collection[
     return lost
 
 
-def changed_paths(read: Reader, patches: Sequence[Patch], overlay_files: Mapping[str, bytes] | None = None) -> set[str]:
+def changed_paths(read: Reader, series: Series, overlay_files: Mapping[str, bytes] | None = None) -> set[str]:
     """The files the series and then the `[overlay] dir` files change over the pristine tree, the set
     `forklift check` holds the manifest to: a file a patch names but the series leaves as upstream ships
     it (created, then deleted), or an overlay file identical to the tree's, is not."""
-    results, overlay = apply_series(read, patches)
+    results, overlay = apply_series(read, series.patches, series.applier)
     for result in results:
         if not result.applies:
             raise ForkliftError(

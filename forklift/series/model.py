@@ -31,6 +31,7 @@ _DECOMPRESS = {".gz": gzip.decompress, ".bz2": bz2.decompress, ".xz": lzma.decom
 _DIRECTIVE = re.compile(r"^#\s*forklift:(.*)$")
 _SKIP = re.compile(r"skip\s+(\S+)\s+--\s+(\S.*)")
 Unlisted = Literal["warn", "error"]
+Applier = Literal["gnu-patch", "git-apply"]  # whose rules the series is held to at fuzz 0
 # Where the diff begins: a '--- ' line counts only with its '+++ ' line after it, so a '--- note' in a
 # preamble does not swallow the header lines that follow it.
 _DIFF_START = re.compile(r"^(diff --git |--- .*\n\+\+\+ |Index: )", re.MULTILINE)
@@ -79,6 +80,7 @@ class Series:
     digests: dict[str, str] = field(default_factory=dict)  # entry -> sha256 of the file as it is in the folder
     notes: tuple[str, ...] = ()  # warnings that do not fail the gate (unlisted patch files)
     root: str = ""  # tree folder the patches are written against
+    applier: Applier = "gnu-patch"  # whose rules every application of this series follows
 
     def by_name(self, name: str) -> Patch:
         for patch in self.patches:
@@ -224,10 +226,11 @@ def patch_files(folder: Path) -> list[str]:
     )
 
 
-def load_series(folder: Path, unlisted: Unlisted = "warn", root: str = "") -> Series:
+def load_series(folder: Path, unlisted: Unlisted = "warn", root: str = "", applier: Applier = "gnu-patch") -> Series:
     """Read and parse the whole series. Every entry must be a file in the folder; a patch file the
     series does not list is a warning (Debian and quilt tolerate them) or, with unlisted="error", an error.
-    `root` is the folder of the tree the patches are written against (like `patch -d` / `git apply --directory`)."""
+    `root` is the folder of the tree the patches are written against (like `patch -d` / `git apply --directory`);
+    `applier` is whose rules the series is applied by, wherever it is applied."""
     series_file = folder / SERIES_FILE
     try:
         series_text = decode_series(series_file.read_bytes(), series_file)
@@ -265,4 +268,5 @@ def load_series(folder: Path, unlisted: Unlisted = "warn", root: str = "") -> Se
         digests=digests,
         notes=notes,
         root=root,
+        applier=applier,
     )

@@ -26,7 +26,7 @@ RECORD = "FORKLIFT-TREE.json"
 def patched_tree(series: Series, read: Reader, overlay_files: dict[str, bytes]) -> tuple[Overlay, list[OverlayRow]]:
     """The series and then the overlay files over `read`; a patch that does not land exactly (or at an
     offset) stops it, naming the patch: a tree is only written for a series that passes the gate."""
-    results, overlay = apply_series(read, series.patches)
+    results, overlay = apply_series(read, series.patches, series.applier)
     for result in results:
         if result.status not in APPLIED:
             raise ForkliftError(

@@ -56,7 +56,7 @@ def test_export_writes_one_normalized_patch_per_commit(vllm_fork, distribution, 
         assert "\nindex " not in patch.text and "2026" not in patch.text  # no index lines, no dates
         assert not patch.text.rstrip().endswith(("2.39.5", "--"))  # no format-patch version trailer
     assert [p.paths for p in series.patches] == [(SCHEDULER,), ("vllm/envs.py",), (AUDIO,), ("vllm/assets/base.py",)]
-    results, _ = apply_series(tree_reader(vllm_032_tree.path), series.patches)
+    results, _ = apply_series(tree_reader(vllm_032_tree.path), series.patches, series.applier)
     assert [r.status for r in results] == ["exact"] * 4
 
 

@@ -70,10 +70,10 @@ def test_replay_sets_apart_files_a_git_fork_never_had(vllm_fork, vllm_032_tree):
     contents = git.blobs([f"{vllm_fork.patched}:{p}" for p in changed])
     tip = commit(git, github_like, dict(zip(changed, contents, strict=True)), "the fork's work\n")
     series = load_series_from(git, vllm_fork)
-    result = run_replay(git, tip, vllm_032_tree.path, series, base=github_like)
+    result = run_replay(git, tip, vllm_032_tree.path, series, "gnu-patch", base=github_like)
     assert result.identical
     assert result.not_in_base == ("vllm.egg-info/PKG-INFO", "vllm/_version.py")
-    without_base = run_replay(git, tip, vllm_032_tree.path, series)
+    without_base = run_replay(git, tip, vllm_032_tree.path, series, "gnu-patch")
     assert [str(d) for d in without_base.differences] == [
         "vllm.egg-info/PKG-INFO: missing from the fork",
         "vllm/_version.py: missing from the fork",
@@ -83,7 +83,10 @@ def test_replay_sets_apart_files_a_git_fork_never_had(vllm_fork, vllm_032_tree):
 def load_series_from(git: Git, fork) -> list:
     """The `patched` branch exported in memory, parsed as the series engine reads it."""
     upstream = UpstreamPaths.from_files(set(git.tree_blobs(fork.base)))
-    return [parse_patch(p.name, p.text) for p in export_fork(git, fork.base, fork.patched, upstream).patches]
+    return [
+        parse_patch(p.name, p.text)
+        for p in export_fork(git, fork.base, fork.patched, upstream, applier="gnu-patch").patches
+    ]
 
 
 def test_replay_lists_what_the_series_lacks_and_ignores_fork_only_files(exported, vllm_fork, vllm_032_tree):

@@ -53,7 +53,7 @@ def unpatched(site: Path, series) -> Path:
         from forklift.series.engine import apply_patch
 
         for patch in reversed(series.patches):
-            result = apply_patch(package.read, reverse(patch))
+            result = apply_patch(package.read, reverse(patch), series.applier)
             for rel, content in result.files.items():
                 replace_file(site / rel, content.decode())
     return site

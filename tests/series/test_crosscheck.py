@@ -81,7 +81,7 @@ def test_engine_agrees_with_git_and_gnu_patch(tmp_path, number, variant, old, ne
     content = "".join(target).encode()
     write_tree(tmp_path, {"f.txt": content})
     patch = parse_patch("case.patch", text)
-    ours = apply_patch(lambda p: content if p == "f.txt" else None, patch)
+    ours = apply_patch(lambda p: content if p == "f.txt" else None, patch, "gnu-patch")
     theirs = apply_patch(lambda p: content if p == "f.txt" else None, patch, "git-apply")
 
     forward = gnu_patch(tmp_path, text)
@@ -112,7 +112,7 @@ def test_the_cases_reach_where_the_tools_disagree():
         _, _, old, new, target = param.values
         content = "".join(target).encode()
         patch = parse_patch("case.patch", _diff(old, new))
-        gnu = apply_patch(lambda p, c=content: c, patch)
+        gnu = apply_patch(lambda p, c=content: c, patch, "gnu-patch")
         git = apply_patch(lambda p, c=content: c, patch, "git-apply")
         if gnu.applies != git.applies:
             split.add("gnu" if gnu.applies else "git")
@@ -125,6 +125,6 @@ def test_the_cases_cover_every_verdict():
     for param in _cases():
         _, _, old, new, target = param.values
         content = "".join(target).encode()
-        result = apply_patch(lambda p, c=content: c, parse_patch("case.patch", _diff(old, new)))
+        result = apply_patch(lambda p, c=content: c, parse_patch("case.patch", _diff(old, new)), "gnu-patch")
         seen[result.status] = seen.get(result.status, 0) + 1
     assert {"exact", "offset", "fuzz", "already-applied", "fails"} <= set(seen), seen

@@ -22,25 +22,29 @@ def _reader(files: dict[str, bytes]):
 
 def test_create_delete_and_already_applied(tmp_path):
     create = "diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n"
-    result = apply_patch(_reader({}), parse_patch("c.patch", create))
+    result = apply_patch(_reader({}), parse_patch("c.patch", create), "gnu-patch")
     assert result.status == "exact" and result.files == {"new.txt": b"hello\nworld\n"}
     assert (
-        apply_patch(_reader({"new.txt": b"hello\nworld\n"}), parse_patch("c.patch", create)).status == "already-applied"
+        apply_patch(_reader({"new.txt": b"hello\nworld\n"}), parse_patch("c.patch", create), "gnu-patch").status
+        == "already-applied"
     )
-    clash = apply_patch(_reader({"new.txt": b"other\n"}), parse_patch("c.patch", create))
+    clash = apply_patch(_reader({"new.txt": b"other\n"}), parse_patch("c.patch", create), "gnu-patch")
     assert clash.status == "fails" and "already exists" in str(clash.problems[0])
 
     delete = "diff --git a/old.txt b/old.txt\ndeleted file mode 100644\n--- a/old.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-hello\n-world\n"
-    assert apply_patch(_reader({"old.txt": b"hello\nworld\n"}), parse_patch("d.patch", delete)).files == {
+    assert apply_patch(_reader({"old.txt": b"hello\nworld\n"}), parse_patch("d.patch", delete), "gnu-patch").files == {
         "old.txt": None
     }
-    assert apply_patch(_reader({}), parse_patch("d.patch", delete)).status == "already-applied"
-    assert apply_patch(_reader({"old.txt": b"hello\nthere\n"}), parse_patch("d.patch", delete)).status == "fails"
+    assert apply_patch(_reader({}), parse_patch("d.patch", delete), "gnu-patch").status == "already-applied"
+    assert (
+        apply_patch(_reader({"old.txt": b"hello\nthere\n"}), parse_patch("d.patch", delete), "gnu-patch").status
+        == "fails"
+    )
 
 
 def test_missing_file_is_its_own_verdict():
     text = "--- a/gone.py\n+++ b/gone.py\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n"
-    result = apply_patch(_reader({}), parse_patch("m.patch", text))
+    result = apply_patch(_reader({}), parse_patch("m.patch", text), "gnu-patch")
     assert result.status == "file-missing"
     assert str(result.problems[0]) == "gone.py: file not in the tree"
 
@@ -61,7 +65,7 @@ def test_no_newline_at_end_of_file_matches_git(tmp_path):
     )
     text = text.replace("a/a/f.txt", "a/f.txt").replace("b/b/f.txt", "b/f.txt")
     assert "\\ No newline at end of file" in text
-    result = apply_patch(_reader(before), parse_patch("n.patch", text))
+    result = apply_patch(_reader(before), parse_patch("n.patch", text), "gnu-patch")
     assert result.status == "exact"
     assert result.files["f.txt"] == after["f.txt"]
     write_tree(tmp_path / "t", before)
@@ -74,7 +78,7 @@ def test_rename_with_change():
         "--- a/old/name.py\n+++ b/new/name.py\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n"
     )
     files = {"old/name.py": b"one\ntwo\nthree\n"}
-    result = apply_patch(_reader(files), parse_patch("r.patch", text))
+    result = apply_patch(_reader(files), parse_patch("r.patch", text), "gnu-patch")
     assert result.status == "exact"
     assert result.files == {"new/name.py": b"one\nTWO\nthree\n", "old/name.py": None}
 
@@ -84,7 +88,7 @@ def test_series_applies_in_order_and_a_failed_patch_leaves_no_trace():
     second = "--- a/f.txt\n+++ b/f.txt\n@@ -2,3 +2,3 @@\n two\n-THREE\n+3\n four\n"
     broken = "--- a/f.txt\n+++ b/f.txt\n@@ -5,3 +5,3 @@\n five\n-nope\n+x\n seven\n"
     patches = [parse_patch("1.patch", first), parse_patch("2.patch", broken), parse_patch("3.patch", second)]
-    results, overlay = apply_series(_reader({"f.txt": BASE}), patches)
+    results, overlay = apply_series(_reader({"f.txt": BASE}), patches, "gnu-patch")
     assert [r.status for r in results] == ["exact", "fails", "exact"]
     assert overlay.read("f.txt") == b"one\ntwo\n3\nfour\nfive\nsix\nseven\n"
     assert list(overlay.changed()) == ["f.txt"]
@@ -96,7 +100,7 @@ def test_partly_applied_when_some_hunks_are_already_there():
         "@@ -5,3 +5,3 @@\n five\n-six\n+SIX\n seven\n"
     )
     upstream = b"ONE\ntwo\nthree\nfour\nfive\nsix\nseven\n"
-    result = apply_patch(_reader({"f.txt": upstream}), parse_patch("p.patch", text))
+    result = apply_patch(_reader({"f.txt": upstream}), parse_patch("p.patch", text), "gnu-patch")
     assert [h.status for h in result.hunks] == ["already-applied", "exact"]
     assert result.status == "partly-applied" and not result.applies and result.files == {}
 
@@ -109,7 +113,7 @@ def test_a_file_with_crlf_endings_is_patched_byte_for_byte(tmp_path):
     before = b"one\r\ntwo\r\nthree\r\nfour\r\n"
     after = b"one\r\nTWO\r\nthree\r\nfour\r\n"
     text = file_diff("win.py", before, after)
-    result = apply_patch(_reader({"win.py": before}), parse_patch("crlf.patch", text))
+    result = apply_patch(_reader({"win.py": before}), parse_patch("crlf.patch", text), "gnu-patch")
     assert result.status == "exact" and result.files["win.py"] == after
     write_tree(tmp_path, {"win.py": before})
     assert git_apply(tmp_path, text).applies

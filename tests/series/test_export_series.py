@@ -30,7 +30,7 @@ def test_export_below_the_root_keeps_skip_lines_and_import_reads_them_back(tmp_p
     git, base = _repo(tmp_path)
     upstream = tmp_path / "pristine"
     write_files(upstream, TREE)
-    export = export_fork(git, base, "HEAD", UpstreamPaths.from_tree(upstream), root="vllm")
+    export = export_fork(git, base, "HEAD", UpstreamPaths.from_tree(upstream), root="vllm", applier="gnu-patch")
     [patch] = export.patches
     assert "--- a/v1/core/sched.py\n+++ b/v1/core/sched.py\n" in patch.text  # written against the root
     folder = tmp_path / "patches"
@@ -57,7 +57,7 @@ def test_a_skip_line_in_the_middle_keeps_its_place_through_an_export(tmp_path):
     commit_all(git.repo, {"vllm/v1/core/sched.py": MOD.replace("v20 = 20\n", "v20 = 200\n")}, "Scheduler: v20 is 200")
     upstream = tmp_path / "pristine"
     write_files(upstream, TREE)
-    export = export_fork(git, base, "HEAD", UpstreamPaths.from_tree(upstream), root="vllm")
+    export = export_fork(git, base, "HEAD", UpstreamPaths.from_tree(upstream), root="vllm", applier="gnu-patch")
     first, second = (p.name for p in export.patches)
     folder = tmp_path / "patches"
     write_files(folder, {"native.patch": SKIPPED})
@@ -68,7 +68,10 @@ def test_a_skip_line_in_the_middle_keeps_its_place_through_an_export(tmp_path):
     series.write_text("\n".join(lines) + "\n")
     committed = series.read_text()
     write_export(
-        export_fork(git, base, "HEAD", UpstreamPaths.from_tree(upstream), series_dir=folder, root="vllm"), folder
+        export_fork(
+            git, base, "HEAD", UpstreamPaths.from_tree(upstream), series_dir=folder, root="vllm", applier="gnu-patch"
+        ),
+        folder,
     )
     assert series.read_text() == committed
     entries = [line for line in committed.splitlines() if not line.startswith("# forklift-base")]

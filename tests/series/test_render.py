@@ -31,7 +31,9 @@ def _pairs(count: int, seed: int):
 
 def test_engine_applies_every_rendered_diff_exactly():
     for before, after in _pairs(1000, 7):
-        result = apply_patch(lambda p, b=before: b, parse_patch("d.patch", file_diff("f.txt", before, after)))
+        result = apply_patch(
+            lambda p, b=before: b, parse_patch("d.patch", file_diff("f.txt", before, after)), "gnu-patch"
+        )
         assert result.status == "exact" and result.files["f.txt"] == after
 
 
@@ -60,5 +62,5 @@ def test_lines_split_on_newline_only(odd):
     """str.splitlines would cut these lines in two and the rendered diff would not apply."""
     before = f"a\nb{odd}c\nd\ne\n".encode()
     after = f"a\nb{odd}c\nD\ne\n".encode()
-    result = apply_patch(lambda p: before, parse_patch("d.patch", file_diff("f.txt", before, after)))
+    result = apply_patch(lambda p: before, parse_patch("d.patch", file_diff("f.txt", before, after)), "gnu-patch")
     assert result.status == "exact" and result.files["f.txt"] == after

@@ -74,7 +74,7 @@ def test_flip_recuts_a_rooted_patch_against_the_root(tmp_path):
     old = {p: t.encode() for p, t in TREE.items()}
     moved = "v0 = 0\n" + MOD
     new = {**old, "vllm/v1/core/sched.py": moved.encode()}
-    [sched, created] = triage(old.get, new.get, series.patches)[0]
+    [sched, created] = triage(old.get, new.get, series.patches, series.applier)[0]
     assert sched.verdict == "offset" and created.verdict == "exact"
     assert "--- a/v1/core/sched.py\n+++ b/v1/core/sched.py\n" in sched.refreshed
     tree = tmp_path / "new"
