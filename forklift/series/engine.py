@@ -376,14 +376,6 @@ def _binary(read: Reader, fp: FilePatch, git: bool) -> _FileOutcome:
     return _FileOutcome({}, _all(fp, "exact"), [])
 
 
-def apply_file(
-    read: Reader, fp: FilePatch, applier: Applier
-) -> tuple[dict[str, bytes | None], list[HunkResult], list[FileProblem]]:
-    """One file's part of a patch: (contents written by the landed hunks, hunk verdicts, problems)."""
-    outcome = _file(read, fp, applier)
-    return outcome.changes, outcome.hunks, outcome.problems
-
-
 # --- whole patches and series ---------------------------------------------------------------
 
 
