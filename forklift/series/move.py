@@ -16,6 +16,7 @@ from forklift.config.load import parse_config
 from forklift.config.schema import GitPin, PypiPin
 from forklift.errors import ForkliftError
 from forklift.fsio import write_atomic
+from forklift.series.gate import configured_overlay
 from forklift.series.manifest import MANIFEST_FILE, load_manifest, render_manifest
 from forklift.series.model import Series
 
@@ -90,13 +91,14 @@ def moved_toml(config: Config, pin: PypiPin | GitPin, gone: set[str]) -> str:
 
 
 def follow_manifest(config: Config, fresh: Series) -> list[Path]:
-    """The manifest after the series moved: files the series no longer touches and patches it no longer
-    has (upstream carries their work) are no longer required; returns the file when it changed."""
+    """The manifest after the series moved: files neither the series nor the overlay touches any more and
+    patches the series no longer has (upstream carries their work) are no longer required; returns the file
+    when it changed."""
     manifest = load_manifest(config.series_dir)
     if manifest is None:
         return []
     names = {patch.name for patch in fresh.patches}
-    still = {p for patch in fresh.patches for p in patch.paths}
+    still = {p for patch in fresh.patches for p in patch.paths} | set(configured_overlay(config))
     files = [f for f in manifest.files if f in still]
     lines = {name: wanted for name, wanted in manifest.lines.items() if name in names}
     if files == list(manifest.files) and lines == manifest.lines:

@@ -59,3 +59,22 @@ def test_flip_knobs_read_the_overlay_files_over_both_patched_trees(tmp_path):
     assert pristine["added"] == patched["added"] == ["VLLM_D"]
     assert patched["series_unregistered_reads"] == ['vllm/kvarn.py:3: os.environ.get("VLLM_C") (unregistered)']
     assert patched["unregistered_after"] == pristine["unregistered_after"] + 1
+
+
+def test_flip_write_keeps_overlay_files_the_manifest_requires(tmp_path):
+    """`manifest --write` lists overlay files; the manifest flip rewrites must keep them (the lost-work guard)."""
+    dist, _ = _flipping(
+        tmp_path,
+        ({"pkg/mod.py": MOD, "pkg/conf.py": "a = 1\n"}, {"pkg/new.py": "n = 1\n"}),
+        {"a.patch": edit("pkg/mod.py", 5, "v5 = 50")},
+        "a.patch\n",
+        {"pkg/conf.py": "a = 10\n"},
+        engine="generic",
+    )
+    assert forklift("-c", str(dist), "manifest", "--write").returncode == 0
+    manifest = dist / "patches" / "MANIFEST.toml"
+    assert "pkg/conf.py" in manifest.read_text()
+    flipped = forklift("-c", str(dist), "flip", "v2", "--write", "--receipts", str(tmp_path / "r"))
+    assert flipped.returncode == 0, flipped.stderr
+    assert 'tag = "v2"' in (dist / "forklift.toml").read_text()
+    assert "pkg/conf.py" in manifest.read_text() and "pkg/mod.py" in manifest.read_text()
