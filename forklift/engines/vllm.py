@@ -139,8 +139,12 @@ FACTS = (
     ),
 )
 
-# A boot refused for memory, in the words of the CPU and GPU workers' checks (cpu_worker.py, worker/utils.py).
-_MEMORY_REFUSAL = rf"is less than (?:desired CPU memory utilization|requested memory for kv|{_GPU_ASKED})"
+# A boot refused for memory, in the words of the CPU and GPU workers' checks (cpu_worker.py, worker/utils.py;
+# 0.32 also refuses when weights held outside the engine alone exceed the budget).
+_MEMORY_REFUSAL = (
+    rf"is less than (?:desired CPU memory utilization|requested memory for kv|{_GPU_ASKED})"
+    r"|GiB\) exceed the desired GPU memory utilization"
+)
 
 FATALS = (
     FatalPattern(re.compile(r"CUDA out of memory|OutOfMemoryError|out of memory", re.I), rank=0),

@@ -69,6 +69,22 @@ def test_every_wording_of_vllms_free_memory_check_is_a_memory_refusal(line, need
         assert boot_failure(body) == f"died: 139.29 GiB available, {needed} needed"
 
 
+# vllm 0.32.0, same function, rendered with this rung's figures: weights another process holds exceed the whole
+# budget (no free-memory figure in it).
+EXTERNAL_WEIGHTS_032 = (
+    "ValueError: Externally held weights on device cuda:0 (139.7/139.8 GiB) exceed the desired GPU memory "
+    "utilization (0.999, 139.66 GiB). Increase GPU memory utilization or reduce GPU memory used by other processes."
+)
+
+
+def test_external_weights_over_the_budget_are_a_memory_refusal_named_by_vllms_line():
+    recorded = json.loads(REFUSED.read_text())["body"]
+    for lines in ([*recorded["last_lines"], EXTERNAL_WEIGHTS_032], [EXTERNAL_WEIGHTS_032, *recorded["last_lines"]]):
+        body = replay(lines)
+        assert body.facts.fatal == EXTERNAL_WEIGHTS_032  # outranks the generic "Engine core initialization failed"
+        assert boot_failure(body) == f"died: {EXTERNAL_WEIGHTS_032}"
+
+
 def test_a_boot_that_got_ready_is_no_failure_and_one_without_a_fatal_line_says_so():
     assert boot_failure(BootBody(outcome="ready")) is None
     assert boot_failure(BootBody(outcome="timeout")) == "timeout: no fatal line in the log"
