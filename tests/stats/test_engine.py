@@ -141,18 +141,25 @@ def check_decode(cell, a_runs, b_runs) -> None:
     """Decode timing is judged exactly when two or more prompts were timed (not burst-delivered) on both sides.
 
     How many answers a busy box delivers in one burst varies with its load, so the count is taken from
-    the raw records here and the verdict is held to it: an estimate from >= 2 timed pairs, else "too few".
+    the raw records here and the verdict is held to it: an estimate from >= 2 timed pairs, no row when no answer
+    was timed on either side (every one burst, as two busy loops on both cores made happen), else "too few".
     """
     from forklift.stats.sample import kept_requests
 
     a, b = kept_requests(a_runs, cell.cell), kept_requests(b_runs, cell.cell)
     timed = [k for k in a.keys() & b.keys() if a[k].tpot and b[k].tpot]
     timed = [k for k in timed if not a[k].delivered_in_burst and not b[k].delivered_in_burst]
+
+    def timed_on(side):
+        return (r.tpot and not r.delivered_in_burst for r in side.values())
+
     for key in ("tpot", "decode_tps"):
         decode = cell.metric(key)
         if len(timed) >= 2:
             assert decode.estimate is not None and decode.estimate.n_a == len(timed), decode.verdict
             assert decode.a > 0 and decode.b > 0, decode
+        elif not any(timed_on(a)) and not any(timed_on(b)):  # every answer burst: not measured, so no row
+            assert decode is None, decode
         else:
             assert decode.estimate is None and decode.verdict.startswith("too few values"), decode.verdict
 
