@@ -70,18 +70,24 @@ def canary(
     from forklift.quality.session import Suite
 
     names = suite_names(suite or [], CANARY_SUITES)
-    structured = StructuredOptions(repeats=repeats, max_tokens=max_tokens, arguments={"ok": True, "label": label})
-    runs = {
-        "tools": partial(run_tools, options=structured),
-        "json": partial(run_json, options=structured),
-        "needle": partial(
+
+    def structured() -> StructuredOptions:
+        return StructuredOptions(repeats=repeats, max_tokens=max_tokens, arguments={"ok": True, "label": label})
+
+    makers = {
+        "tools": lambda: partial(run_tools, options=structured()),
+        "json": lambda: partial(run_json, options=structured()),
+        "needle": lambda: partial(
             run_needle,
             options=NeedleOptions(tokens=context_tokens, depth=depth, needle=needle, force_choice=force_choice),
         ),
-        "cold-pair": partial(run_cold_pair, options=ColdPairOptions(tokens=context_tokens)),
-        "soak": partial(run_soak, options=SoakOptions(requests=requests, max_tokens=soak_tokens)),
-        "logscan": partial(run_logscan, options=LogscanOptions(log=log)),
-    }  # every suite's options are made (and checked) before any server is contacted or launched
+        "cold-pair": lambda: partial(run_cold_pair, options=ColdPairOptions(tokens=context_tokens)),
+        "soak": lambda: partial(run_soak, options=SoakOptions(requests=requests, max_tokens=soak_tokens)),
+        "logscan": lambda: partial(run_logscan, options=LogscanOptions(log=log)),
+    }
+    # the named suites' options are made (and checked) before any server is contacted or launched, and only
+    # theirs: a bad shared option is blamed on a suite that was asked for
+    runs = {name: makers[name]() for name in names}
     if "logscan" in names and url is not None and log is None:
         raise UsageError("--suite logscan with --url needs --log FILE (the server's log)")
     outcomes = run_suites(

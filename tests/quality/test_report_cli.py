@@ -63,6 +63,8 @@ def test_bad_input_is_one_line_and_exit_two(tmp_path):
         (["canary", "--url", "http://x:1", "--suite", "needle", "--depth", "2"], "error: needle --depth 2.0: expected a"),
         (["canary", "--url", "http://x:1", "--suite", "tools", "--repeats", "0"],
          "error: tools/json --repeats 0: must be at least 1"),
+        (["canary", "--url", "http://x:1", "--suite", "cold-pair", "--context-tokens", "0"],
+         "error: cold-pair --context-tokens 0: must be at least 1"),  # the suite asked for, not needle
         (["quality", "--url", "http://x:1", "--suite", "ppl"], "error: --suite ppl needs --corpus NAME"),
         (["quality", "--url", "http://x:1", "--suite", "gsm8k"], "error: --suite gsm8k needs --data FILE"),
         (["quality", "--url", "http://x:1", "--model", "m", "--suite", "gsm8k", "--data", "t.jsonl", "--shots", "-1"],
