@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forklift.config.profile import Profile
 
+Applier = Literal["gnu-patch", "git-apply"]  # whose rules every application of the series follows, at fuzz 0
+Unlisted = Literal["warn", "error"]  # what a patch file the series does not list is
+
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="64 lowercase hex digits")]
 
 
@@ -75,14 +78,14 @@ class SeriesConfig(Strict):
     patches_md: str | None = Field(
         default="PATCHES.md", description="generated patch table that check keeps in sync; '' for none"
     )
-    unlisted: Literal["warn", "error"] = Field(
+    unlisted: Unlisted = Field(
         default="warn", description="a patch file in the folder that the series does not list: a note, or an error"
     )
     root: str = Field(default="", description="tree folder the patches are written against (like patch -d)")
     digests: str | None = Field(
         default=None, description="sha256sum file the patch files are held to (default: SHA256SUMS beside series)"
     )
-    applier: Literal["gnu-patch", "git-apply"] = Field(
+    applier: Applier = Field(
         default="gnu-patch",
         description="whose rules every command applies patches by at fuzz 0: GNU patch (quilt, dpkg) or git apply",
     )

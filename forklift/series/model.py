@@ -14,8 +14,8 @@ import lzma
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Literal
 
+from forklift.config.schema import Applier, Unlisted
 from forklift.errors import ForkliftError
 from forklift.series.diff import (
     FilePatch,
@@ -30,8 +30,6 @@ PATCH_SUFFIXES = tuple(f"{kind}{z}" for kind in (".patch", ".diff") for z in (""
 _DECOMPRESS = {".gz": gzip.decompress, ".bz2": bz2.decompress, ".xz": lzma.decompress}
 _DIRECTIVE = re.compile(r"^#\s*forklift:(.*)$")
 _SKIP = re.compile(r"skip\s+(\S+)\s+--\s+(\S.*)")
-Unlisted = Literal["warn", "error"]
-Applier = Literal["gnu-patch", "git-apply"]  # whose rules the series is held to at fuzz 0
 # Where the diff begins: a '--- ' line counts only with its '+++ ' line after it, so a '--- note' in a
 # preamble does not swallow the header lines that follow it.
 _DIFF_START = re.compile(r"^(diff --git |--- .*\n\+\+\+ |Index: )", re.MULTILINE)
