@@ -11,6 +11,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from forklift.errors import ForkliftError
+
 # A reader of a tree's files by relative path; None means the file is absent.
 Reader = Callable[[str], "bytes | None"]
 
@@ -72,3 +74,12 @@ def tree_reader(root: Path) -> Reader:
         return target.read_bytes()
 
     return read
+
+
+def utf8_text(raw: bytes, where: Path, name: str, error: type[ForkliftError] = ForkliftError) -> str:
+    """`raw` as text; a byte that is not UTF-8 is one `error` line naming `where`, its line and the byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise error(f"{where}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save {name} as UTF-8") from None

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from forklift.config.schema import ForkliftToml
 from forklift.config.toml import tomllib
 from forklift.errors import ConfigError, describe_error, key_path
+from forklift.fsio import utf8_text
 
 MAX_NESTING = 32  # tomllib recurses per level; no forklift.toml needs more than a handful
 MAX_CONFIG_BYTES = 16 << 20
@@ -107,13 +108,7 @@ def decode_config(raw: bytes, path: Path) -> str:
     """forklift.toml as text; a byte that is not UTF-8 is one line naming its line."""
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; not a forklift.toml")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise ConfigError(
-            f"{path}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save forklift.toml as UTF-8"
-        ) from None
+    return utf8_text(raw, path, "forklift.toml", ConfigError)
 
 
 def _refuse_deep_nesting(text: str, path: Path) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from forklift.config.schema import Applier, Unlisted
 from forklift.errors import ForkliftError
+from forklift.fsio import utf8_text
 from forklift.series.diff import (
     FilePatch,
     Hunk,  # noqa: F401  (re-exported: callers build reversed hunks)
@@ -115,13 +116,7 @@ def parse_patch(name: str, text: str, strip: int = 1) -> Patch:
 
 def decode_series(raw: bytes, where: Path) -> str:
     """The series file as text; a byte that is not UTF-8 is one line naming the file and line."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise PatchError(
-            f"{where}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save the series file as UTF-8"
-        ) from None
+    return utf8_text(raw, where, "the series file", PatchError)
 
 
 def _entry_name(name: str, where: Path, number: int) -> str:
