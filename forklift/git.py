@@ -81,11 +81,6 @@ def run_git(
     return proc
 
 
-def git_text(args: list[str] | tuple[str, ...], **kwargs) -> str:
-    """`run_git`'s stdout as text (undecodable bytes kept as surrogates, as file names can hold any byte)."""
-    return run_git(args, **kwargs).stdout.decode("utf-8", errors="surrogateescape")
-
-
 def last_line(stderr: bytes | str) -> str:
     """The line of git's stderr that says why: the first fatal/error line, else the first line."""
     text = stderr.decode("utf-8", errors="replace") if isinstance(stderr, bytes) else stderr

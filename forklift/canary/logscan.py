@@ -13,7 +13,7 @@ from typing import Any
 
 from forklift.engines import EngineAdapter, adapter
 from forklift.errors import UsageError
-from forklift.launch.logfacts import strip_prefix
+from forklift.launch.bootlog import strip_prefix
 from forklift.quality.endpoint import Endpoint
 from forklift.quality.schema import SuiteBody
 

@@ -36,7 +36,7 @@ def _side(path: Path):
 def _render(comparison) -> None:
     from rich.table import Table
 
-    from forklift.report import format as fmt
+    from forklift.report import numbers as fmt
 
     a, b = f"{comparison.label_a} on {comparison.host_a}", f"{comparison.label_b} on {comparison.host_b}"
     table = Table(title=f"{fmt.setting(comparison)} · {comparison.workload}   A = {a}   B = {b}", title_justify="left")

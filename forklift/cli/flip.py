@@ -72,7 +72,7 @@ def flip(
     """Dry run by default: which patches apply, moved, are upstream (retire), conflict; knobs before/after."""
     from forklift.flip.report import render_markdown
     from forklift.flip.run import run_flip
-    from forklift.fork.git import Git
+    from forklift.fork.repo import Git
     from forklift.fsio import write_atomic
 
     fork = Git(repo) if repo is not None else None

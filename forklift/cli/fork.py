@@ -49,8 +49,8 @@ def export_command(
     """Write one normalized patch per fork commit and rewrite patches/series (byte-identical on re-export)."""
     from forklift.fork.base import find_base
     from forklift.fork.export import export_drift, export_fork, write_export
-    from forklift.fork.git import Git
     from forklift.fork.rebase import pending_move, rebase_in_progress
+    from forklift.fork.repo import Git
     from forklift.fork.upstream import UpstreamPaths
 
     config = load()
@@ -140,8 +140,8 @@ def rebase(
     repo: RepoOption = Path("."),
 ) -> None:
     """Move the fork to a new release: its pristine commit and tag, then `git rebase --onto` it; export finishes."""
-    from forklift.fork.git import Git
     from forklift.fork.rebase import start_rebase
+    from forklift.fork.repo import Git
 
     config = load()
     outcome = start_rebase(config, Git(repo), version, branch, progress=console)
@@ -171,8 +171,8 @@ def replay(
     from forklift.errors import UsageError
     from forklift.fork.base import base_mismatch, find_base
     from forklift.fork.binding import SOURCE_FILE, load_binding
-    from forklift.fork.git import Git
     from forklift.fork.replay import replay as run_replay
+    from forklift.fork.repo import Git
     from forklift.series.gate import configured_series
 
     config = load()

@@ -161,7 +161,7 @@ def stop(
 ) -> None:
     """Stop running launches: terminate the engine's process group, wait, kill; nothing is left behind."""
     from forklift.errors import ForkliftError
-    from forklift.launch.running import listed, stop_running
+    from forklift.launch.pidfiles import listed, stop_running
 
     chosen = [r for r in listed() if (profile is None or r.profile == profile) and (port is None or r.port == port)]
     if not chosen:

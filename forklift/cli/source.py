@@ -73,7 +73,7 @@ def source_bind(
     """Record COMMIT in SOURCE after checking it exists, is published, descends from the base and moves forward."""
     from forklift.fork.base import binding_base
     from forklift.fork.binding import SOURCE_FILE, SourceBinding, load_binding, verify_binding
-    from forklift.fork.git import Git
+    from forklift.fork.repo import Git
     from forklift.fsio import write_atomic
 
     config = load()
@@ -93,7 +93,7 @@ def source_verify(repo: RepoOption = Path(".")) -> None:
     """Check SOURCE: the commit exists, is on the published branch, descends from the base, only moved forward."""
     from forklift.fork.base import binding_base
     from forklift.fork.binding import SOURCE_FILE, load_binding, previous_commit, verify_binding
-    from forklift.fork.git import Git
+    from forklift.fork.repo import Git
 
     config = load()
     path = config.root / SOURCE_FILE

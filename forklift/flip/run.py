@@ -16,10 +16,10 @@ from forklift.flip.triage import PatchTriage, triage
 from forklift.fork.base import base_tag
 from forklift.fork.create import release_commit
 from forklift.fork.export import BASE_COMMENT, recorded_base
-from forklift.fork.git import Git
+from forklift.fork.repo import Git
 from forklift.fsio import tree_reader, write_atomic
 from forklift.receipts import new_receipt, receipts_folder, write_receipt
-from forklift.series.engine import apply_series
+from forklift.series.apply import apply_series
 from forklift.series.files import upstream_drift
 from forklift.series.gate import configured_overlay, configured_series
 from forklift.series.model import SERIES_FILE, Series

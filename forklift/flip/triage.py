@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from forklift.series.apply import Applier, FileProblem, HunkResult, Overlay, Reader, apply_patch
 from forklift.series.diff import FilePatch, Hunk, split_lines
-from forklift.series.engine import Applier, FileProblem, HunkResult, Overlay, Reader, apply_patch
 from forklift.series.lines import Opcode, line_opcodes
 from forklift.series.model import Patch, split_header, unrooted
 from forklift.series.render import file_diff

@@ -12,7 +12,7 @@ from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.errors import UsageError
 from forklift.fork.export import recorded_base
-from forklift.fork.git import Git
+from forklift.fork.repo import Git
 from forklift.series.model import SERIES_FILE
 
 PATH_BASE_TAG = "forklift-base"  # a path pin has no version to name its tag after

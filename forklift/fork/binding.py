@@ -15,7 +15,7 @@ from pathlib import Path
 
 from forklift.config.toml import tomllib
 from forklift.errors import ForkliftError
-from forklift.fork.git import Git
+from forklift.fork.repo import Git
 
 SOURCE_FILE = "SOURCE"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from forklift.errors import ForkliftError
-from forklift.fork.git import Git
+from forklift.fork.repo import Git
 
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "forklift",

@@ -2,7 +2,7 @@
 
 Each commit between the pinned base and REF becomes one patch: a DEP-3 header
 built from the commit message and its trailers, then the commit's changes
-rendered from the two blobs of each file by the series engine's diff writer
+rendered from the two blobs of each file by the series applier's diff writer
 (the one the overlay hash uses). Nothing machine- or time-dependent is in it:
 no index lines, no dates, no version trailer, sorted paths, and neither git's
 version nor the user's git config can change it.
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from forklift.errors import ForkliftError
-from forklift.fork.git import Git
+from forklift.fork.repo import Git
 from forklift.fork.upstream import UpstreamPaths
 from forklift.fsio import write_atomic
-from forklift.series.engine import apply_patch
+from forklift.series.apply import apply_patch
 from forklift.series.headers import parse_header, split_trailers
 from forklift.series.model import (
     PATCH_SUFFIXES,
@@ -212,7 +212,7 @@ def commit_diff(
 ) -> tuple[str, tuple[str, ...], tuple[str, ...], dict[str, tuple[bytes | None, bytes | None]]]:
     """(normalized diff, paths kept, paths outside upstream's tree, kept path -> (before, after)) of one commit.
 
-    The diff is rendered by the series engine's own writer (the one the overlay hash uses), so it
+    The diff is rendered by the series applier's own writer (the one the overlay hash uses), so it
     depends only on the two blobs: not on git's version, diff drivers or the user's config.
     """
     listing = git.run(

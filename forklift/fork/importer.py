@@ -21,7 +21,7 @@ from forklift.errors import ForkliftError, UsageError
 from forklift.fork.base import base_tag, find_base
 from forklift.fork.create import create_fork
 from forklift.fork.export import PATCH_NAME
-from forklift.fork.git import Git
+from forklift.fork.repo import Git
 from forklift.series.gate import configured_series
 from forklift.series.headers import Header
 from forklift.series.model import SERIES_FILE, Patch, parse_series_file

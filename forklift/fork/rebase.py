@@ -20,7 +20,7 @@ from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.errors import ForkliftError, UsageError
 from forklift.fork.base import base_tag, find_base
 from forklift.fork.create import release_commit
-from forklift.fork.git import Git
+from forklift.fork.repo import Git
 
 STATE_FILE = "forklift-rebase.json"
 _FALLBACK_IDENTITY = {"GIT_COMMITTER_NAME": "forklift", "GIT_COMMITTER_EMAIL": "forklift@localhost"}

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.errors import ForkliftError
-from forklift.fork.git import Git
+from forklift.fork.repo import Git
 from forklift.fork.upstream import UpstreamPaths
-from forklift.series.engine import APPLIED, apply_series
+from forklift.series.apply import APPLIED, apply_series
 from forklift.series.model import Applier, Patch
 
 

@@ -27,7 +27,7 @@ from filelock import FileLock
 from forklift.errors import ForkliftError
 from forklift.fsio import write_atomic
 from forklift.installed.package import InstalledPackage, sha256_hex
-from forklift.series.engine import Overlay, apply_patch, apply_series
+from forklift.series.apply import Overlay, apply_patch, apply_series
 from forklift.series.model import FilePatch, Hunk, Patch, Series
 
 FileState = Literal["pristine", "patched", "unpatched", "modified", "missing", "absent", "extra"]

@@ -23,7 +23,7 @@ def knob_report(config: Config, tree: Path | None = None) -> KnobReport:
     """Registries of the pinned pristine tree (or `tree`) and of it with the series and the overlay files."""
     from forklift.fsio import tree_reader
     from forklift.knobs.overlay import patched_registry
-    from forklift.series.engine import apply_series
+    from forklift.series.apply import apply_series
     from forklift.series.gate import configured_overlay, configured_series
 
     adapter = engine_adapter(config.data.engine.kind)

@@ -22,9 +22,9 @@ from forklift.ladder.axis import Axis, recommend
 from forklift.ladder.memory import MemoryWatch, samplers_for
 from forklift.ladder.schema import Burst, LadderBody, LadderCell
 from forklift.launch.boot import Booted, engine_reason, setting_name
-from forklift.launch.facts import BootBody
-from forklift.launch.logfacts import parse_boot_log
+from forklift.launch.bootlog import parse_boot_log
 from forklift.launch.run import Plan, launch, make_plan
+from forklift.launch.schema import BootBody
 from forklift.receipts import Receipt, new_receipt, write_receipt
 
 ENGINE_FIELDS = ("pin", "engine_version", "overlay_hash", "build")

@@ -14,8 +14,8 @@ from typing import Any
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
-from forklift.launch.facts import BootBody, BootFacts
 from forklift.launch.resolve import REDACTED, Resolved, is_secret, printed_lines
+from forklift.launch.schema import BootBody, BootFacts
 from forklift.launch.supervise import OnPoll, Server, boot_body, start, stop, wait_healthy
 from forklift.receipts import new_receipt, write_receipt
 from forklift.receipts.envelope import Status

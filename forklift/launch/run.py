@@ -15,8 +15,8 @@ from forklift.engines import EngineAdapter
 from forklift.engines import adapter as engine_adapter
 from forklift.errors import ForkliftError
 from forklift.launch.boot import Booted, boot, check_control, control_variable, failure_message, setting_name
+from forklift.launch.pidfiles import Running, register, unregister
 from forklift.launch.resolve import Resolved, parse_sets, resolve
-from forklift.launch.running import Running, register, unregister
 from forklift.launch.supervise import OnPoll, Server, start_time, stop
 
 

@@ -21,9 +21,9 @@ import httpx
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
-from forklift.launch.facts import BootBody, Outcome
-from forklift.launch.logfacts import parse_boot_log, strip_prefix
+from forklift.launch.bootlog import parse_boot_log, strip_prefix
 from forklift.launch.resolve import Resolved
+from forklift.launch.schema import BootBody, Outcome
 
 LAST_LINES = 20
 POLL_S = 0.5

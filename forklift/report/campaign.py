@@ -19,9 +19,9 @@ from packaging.version import InvalidVersion, Version
 
 from forklift.errors import ForkliftError, UsageError
 from forklift.launch.boot import engine_reason
-from forklift.launch.facts import BootBody
+from forklift.launch.schema import BootBody
 from forklift.receipts import Receipt, read_receipts, validated_body
-from forklift.report.format import box_name
+from forklift.report.numbers import box_name
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
 from forklift.stats.runs import build_label
 from forklift.stats.sample import output_throughput, server_tok_step

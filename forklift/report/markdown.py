@@ -8,10 +8,10 @@ from pathlib import Path
 
 import forklift
 from forklift.mdtable import table
-from forklift.report import format as fmt
-from forklift.report.aa import aa_shift
+from forklift.report import numbers as fmt
 from forklift.report.campaign import Campaign, Row, Side, boot_state
 from forklift.report.cells import extra_sections
+from forklift.report.control import aa_shift
 from forklift.stats import GroupComparison
 
 # The summary's verdict: decode speed when measured, else end-to-end latency (a server that

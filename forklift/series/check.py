@@ -16,8 +16,8 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, Field
 
 from forklift.errors import ConfigError
+from forklift.series.apply import Overlay, PatchResult, Reader, apply_patch, apply_series
 from forklift.series.digests import digest_problems
-from forklift.series.engine import Overlay, PatchResult, Reader, apply_patch, apply_series
 from forklift.series.files import OverlayRow, apply_overlay
 from forklift.series.manifest import check_manifest
 from forklift.series.model import Patch, Series

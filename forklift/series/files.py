@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from forklift.errors import ConfigError, ForkliftError
-from forklift.series.engine import Overlay, Reader
+from forklift.series.apply import Overlay, Reader
 from forklift.series.render import diff_stat
 
 OverlayStatus = Literal["new", "replaces", "same"]

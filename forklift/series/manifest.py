@@ -25,7 +25,7 @@ from pathlib import Path
 from forklift.config.toml import tomllib
 from forklift.errors import ConfigError, ForkliftError
 from forklift.fsio import write_atomic
-from forklift.series.engine import Reader, apply_series
+from forklift.series.apply import Reader, apply_series
 from forklift.series.model import Patch, Series
 
 MANIFEST_FILE = "MANIFEST.toml"

@@ -26,11 +26,11 @@ def new_pin(pin: PypiPin | GitPin, version: str, root: Path) -> PypiPin | GitPin
     sha256 the index gives, for git the tag `version` bound to the commit it names now."""
     from packaging.utils import parse_wheel_filename
 
-    from forklift.source import git
+    from forklift.source import gitpin
     from forklift.source.index import resolve_pypi_file
 
     if isinstance(pin, GitPin):
-        commit = git.remote_tag_commit(git.resolve_url(pin.url, root), version)
+        commit = gitpin.remote_tag_commit(gitpin.resolve_url(pin.url, root), version)
         return pin.model_copy(update={"tag": version, "commit": commit})
 
     if pin.filename and pin.filename.endswith(".whl"):  # the wheel for the pinned platform, not this machine's

@@ -13,7 +13,7 @@ import hashlib
 from typing import Protocol
 
 from forklift.mdtable import table
-from forklift.series.engine import split_lines
+from forklift.series.apply import split_lines
 from forklift.series.lines import line_opcodes
 from forklift.series.model import Patch, Series, Skipped
 

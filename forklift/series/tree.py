@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from forklift.errors import ForkliftError, UsageError
-from forklift.series.engine import APPLIED, Overlay, Reader, apply_series
+from forklift.series.apply import APPLIED, Overlay, Reader, apply_series
 from forklift.series.files import OverlayRow, apply_overlay
 from forklift.series.model import Series
 from forklift.series.render import overlay_hash

@@ -16,7 +16,7 @@ from typing import Literal
 
 from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.errors import ForkliftError
-from forklift.source import git
+from forklift.source import gitpin
 from forklift.source.cache import Cache, default_cache
 from forklift.source.download import download
 from forklift.source.extract import Limits, extract_archive, refuse_escaping_links
@@ -78,17 +78,17 @@ def _pypi(pin: PypiPin, cache: Cache, progress, index_url: str | None) -> Tree:
 
 
 def _git(pin: GitPin, root: Path, cache: Cache, progress) -> Tree:
-    url = git.resolve_url(pin.url, root)
+    url = gitpin.resolve_url(pin.url, root)
     key = f"git-{pin.commit}"
     label = f"{redact(pin.url)} {pin.tag} @ {pin.commit[:12]}"
-    if git.remote_tag_commit(url, pin.tag) != pin.commit or cache.cached_tree(key) is None:
+    if gitpin.remote_tag_commit(url, pin.tag) != pin.commit or cache.cached_tree(key) is None:
         with _status(progress, f"fetching {redact(url)}"):
-            mirror = git.update_mirror(url, cache)
-        git.verify_pin(mirror, url, pin.tag, pin.commit)
+            mirror = gitpin.update_mirror(url, cache)
+        gitpin.verify_pin(mirror, url, pin.tag, pin.commit)
 
         def build(dest: Path) -> None:
             with _status(progress, f"checking out {pin.commit[:12]}"):
-                git.checkout_commit(mirror, pin.commit, dest)
+                gitpin.checkout_commit(mirror, pin.commit, dest)
             refuse_escaping_links(dest, f"git tree {label}")
 
         cache.build_tree(key, build)

@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 
 from forklift.config.load import parse_config
 from forklift.errors import UsageError
-from forklift.source import git
+from forklift.source import gitpin
 from forklift.source.hashing import directory_digest, file_sha256, pinnable_kind
 from forklift.source.index import resolve_pypi_file
 
@@ -83,8 +83,8 @@ def _resolve(folder, pypi, wheel, git_url, tag, path, index_url) -> tuple[dict[s
             pin["filename"] = file.filename
         return {**pin, "sha256": file.sha256}, package
     if git_url:
-        url = git.resolve_url(git_url, Path.cwd())  # a local path as typed, from where the user stands
-        commit = git.remote_tag_commit(url, tag)
+        url = gitpin.resolve_url(git_url, Path.cwd())  # a local path as typed, from where the user stands
+        commit = gitpin.remote_tag_commit(url, tag)
         if url != git_url:  # stored like --path: forklift.toml resolves it from its own folder
             url = _relative_if_inside(Path(url), folder)
         repo = re.sub(r"\.git$", "", git_url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1])

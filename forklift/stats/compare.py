@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from forklift.client.records import RequestRecord
-from forklift.stats.aa import aa_floor
+from forklift.stats.control import aa_floor
 from forklift.stats.divergence import Determinism, Divergence, determinism, divergence, is_greedy
 from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, unpaired_change, with_floor

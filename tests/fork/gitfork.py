@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.fork.create import create_fork
-from forklift.fork.git import Git
+from forklift.fork.repo import Git
 
 AUTHOR = ("Ann Maintainer", "ann@example.org")
 _DATE = "2026-11-01T12:00:00+0000"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from forklift.fork.export import recorded_base
-from forklift.fork.git import Git
+from forklift.fork.repo import Git
 from forklift.fsio import tree_reader
-from forklift.series.engine import apply_series
+from forklift.series.apply import apply_series
 from forklift.series.model import load_series
 from forklift.source import default_cache
 from tests.cli import FORKLIFT, forklift

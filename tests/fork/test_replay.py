@@ -9,8 +9,8 @@ import pytest
 
 from forklift.fork.binding import SOURCE_FILE, SourceBinding, parse_binding
 from forklift.fork.export import export_fork
-from forklift.fork.git import Git
 from forklift.fork.replay import replay as run_replay
+from forklift.fork.repo import Git
 from forklift.fork.upstream import UpstreamPaths
 from forklift.series.model import parse_patch
 from tests.cli import forklift

@@ -50,7 +50,7 @@ def unpatched(site: Path, series) -> Path:
     state = verify(package, series)
     if any(f.state == "patched" for f in state.files):  # the cache's engine was patched: undo on the copy
         from forklift.installed.verify import reverse
-        from forklift.series.engine import apply_patch
+        from forklift.series.apply import apply_patch
 
         for patch in reversed(series.patches):
             result = apply_patch(package.read, reverse(patch), series.applier)

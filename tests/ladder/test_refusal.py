@@ -15,8 +15,8 @@ import pytest
 
 from forklift.engines.vllm import VLLM
 from forklift.ladder.run import boot_failure
-from forklift.launch.facts import BootBody
-from forklift.launch.logfacts import parse_boot_log
+from forklift.launch.bootlog import parse_boot_log
+from forklift.launch.schema import BootBody
 from tests.launch.test_logfacts import source_strings
 
 REFUSED = (

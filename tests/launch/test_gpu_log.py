@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from forklift.engines.vllm import VLLM
-from forklift.launch.logfacts import parse_boot_log
+from forklift.launch.bootlog import parse_boot_log
 
 DATA = Path(__file__).with_name("data")
 

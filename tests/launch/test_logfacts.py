@@ -13,7 +13,7 @@ import ast
 import pytest
 
 from forklift.engines.vllm import VLLM
-from forklift.launch.logfacts import parse_boot_log
+from forklift.launch.bootlog import parse_boot_log
 
 pytestmark = pytest.mark.network
 

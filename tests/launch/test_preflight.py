@@ -15,9 +15,9 @@ from forklift.engines.vllm import VLLM
 from forklift.errors import ForkliftError, UsageError
 from forklift.installed.package import default_location
 from forklift.knobs import flags
+from forklift.launch.pidfiles import Running, listed, register, stop_running
 from forklift.launch.preflight import cuda_mismatch, engine_python
 from forklift.launch.resolve import Resolved
-from forklift.launch.running import Running, listed, register, stop_running
 from forklift.launch.supervise import group_alive, start_time
 
 

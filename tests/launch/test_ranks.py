@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from forklift.engines.vllm import VLLM
-from forklift.launch.logfacts import parse_boot_log
+from forklift.launch.bootlog import parse_boot_log
 
 LOG = Path(__file__).with_name("data") / "tp2-vllm-recorded.log"
 

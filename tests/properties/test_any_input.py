@@ -19,8 +19,8 @@ from forklift.config.load import Config, decode_config, parse_config
 from forklift.config.schema import ForkliftToml
 from forklift.config.toml import tomllib
 from forklift.errors import ForkliftError
+from forklift.series.apply import APPLIED, APPLIERS, PatchResult, apply_patch
 from forklift.series.diff import FilePatch, Hunk, split_lines
-from forklift.series.engine import APPLIED, APPLIERS, PatchResult, apply_patch
 from forklift.series.model import Patch, parse_patch, parse_series_file, retired_entries, skip_entries
 
 settings.register_profile(

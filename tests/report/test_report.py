@@ -6,7 +6,7 @@ import pytest
 from matplotlib.image import imread
 
 from forklift.errors import ForkliftError
-from forklift.launch.facts import BootBody, BootFacts
+from forklift.launch.schema import BootBody, BootFacts
 from forklift.receipts import new_receipt
 from forklift.report import load_campaign, render_report
 from tests.cli import forklift

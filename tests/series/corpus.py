@@ -30,7 +30,7 @@ from filelock import FileLock
 
 from forklift.config.toml import tomllib
 from forklift.fsio import tree_reader
-from forklift.series.engine import Applier, Overlay, PatchResult, apply_patch
+from forklift.series.apply import Applier, Overlay, PatchResult, apply_patch
 from forklift.series.model import PatchError, parse_patch
 from tests.series.peers import offsets, run_tool
 

@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from forklift.series.engine import Applier, Link
+from forklift.series.apply import Applier, Link
 
 _OFFSET = re.compile(r"Hunk #(\d+) succeeded at \d+ \(offset (-?\d+) lines?\)")
 

@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from forklift.series.engine import apply_patch
+from forklift.series.apply import apply_patch
 from forklift.series.model import parse_patch
 from tests.series.peers import git_apply, gnu_patch, gnu_patch_apply, really_apply, write_tree
 

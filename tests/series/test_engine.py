@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from forklift.fsio import tree_reader
-from forklift.series.engine import APPLIERS, Link, PatchResult, apply_patch, apply_series
+from forklift.series.apply import APPLIERS, Link, PatchResult, apply_patch, apply_series
 from forklift.series.model import PatchError, parse_patch
 from tests.series.peers import git_apply, gnu_patch, really_apply, write_tree
 

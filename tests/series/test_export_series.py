@@ -7,8 +7,8 @@ import os
 import subprocess
 
 from forklift.fork.export import Export, ExportedPatch, _Committed, export_drift, export_fork, write_export
-from forklift.fork.git import Git
 from forklift.fork.importer import import_series
+from forklift.fork.repo import Git
 from forklift.fork.upstream import UpstreamPaths
 from forklift.series.model import Skipped, load_series
 from tests.series.distro import MOD, commit_all, write_files

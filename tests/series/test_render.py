@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from forklift.series.engine import apply_patch
+from forklift.series.apply import apply_patch
 from forklift.series.model import parse_patch
 from forklift.series.render import file_diff
 from tests.series.peers import gnu_patch_apply, write_tree

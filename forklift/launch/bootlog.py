@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from forklift.engines import EngineAdapter
-from forklift.launch.facts import BootFacts, RankFacts
+from forklift.launch.schema import BootFacts, RankFacts
 
 EXTRA_FACT_MARK = "forklift boot fact:"
 _EXTRA_PAIR = re.compile(r"([A-Za-z_][\w.-]*)=(\S+)")
