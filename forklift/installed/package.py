@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.errors import ForkliftError, UsageError
+from forklift.installed.stamp import Stamp, pristine_record, read_stamp
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,8 @@ class InstalledPackage:
     site: Path  # the site-packages folder holding the package
     package: str  # top-level import name, e.g. "vllm"
     dist_info: Path  # the dist-info whose RECORD lists the package
-    record: dict[str, str | None]  # path under site (package files only) -> sha256 hex, None if unhashed
+    record: dict[str, str | None]  # path under site (package files only) -> upstream sha256 hex, None if unhashed
+    stamp: Stamp | None = None  # forklift.json of a wheel `forklift wheel` built
 
     @property
     def distribution(self) -> str:
@@ -153,5 +155,6 @@ def locate(path: Path | None, package: str, script: str) -> InstalledPackage:
             continue
         record = parse_record(text, record_path, package)
         if wanted in record:
-            return InstalledPackage(site, package, dist_info, record)
+            stamp = read_stamp(dist_info)  # a patched wheel's RECORD lists patched bytes: put upstream's back
+            return InstalledPackage(site, package, dist_info, pristine_record(record, stamp), stamp)
     raise ForkliftError(f"{site}: no *.dist-info/RECORD lists {wanted}: cannot verify an install without its RECORD")
