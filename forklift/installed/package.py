@@ -7,6 +7,7 @@ import csv
 import hashlib
 import io
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -24,6 +25,14 @@ class InstalledPackage:
     dist_info: Path  # the dist-info whose RECORD lists the package
     record: dict[str, str | None]  # path under site (package files only) -> upstream sha256 hex, None if unhashed
     stamp: Stamp | None = None  # forklift.json of a wheel `forklift wheel` built
+
+    @property
+    def version(self) -> str | None:
+        """The installed distribution's version, from its METADATA (a patched wheel's carries its local label)."""
+        try:
+            return metadata_version((self.dist_info / "METADATA").read_bytes())
+        except OSError:
+            return None
 
     @property
     def distribution(self) -> str:
@@ -45,6 +54,15 @@ class InstalledPackage:
                 if not name.endswith(".pyc"):
                     out.append((Path(dirpath) / name).relative_to(self.site).as_posix())
         return sorted(out)
+
+
+_VERSION_LINE = re.compile(rb"^Version:[ \t]*(\S+)[ \t]*$", re.MULTILINE)
+
+
+def metadata_version(metadata: bytes) -> str | None:
+    """The Version header of a METADATA file."""
+    match = _VERSION_LINE.search(metadata)
+    return match.group(1).decode("ascii", "replace") if match else None
 
 
 def sha256_hex(data: bytes) -> str:

@@ -24,6 +24,7 @@ from forklift.config import Config
 from forklift.config.schema import PypiPin
 from forklift.errors import ForkliftError, UsageError
 from forklift.fsio import Link, Reader, tree_reader
+from forklift.installed.package import metadata_version
 from forklift.installed.stamp import STAMP, Stamp, StampedPatch
 from forklift.series.gate import configured_series
 from forklift.series.model import Series
@@ -196,17 +197,14 @@ def _dist_info(tree: Path, label: str) -> str:
     return found[0]
 
 
-_VERSION_LINE = re.compile(rb"^Version:[ \t]*(\S+)[ \t]*$", re.MULTILINE)
-
-
 def _metadata_version(metadata: bytes, label: str) -> str:
-    if (match := _VERSION_LINE.search(metadata)) is None:
+    if (version := metadata_version(metadata)) is None:
         raise ForkliftError(f"{label}: its METADATA has no Version line")
-    return match.group(1).decode("ascii", "replace")
+    return version
 
 
 def _with_version(metadata: bytes, version: str) -> bytes:
-    return _VERSION_LINE.sub(b"Version: " + version.encode(), metadata, count=1)
+    return re.sub(rb"^Version:.*$", b"Version: " + version.encode(), metadata, count=1, flags=re.MULTILINE)
 
 
 def _renamed_filename(filename: str, version: str) -> str:
