@@ -29,7 +29,7 @@ class ImageCheck:
     def summary(self) -> str:
         """One line: the first file or patch problem, else the first label problem."""
         if not self.state.ok:
-            return f"{self.site}/{self.state.summary()}"
+            return f"the engine in /{self.site}: {self.state.summary()}"
         more = f" (+{len(self.label_problems) - 1} more)" if len(self.label_problems) > 1 else ""
         return self.label_problems[0] + more if self.label_problems else "ok"
 
