@@ -1,39 +1,17 @@
 """The forklift command line: parse arguments, call plain functions, render.
 
 One module per command or command group, named after it; each registers itself on `app` when
-imported. The logic lives in the stage packages, never here.
+imported (forklift.cli.app.COMMAND_MODULES: a run imports only its command's module). The logic lives
+in the stage packages, never here.
 """
 
 from __future__ import annotations
 
-import importlib
+import os
 import sys
 
 from forklift.cli.app import app, say
 from forklift.errors import ForkliftError
-
-# Imported in pipeline order: within a help panel, commands are listed in this order.
-COMMAND_MODULES = (
-    "source",
-    "check",
-    "manifest",
-    "tree",
-    "fork",
-    "flip",
-    "launch",
-    "knobs",
-    "installed",
-    "ship",
-    "bench",
-    "quality",
-    "canary",
-    "compare",
-    "report",
-    "ladder",
-    "campaign",
-)
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"forklift.cli.{_name}")
 
 # What survives a Ctrl-C, by command: each is true because the stage writes atomically (receipts, cache
 # entries, refs) or cleans up on the way out (an engine and its children are stopped).
@@ -56,6 +34,8 @@ def main() -> None:
     Ctrl-C is one line saying what stopped and what was kept, and exit 130 (128 + SIGINT), as shells expect.
     The message is printed as written: a path holding `[red]` is not taken for markup.
     """
+    if not any(key.endswith("_COMPLETE") for key in os.environ):  # completion reads every command
+        app.only = _command(sys.argv[1:])
     try:
         app()
     except ForkliftError as exc:
@@ -74,7 +54,7 @@ def _command(argv: list[str]) -> str:
     """The command word of `argv` (global options such as --config PATH skipped)."""
     words = iter(argv)
     for word in words:
-        if word in ("--config", "-c"):
+        if word in ("--config", "-c", "--width"):
             next(words, None)
         elif not word.startswith("-"):
             return word

@@ -7,6 +7,7 @@ is not a terminal (a CI log shows full patch names and intervals).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -86,7 +87,71 @@ class App(typer.Typer):
         return super().command(*args, **kwargs)
 
 
-app = App(
+# Each command module registers its commands on `app` when imported, in pipeline order: within a help
+# panel, commands are listed in this order. The words each module registers let `forklift check` import
+# only forklift.cli.check (tests/test_cli_lazy.py holds this table to what the modules register).
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "source": ("init", "fetch", "source", "cache"),
+    "check": ("check", "patches-md"),
+    "manifest": ("manifest",),
+    "tree": ("tree",),
+    "fork": ("export", "import", "rebase", "replay"),
+    "flip": ("flip",),
+    "launch": ("launch", "stop"),
+    "knobs": ("knobs",),
+    "installed": ("apply", "verify"),
+    "ship": ("wheel", "image"),
+    "bench": ("bench",),
+    "quality": ("quality",),
+    "canary": ("canary",),
+    "compare": ("compare",),
+    "report": ("report",),
+    "ladder": ("ladder",),
+    "campaign": ("campaign",),
+}
+MODULE_OF = {word: module for module, words in COMMAND_MODULES.items() for word in words}
+
+
+class Root(App):
+    """The top-level app: its command modules are imported the first time its commands are read.
+
+    All of them, in pipeline order, unless `only` names one command word: then only that word's module,
+    so a run of one command does not pay for importing the other sixteen. `forklift --help` reads all.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.only: str | None = None
+        self._loaded = False
+        super().__init__(**kwargs)
+
+    @property  # type: ignore[override]
+    def registered_commands(self) -> list[Any]:
+        self._load()
+        return self._commands
+
+    @registered_commands.setter
+    def registered_commands(self, value: list[Any]) -> None:
+        self._commands = value
+
+    @property  # type: ignore[override]
+    def registered_groups(self) -> list[Any]:
+        self._load()
+        return self._groups
+
+    @registered_groups.setter
+    def registered_groups(self, value: list[Any]) -> None:
+        self._groups = value
+
+    def _load(self) -> None:
+        if self._loaded or not hasattr(self, "_groups"):  # still in Typer.__init__
+            return
+        self._loaded = True  # first: the modules' own registrations read these lists
+        module = MODULE_OF.get(self.only or "")
+        for name in (module,) if module else COMMAND_MODULES:
+            importlib.import_module(f"forklift.cli.{name}")
+
+
+app = Root(
     add_completion=True,
     help="Carry a patched LLM inference engine across upstream releases, and prove every step.",
 )
