@@ -124,7 +124,7 @@ class Root(App):
         self._loaded = False
         super().__init__(**kwargs)
 
-    @property  # type: ignore[override]
+    @property
     def registered_commands(self) -> list[Any]:
         self._load()
         return self._commands
@@ -133,7 +133,7 @@ class Root(App):
     def registered_commands(self, value: list[Any]) -> None:
         self._commands = value
 
-    @property  # type: ignore[override]
+    @property
     def registered_groups(self) -> list[Any]:
         self._load()
         return self._groups
