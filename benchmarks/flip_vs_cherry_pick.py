@@ -124,6 +124,8 @@ def make_fork(old: Path, new: Path, repo: Path, count: int) -> tuple[str, list[s
 
 
 def forklift(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """One whole-CLI run, its modules byte-compiled (as an installed wheel's are) even under PYTHONDONTWRITEBYTECODE."""
+    env = {key: value for key, value in (env or os.environ).items() if key != "PYTHONDONTWRITEBYTECODE"}
     return subprocess.run(
         [sys.executable, "-c", "from forklift.cli import main; main()", *args],
         cwd=cwd,
