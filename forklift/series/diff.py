@@ -12,6 +12,7 @@ quoted name holding a line break, which no one-line table or message shows.
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
@@ -173,12 +174,11 @@ class _Reader:
 
 
 def split_lines(data: bytes) -> list[bytes]:
-    """Lines with their endings, split on b"\\n" only (bytes.splitlines also splits on \\r)."""
-    parts = data.split(b"\n")
-    lines = [part + b"\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
+    """Lines with their endings, split on b"\\n" only (bytes.splitlines also splits on \\r).
+
+    BytesIO.readlines splits so, in C: no copy of each line to put its ending back.
+    """
+    return io.BytesIO(data).readlines()
 
 
 def tree_path(name: str, raw: bytes, strip: int, where: str = "") -> str | None:
