@@ -12,12 +12,13 @@ from forklift.cli.app import MEASURE, JsonOption, app, console, print_json, say
 from forklift.errors import ForkliftError, UsageError
 
 CLAIM_STYLE = {
-    "better": "green",
-    "worse": "red",
+    "faster": "green",
+    "slower": "red",
     "different": "yellow",
-    "noise": "dim",
-    "unclaimable": "yellow",
-    "insufficient": "dim",
+    "no practical change": "cyan",
+    "within noise": "dim",
+    "undecided": "yellow",
+    "not claimable": "yellow",
 }
 
 SeedOption = Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are reproducible for a given seed).")]
