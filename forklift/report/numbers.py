@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from forklift.stats import CellResult, GroupComparison, MetricResult
+from forklift.stats.design import target_note
 from forklift.stats.verdict import interval_phrase, not_claimable_reason, signed_percent
 
 
@@ -120,3 +121,8 @@ def cell_notes(cell: CellResult) -> list[str]:
     if cell.failed_a or cell.failed_b:
         notes.append(f"failed requests: A {cell.failed_a}, B {cell.failed_b} (left out of pairs)")
     return notes
+
+
+def target_notes(cell: CellResult, target: float) -> list[str]:
+    """compare --target-mde: per metric with an interval, this design's MDE and what reaching `target` needs."""
+    return [f"{m.label}: {target_note(m.estimate, target)}" for m in cell.metrics if m.estimate is not None]
