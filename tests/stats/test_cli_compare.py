@@ -118,5 +118,5 @@ def test_margins_target_mde_and_the_words_match_the_interval_in_table_and_json(t
         decision, estimate = metric["decision"], metric["estimate"]
         assert decision["margin"] == 0.03 and decision["unit"] == "boot" and decision["n_a"] == 3
         assert (decision["low"], decision["high"]) == (estimate["low"], estimate["high"])
-        inside = -0.03 <= estimate["low"] and estimate["high"] <= 0.03
+        inside = estimate["low"] >= -0.03 and estimate["high"] <= 0.03
         assert (decision["kind"] == "no practical change") == inside, decision["words"]
