@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from forklift.client.records import RequestRecord
 from forklift.stats.control import aa_floor
 from forklift.stats.divergence import Determinism, Divergence, determinism, divergence, is_greedy
+from forklift.stats.gpustate import cell_gpu_runs, odd_runs
 from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, unpaired_change, welch_change, with_floor
 from forklift.stats.metrics import METRICS, Metric
@@ -66,6 +67,8 @@ class CellResult(BaseModel):
     divergence: Divergence
     determinism_a: Determinism
     determinism_b: Determinism
+    gpu_flags_a: list[str] = []  # kept runs whose GPU throttled or ran another clock (forklift.stats.gpustate)
+    gpu_flags_b: list[str] = []
 
     def metric(self, key: str) -> MetricResult | None:
         return next((m for m in self.metrics if m.metric == key), None)
@@ -246,6 +249,8 @@ def compare_cell(
         divergence=drift,
         determinism_a=determinism(texts_a),
         determinism_b=determinism(texts_b),
+        gpu_flags_a=odd_runs(cell_gpu_runs(a_runs, cell_name)),
+        gpu_flags_b=odd_runs(cell_gpu_runs(b_runs, cell_name)),
     )
 
 

@@ -83,6 +83,13 @@ def interval_phrase(estimate: Estimate) -> str:
     return f"interval: Welch's t over {sides}{df}{floored}"
 
 
+def short_of(estimate: Estimate) -> str:
+    """The verdict's few words on why an interval carries no claim ('one boot a side')."""
+    if estimate.unclaimable == "boot":
+        return "one boot a side"
+    return "one run a side" if estimate.paired else "one run a side, different prompts"
+
+
 def not_claimable_reason(estimate: Estimate) -> str:
     """Why an interval over too small a unit cannot carry a claim, and what would make it one."""
     if estimate.unclaimable == "boot":
@@ -122,7 +129,7 @@ def judge(metric: Metric, estimate: Estimate | None, margin: float = DEFAULT_MAR
     )
     shown = f"Δ {signed_percent(estimate.change)}, {_span(estimate)}, margin ±{percent(margin)}"
     if not estimate.claimable:
-        return base.model_copy(update={"words": f"not claimable ({shown}): {not_claimable_reason(estimate)}"})
+        return base.model_copy(update={"words": f"not claimable ({shown}): {short_of(estimate)}"})
     if -margin <= estimate.low and estimate.high <= margin:
         return base.model_copy(update={"kind": "no practical change", "words": f"no practical change ({shown})"})
     if estimate.excludes_zero:
