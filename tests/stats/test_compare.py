@@ -295,3 +295,20 @@ def test_two_folders_of_two_settings_meet_by_workload():
         ("cohort", "cohort"),
         ("sweep", "sweep"),
     ]
+
+
+def test_a_boot_is_told_by_boot_id_then_by_the_launch_log_else_by_the_receipt():
+    from forklift.stats import boot_identity
+
+    launched = bench_receipt({"single": records(prompts=4)})
+    launched.body["boot"] = {"outcome": "ready", "log_path": "logs/20261201T094251-plain-8765.log"}
+    assert boot_identity(as_run(launched)) == ("log:logs/20261201T094251-plain-8765.log", True)
+    assert boot_identity(as_run(bench_receipt({"single": records(prompts=4)}, boot="b7"))) == ("b7", True)
+    unknown = bench_receipt({"single": records(prompts=4)})
+    assert boot_identity(as_run(unknown)) == (f"receipt:{unknown.id}", False)
+    # two benches of one launched server: one boot, so the runs are the unit
+    again = bench_receipt({"single": records(prompts=4, runs=4, seed=3)}, kept=[0, 1, 2, 3])
+    first = bench_receipt({"single": records(prompts=4, runs=4, seed=4)}, kept=[0, 1, 2, 3])
+    for receipt in (again, first):
+        receipt.body["boot"] = launched.body["boot"]
+    assert compare(as_run(first), as_run(again)).metric("e2e").estimate.unit == "run"
