@@ -10,6 +10,7 @@ from forklift.stats.compare import (
     compare_cell,
     compare_groups,
     compare_metric,
+    judge_cell,
     unit_estimate,
 )
 from forklift.stats.interval import Estimate, minimum_detectable_effect, paired_change, unpaired_change, welch_change
@@ -38,6 +39,7 @@ __all__ = [
     "compare_groups",
     "compare_metric",
     "judge",
+    "judge_cell",
     "margins",
     "match",
     "minimum_detectable_effect",

@@ -312,3 +312,14 @@ def test_a_boot_is_told_by_boot_id_then_by_the_launch_log_else_by_the_receipt():
     for receipt in (again, first):
         receipt.body["boot"] = launched.body["boot"]
     assert compare(as_run(first), as_run(again)).metric("e2e").estimate.unit == "run"
+
+
+def test_judge_cell_is_compare_groups_verdict_for_one_cell_and_metric():
+    from forklift.stats import judge_cell
+
+    a, b = boots(3, 1, prompts=16), boots(3, 10, prompts=16, speed=0.85)
+    verdict = judge_cell(a, b, "single", "tpot", margin=0.02)
+    assert verdict == compare_groups(a, b, margins={"tpot": 0.02}).cells[0].metric("tpot").decision
+    assert verdict.kind == "slower" and verdict.worse and verdict.unit == "boot" and verdict.margin == 0.02
+    with pytest.raises(ValueError, match="unknown metric 'speed'"):
+        judge_cell(a, b, "single", "speed")
