@@ -291,6 +291,13 @@ def compare_groups(
     )
 
 
+def metric_by_key(key: str) -> Metric:
+    found = next((m for m in METRICS if m.key == key), None)
+    if found is None:
+        raise ValueError(f"unknown metric {key!r} (known: {', '.join(m.key for m in METRICS)})")
+    return found
+
+
 def judge_cell(
     a_runs: list[BenchRun],
     b_runs: list[BenchRun],
@@ -305,10 +312,21 @@ def judge_cell(
 
     The same computation as compare_groups' for that cell (no guards: the caller chose the sides).
     """
-    metric = next((m for m in METRICS if m.key == metric_key), None)
-    if metric is None:
-        raise ValueError(f"unknown metric {metric_key!r} (known: {', '.join(m.key for m in METRICS)})")
+    metric = metric_by_key(metric_key)
     a, b = SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)
     aa = SideColumns(aa_runs, cell_name) if aa_runs else None
     result = compare_metric(metric, a, b, paired=pairing(a, b)[1], seed=seed, aa=aa, margin=margin)
     return result.decision if result is not None else judge(metric, None, margin)
+
+
+def boot_values(
+    a_runs: list[BenchRun], b_runs: list[BenchRun], cell_name: str, metric_key: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each side's boot means (mean log value over the prompts every unit measured), for the two-stage rule.
+
+    forklift.stats.design: `pilot(*boot_values(...))` on the pilot boots, `boots_needed`, then
+    `two_stage_estimate(*boot_values(...), stage)` on every boot, judged with `judge`.
+    """
+    metric = metric_by_key(metric_key)
+    (table_a, table_b), _ = unit_tables(metric, SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name))
+    return table_a.boot_means(), table_b.boot_means()

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 from forklift.errors import ForkliftError
-from forklift.stats import compare_groups, match
+from forklift.stats import METRICS, compare_groups, match
 from tests.stats.synthetic import as_run, bench_receipt, records, workload
 
 
@@ -323,3 +323,16 @@ def test_judge_cell_is_compare_groups_verdict_for_one_cell_and_metric():
     assert verdict.kind == "slower" and verdict.worse and verdict.unit == "boot" and verdict.margin == 0.02
     with pytest.raises(ValueError, match="unknown metric 'speed'"):
         judge_cell(a, b, "single", "speed")
+
+
+def test_boot_values_feed_the_two_stage_rule():
+    from forklift.stats import boot_values, judge
+    from forklift.stats.design import boots_needed, pilot, two_stage_estimate
+
+    a, b = boots(3, 1, prompts=16), boots(3, 10, prompts=16, speed=0.85)
+    values_a, values_b = boot_values(a, b, "single", "tpot")
+    assert values_a.shape == values_b.shape == (3,)
+    stage = pilot(values_a, values_b)
+    assert boots_needed(stage, 0.05, 12) == 3  # a 15 % slowdown at 5 % noise: the pilot is enough
+    verdict = judge(METRICS[2], two_stage_estimate(values_a, values_b, stage))
+    assert METRICS[2].key == "tpot" and verdict.kind == "slower"
