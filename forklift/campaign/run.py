@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from forklift.campaign.builds import Build
+from forklift.campaign.builds import Build, engine_environment
 from forklift.campaign.plan import LadderJob, Plan, Slot
 from forklift.campaign.schema import CampaignFile
 from forklift.campaign.suites import Endpoint, LadderContext
@@ -66,12 +66,36 @@ class Runner:
         """Resolved and checked once per build and setting (flags and knobs against that build's engine)."""
         key = (build.name, name)
         if key not in self._plans:
-            self._plans[key] = make_plan(self.config, profile, list(sets), python=build.python, command=build.command)
+            from dataclasses import replace
+
+            with engine_environment(build):
+                plan = make_plan(self.config, profile, list(sets), python=build.python, command=build.command)
+            if build.env:  # the build's package folder, stated in the boot receipt with the rest of the env
+                plan = replace(plan, resolved=replace(plan.resolved, env={**plan.resolved.env, **build.env}))
+            self._plans[key] = plan
         return self._plans[key]
+
+    def write_plan(self) -> None:
+        """The campaign as planned (builds, order, gates) in a receipt, so `forklift report` decides from receipts."""
+        from forklift.report.ship import PLAN_KIND
+
+        body = {
+            "builds": {name: b.labels for name, b in self.builds.items()},
+            "baseline": (self.campaign.ship.baseline if self.campaign.ship else None) or next(iter(self.builds)),
+            "order": self.campaign.order,
+            "repeats": self.campaign.repeats,
+            "aa": self.campaign.aa,
+            "boots": len(self.plan.slots),
+            "ship": self.campaign.ship.model_dump(mode="json") if self.campaign.ship else None,
+        }
+        for old in self.receipts.glob(f"*-{PLAN_KIND}-*.json"):
+            old.unlink()  # one plan per folder: the latest run's (a resumed campaign states it again)
+        write_receipt(new_receipt(PLAN_KIND, body=body), self.receipts)
 
     def run(self) -> tuple[int, int]:
         """Every unfinished cell; returns (cells run now, cells skipped as finished)."""
         ran = skipped = 0
+        self.write_plan()
         for key in self.plan.keys:
             moved = set_aside(self.receipts, key)
             if moved:
@@ -131,17 +155,18 @@ class Runner:
                     status = f"failed: {exc}"
                 results.append({"kind": chosen.name, "name": options.title, "status": status})
 
-        booted = launch(
-            self.config,
-            plan,
-            folder,
-            self.logs,
-            on_ready=on_ready,
-            serve=False,
-            labels=labels,
-            extra_env={variable: "1"} if variable else None,
-            raise_failed=False,
-        )
+        with engine_environment(build):
+            booted = launch(
+                self.config,
+                plan,
+                folder,
+                self.logs,
+                on_ready=on_ready,
+                serve=False,
+                labels=labels,
+                extra_env={variable: "1"} if variable else None,
+                raise_failed=False,
+            )
         ready = booted.body.outcome == "ready"
         whole = ready and "failed" not in control and all(r["status"] == "ok" for r in results)
         body = {

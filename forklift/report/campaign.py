@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -22,6 +23,7 @@ from forklift.launch.boot import engine_reason
 from forklift.launch.schema import BootBody
 from forklift.receipts import Receipt, read_receipts, validated_body
 from forklift.report.numbers import box_name
+from forklift.report.ship import PLAN_KIND, ShipSpec
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
 from forklift.stats.runs import build_label
 from forklift.stats.sample import output_throughput, server_tok_step
@@ -123,6 +125,12 @@ class Campaign:
     by_setting: bool
     rows: list[Row]
     comparisons: list[GroupComparison]
+    plan: dict[str, Any] | None = None  # the campaign-plan receipt's body: builds, order, [ship] gates
+
+    @property
+    def ship(self) -> ShipSpec | None:
+        gates = (self.plan or {}).get("ship")
+        return ShipSpec.model_validate(gates) if gates else None
 
 
 def _boots(receipts: list[tuple[Path, Receipt]]) -> list[Boot]:
@@ -201,7 +209,12 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
     runs, boots = bench_runs(receipts), _boots(receipts)
     if not runs and not boots and not any(r.kind in ("quality", "canary", "ladder") for _, r in receipts):
         raise ForkliftError(f"{folder}: no bench, boot, ladder, quality or canary receipts to report")
+    plans = sorted((r for _, r in receipts if r.kind == PLAN_KIND), key=lambda r: r.created)
+    plan = plans[-1].body if plans else None
     builds = _build_order(runs, boots)
+    planned = (plan or {}).get("baseline")
+    if baseline is None and planned in builds:  # the campaign's own baseline first, as it was planned
+        builds = [planned, *(b for b in builds if b != planned)]
     settings = list(dict.fromkeys([r.setting for r in runs] + [b.setting for b in boots]))
     by_setting = baseline is not None and baseline not in builds
     if by_setting and baseline not in settings:
@@ -236,4 +249,4 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
                 rows += new_rows
                 if comparison is not None:
                     comparisons.append(comparison)
-    return Campaign(folder, receipts, runs, boots, builds, baseline, by_setting, rows, comparisons)
+    return Campaign(folder, receipts, runs, boots, builds, baseline, by_setting, rows, comparisons, plan)
