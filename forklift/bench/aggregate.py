@@ -73,9 +73,14 @@ def aggregate(
     steady = steady_summary(windows or {})
     decoding = timed
     if steady is not None:
-        within = [r for r in timed if (w := (windows or {}).get(r.run)) is not None and inside(r, w.start_s, w.end_s)]
-        steady["tpot_from"] = "requests inside the window" if within else "every request (none lay inside the window)"
-        decoding = within or timed
+        inside_ok = [r for r in ok if (w := (windows or {}).get(r.run)) is not None and inside(r, w.start_s, w.end_s)]
+        within = [r for r in inside_ok if not r.delivered_in_burst]
+        steady["tpot_from"] = (
+            "requests inside the window"
+            if within or inside_ok
+            else "every request (none lay wholly inside the window: too few prompts for C streams)"
+        )
+        decoding = within if inside_ok else timed
     tpots = [t for r in decoding if (t := r.tpot) is not None]
     itls = [gap for r in decoding for gap in r.itls]
     out: dict[str, Any] = {

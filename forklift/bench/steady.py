@@ -22,7 +22,7 @@ def steady_window(records: Sequence[RequestRecord], concurrency: int) -> SteadyW
         return None
     sends = sorted(r.send for r in records)
     start, last_send = sends[concurrency - 1], sends[-1]
-    after = [r.end for r in ended if r.end is not None and r.end >= last_send]
+    after = [r.end for r in ended if r.end is not None and r.end > last_send]
     if not after:
         return None
     end = min(after)

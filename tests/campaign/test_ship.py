@@ -1,0 +1,109 @@
+"""The [ship] table and the builds' folders: the gate rule, and every bad input as one line naming the culprit."""
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from forklift.campaign import load_campaign_file
+from forklift.campaign.builds import Build, engine_environment, interpreter
+from forklift.errors import ConfigError
+from forklift.report.ship import judge_interval
+
+HEAD = """
+[builds.A]
+python = "{python}"
+[builds.B]
+python = "{python}"
+site = "{site}"
+[[settings]]
+profile = "tiny"
+[[suites]]
+kind = "bench"
+synthetic = "16:16"
+"""
+
+
+def write(tmp_path: Path, extra: str = "", site: str = "builds/B", python: str = sys.executable) -> Path:
+    path = tmp_path / "campaign.toml"
+    path.write_text(HEAD.format(python=python, site=site) + textwrap.dedent(extra))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("interval", "outcome"),
+    [
+        ((-0.003, -0.008, 0.002, 0.01), "pass"),  # the worse end (-0.8 %) is within -2 %
+        ((-0.03, -0.034, -0.026, 0.01), "hold"),  # wholly beyond -2 %
+        ((-0.02, -0.03, -0.01, 0.01), "hold"),  # reaches past -2 % and the design sees 1 %
+        ((-0.02, -0.05, 0.01, 0.04), "undecided"),  # reaches past, and the MDE (4 %) exceeds the allowance
+        ((-0.001, -0.002, 0.0, None), "pass"),
+    ],
+)
+def test_gate_rule_on_a_higher_is_better_metric(interval, outcome):
+    change, low, high, mde = interval
+    assert judge_interval(change, low, high, mde, True, True, 0.02) == outcome
+
+
+def test_gate_rule_on_a_lower_is_better_metric_and_unclaimable_is_never_a_pass():
+    assert judge_interval(0.05, 0.03, 0.07, 0.01, True, False, 0.10) == "pass"  # TTFT +7 % at worst, 10 % allowed
+    assert judge_interval(0.20, 0.15, 0.25, 0.01, True, False, 0.10) == "hold"
+    assert judge_interval(0.0, -0.001, 0.001, 0.001, False, False, 0.10) == "undecided"
+
+
+def test_a_gate_naming_an_unknown_metric_is_one_line(tmp_path):
+    path = write(tmp_path, '[ship]\ngates = [{ metric = "decode", worse = "2%" }]\n')
+    (tmp_path / "builds" / "B").mkdir(parents=True)
+    with pytest.raises(ConfigError) as caught:
+        load_campaign_file(path)
+    message = str(caught.value)
+    assert "\n" not in message and "ship.gates.0.metric" in message and "unknown metric 'decode'" in message
+    assert "decode_tps" in message  # the known ones are named
+
+
+def test_a_ship_baseline_that_is_no_build_is_one_line(tmp_path):
+    with pytest.raises(ConfigError, match=r"ship.baseline = 'C': not a build \(builds: A, B\)"):
+        load_campaign_file(write(tmp_path, '[ship]\nbaseline = "C"\n'))
+
+
+def test_gates_parse_percent_text(tmp_path):
+    campaign = load_campaign_file(write(tmp_path, '[ship]\ngates = [{ metric = "ttft", worse = "10%" }]\n'))
+    assert campaign.ship is not None and campaign.ship.gates[0].worse == 10.0
+
+
+def test_a_build_whose_interpreter_is_missing_is_one_line(tmp_path):
+    campaign = load_campaign_file(write(tmp_path, python="envs/gone/bin/python"))
+    with pytest.raises(ConfigError) as caught:
+        interpreter("A", "envs/gone/bin/python", campaign)
+    assert str(caught.value) == (
+        f"{tmp_path / 'campaign.toml'}: builds.A.python = 'envs/gone/bin/python': "
+        f"no interpreter at {tmp_path / 'envs/gone/bin/python'}"
+    )
+    with pytest.raises(ConfigError, match=r"builds.A.python = 'no-such-python3': no such command on PATH"):
+        interpreter("A", "no-such-python3", campaign)
+
+
+def test_a_site_needs_python_and_an_unset_variable_is_named(tmp_path, monkeypatch):
+    path = tmp_path / "campaign.toml"
+    path.write_text(
+        '[builds.A]\ncommand = ["vllm"]\nsite = "x"\n[[settings]]\nprofile = "t"\n[[suites]]\nkind = "bench"\n'
+    )
+    with pytest.raises(ConfigError, match="site needs python"):
+        load_campaign_file(path)
+    monkeypatch.delenv("FORKLIFT_BUILDS", raising=False)
+    campaign = load_campaign_file(write(tmp_path, site="${FORKLIFT_BUILDS}/B"))
+    with pytest.raises(ConfigError, match=r"environment variable FORKLIFT_BUILDS is not set"):
+        campaign.at("${FORKLIFT_BUILDS}/B")
+    monkeypatch.setenv("FORKLIFT_BUILDS", str(tmp_path / "b"))
+    assert campaign.at("${FORKLIFT_BUILDS}/B") == tmp_path / "b" / "B"
+
+
+def test_a_site_build_puts_its_folder_first_on_pythonpath_for_forklifts_own_probes(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    build = Build("B", sys.executable, None, None, None, None, "", site=str(tmp_path))
+    assert build.env == {"PYTHONPATH": f"{tmp_path}{os.pathsep}/elsewhere"}
+    with engine_environment(build):
+        assert os.environ["PYTHONPATH"] == f"{tmp_path}{os.pathsep}/elsewhere"
+    assert os.environ["PYTHONPATH"] == "/elsewhere"
