@@ -72,7 +72,9 @@ THROTTLE_BITS = {
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
-SMI_STATE = "index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_throttle_reasons.active"
+SMI_STATE = "index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw"
+# the reasons' field was renamed (clock "events" since driver 535); one the driver does not know fails the query
+SMI_REASONS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
 
 
 @dataclass(frozen=True)
@@ -144,17 +146,23 @@ def _smi_readings() -> list[GpuReading] | None:
         rows = _smi(f"--query-gpu={SMI_STATE}")
     except (subprocess.SubprocessError, OSError):
         return None
+    masks: dict[int, int] = {}
+    for field in SMI_REASONS:
+        try:
+            masks = {int(i): int(m, 16) for i, m in _smi(f"--query-gpu=index,{field}")}
+            break
+        except (subprocess.SubprocessError, OSError, ValueError):
+            continue
     out = []
     for row in rows:
-        if len(row) != 7:
+        if len(row) != 6:
             continue
-        index, name, sm, mem, temp, power, throttle = row
-        try:
-            mask: int | None = int(throttle, 16)
-        except ValueError:
-            mask = None
+        index, name, sm, mem, temp, power = row
+        gpu = int(index)
         out.append(
-            GpuReading(int(index), name, _number(sm), _number(mem), _number(temp), _number(power), mask, "nvidia-smi")
+            GpuReading(
+                gpu, name, _number(sm), _number(mem), _number(temp), _number(power), masks.get(gpu), "nvidia-smi"
+            )
         )
     return out or None
 

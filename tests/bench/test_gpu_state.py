@@ -1,6 +1,7 @@
 """GPU state per run: readings summed up per GPU (median clocks, hottest reading, every throttle reason)."""
 
 import asyncio
+import os
 
 from forklift.bench.gpu import GpuSampler, summarize
 from forklift.launch.gpus import GpuReading, gpu_readings, throttle_names
@@ -36,3 +37,29 @@ def test_a_machine_without_a_gpu_records_none():
         return sampler
 
     assert asyncio.run(run()).states() is None
+
+
+FAKE_SMI = """#!/bin/sh
+# A stand-in for nvidia-smi on a machine without a GPU (the output format of driver 580's --query-gpu).
+case "$1" in
+  --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw)
+    echo "0, NVIDIA H200, 1980, 3201, 41, 123.45"; echo "1, NVIDIA H200, [N/A], 3201, 39, 99.00" ;;
+  --query-gpu=index,clocks_event_reasons.active) echo "Field not valid" >&2; exit 2 ;;
+  --query-gpu=index,clocks_throttle_reasons.active) echo "0, 0x0000000000000004"; echo "1, 0x0000000000000001" ;;
+  *) exit 2 ;;
+esac
+"""
+
+
+def test_nvidia_smi_readings_when_nvml_is_missing(tmp_path, monkeypatch):
+    """No GPU here: a fake nvidia-smi prints what the real one does, so the parse and the field fallback are held."""
+    from forklift.launch import gpus
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    found = gpus._smi_readings()
+    assert found is not None and [r.index for r in found] == [0, 1]
+    assert (found[0].sm_clock_mhz, found[0].power_w, found[0].throttle) == (1980.0, 123.45, 0x4)
+    assert found[1].sm_clock_mhz is None and throttle_names(found[1].throttle) == []
