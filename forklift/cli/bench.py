@@ -79,8 +79,7 @@ def _steady(cell) -> str:
         return "-"
     ramp, drain = steady.get("ramp_tok_s"), steady.get("drain_tok_s")
     return (
-        f"{steady['window_tok_s']:.1f} ({steady['requests_inside']} req inside); "
-        f"ramp {_num(ramp)}, drain {_num(drain)}"
+        f"{steady['window_tok_s']:.1f} ({steady['requests_inside']} req inside); ramp {_num(ramp)}, drain {_num(drain)}"
     )
 
 
