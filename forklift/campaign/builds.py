@@ -20,6 +20,7 @@ from forklift.campaign.schema import BuildSpec, CampaignFile, expand
 from forklift.config import Config, load_config
 from forklift.engines import adapter as engine_adapter
 from forklift.errors import ConfigError, ForkliftError
+from forklift.receipts.envelope import Labels
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Build:
     overlay_hash: str | None
     pin: dict[str, Any] | None
     proof: str  # what was verified, in one line
-    labels: dict[str, Any] = field(default_factory=dict)
+    labels: Labels = field(default_factory=Labels)
     site: str | None = None  # the folder put first on the engine's PYTHONPATH
 
     @property
@@ -83,7 +84,7 @@ def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Co
     pin = config.data.upstream.model_dump()
     if spec.python is None:
         proof = "not verified: a command build (forklift cannot see which engine it runs)"
-        return Build(name, None, spec.command, None, None, pin, proof, {"build": name, "pin": pin})
+        return Build(name, None, spec.command, None, None, pin, proof, Labels(build=name, pin=pin))
     python = interpreter(name, spec.python, campaign)
     site = str(campaign.at(spec.site)) if spec.site else None
     if site is not None and not Path(site).is_dir():
@@ -103,7 +104,7 @@ def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Co
     what = "pristine" if spec.pristine else f"{len(series.patches)} patches of {config.series_dir} applied"
     where = f" in {site}" if site else ""
     proof = f"{package.dist_info.name}{where}: {state.checked} files checked, {what}"
-    labels = {"build": name, "pin": pin, "engine_version": version, "overlay_hash": overlay}
+    labels = Labels(build=name, pin=pin, engine_version=version, overlay_hash=overlay)
     return Build(name, python, None, version, overlay, pin, proof, labels, site)
 
 
