@@ -130,6 +130,10 @@ class BenchBody(BaseModel):
     label: str | None = Field(default=None, description="the user's name for what was benched (bench --label)")
     cells: list[Cell] = Field(default_factory=list)
     boot: dict[str, Any] | None = Field(default=None, description="boot facts when forklift launched the server")
+    boot_id: str | None = Field(
+        default=None,
+        description="which server boot was benched (e.g. its boot receipt's id): compare's unit across boots",
+    )
     source: str | None = Field(default=None, description="for imports: the file it was read from")
     server_info: dict[str, Any] = Field(
         default_factory=dict, description="what the server states about itself in /metrics (KV pool tokens, blocks)"
