@@ -8,6 +8,7 @@ cells and the report never mixes a half-measured one in.
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
 from collections.abc import Callable
@@ -109,7 +110,68 @@ class Runner:
                 continue
             run_cell()
             ran += 1
+        for slot in self.added_slots():
+            if finished(self.receipts / slot.key):
+                skipped += 1
+                continue
+            self.run_slot(slot)
+            ran += 1
         return ran, skipped
+
+    def spent(self) -> list[float]:
+        """Seconds each finished boot cell took (from the receipts, so a resumed campaign counts them too)."""
+        from forklift.receipts.store import read_receipt
+
+        return [
+            float(read_receipt(path).body.get("seconds") or 0.0)
+            for path in sorted(self.receipts.glob(f"*/*-{CELL_KIND}-*.json"))
+        ]
+
+    def added_slots(self) -> list[Slot]:
+        """The repeats a bench suite's target MDE adds after the planned ones (the pilot), within the budget.
+
+        Decided once, from the pilot's boots (Stein's two-stage rule, forklift.campaign.precision), and
+        said: which target, what the pilot measured, how many boots that asks for, what the budget allows.
+        """
+        from forklift.campaign.plan import build_order, make_plan
+        from forklift.campaign.precision import boots_wanted, parse_budget, parse_percent, repeats_to_add
+        from forklift.campaign.suites import BenchOptions
+
+        targets = [o.ready for _, o in self.plan.served if isinstance(o.ready, BenchOptions) and o.ready.target_mde]
+        if not targets or not self.plan.slots:
+            return []
+        campaign, builds = self.campaign, list(self.builds)
+        baseline = (campaign.ship.baseline if campaign.ship else None) or builds[0]
+        order = build_order(builds, campaign.order, campaign.aa)
+        per_repeat = min(sum(1 for b, _ in order if b == build) for build in builds if build != baseline)
+        boots_now = campaign.repeats * per_repeat
+        slots_per_repeat = len(self.plan.slots) // campaign.repeats
+        seconds = self.spent()
+        affordable = 10**6
+        if campaign.budget is not None and seconds:
+            left = parse_budget(campaign.budget, str(campaign.path)) - sum(seconds)
+            affordable = max(0, math.floor(left / (slots_per_repeat * (sum(seconds) / len(seconds)))))
+        add = 0
+        for options in targets:
+            target = parse_percent(str(options.target_mde), "target_mde")
+            cells = [f"c{c}" for c in options.concurrency] if (options.mode or "sweep") == "sweep" else ["single"]
+            max_boots = boots_now + min(affordable, 64) * per_repeat
+            for need in boots_wanted(self.receipts, baseline, cells, options.target_metric, target, max_boots):
+                more = repeats_to_add(need.boots, boots_now, per_repeat, affordable)
+                self.say(
+                    f"target MDE {target:.2%} ({options.target_metric}): {need.line(target)}; "
+                    + (f"adding {more} repeat(s) of {slots_per_repeat} boots" if more else "no boots to add")
+                    + (
+                        " (capped by the budget)"
+                        if more == affordable and need.boots > boots_now + more * per_repeat
+                        else ""
+                    )
+                )
+                add = max(add, more)
+        if not add:
+            return []
+        extended = make_plan(campaign.model_copy(update={"repeats": campaign.repeats + add}), self.config)
+        return [s for s in extended.slots if s.repeat > campaign.repeats]
 
     def _finish(self, key: str, status: str, body: dict[str, Any], labels: Labels) -> None:
         receipt = new_receipt(CELL_KIND, status=status, body={"key": key, **body}, **labels.fields())
@@ -127,6 +189,7 @@ class Runner:
         results: list[dict[str, Any]] = []
         control: dict[str, str] = {}
         self.say(f"{slot.key}: booting {build.name} / {setting.name}")
+        started = time.monotonic()
         with (
             engine_environment(build),
             launched(
@@ -167,7 +230,9 @@ class Runner:
                         status = f"failed: {exc}"
                     results.append({"kind": chosen.name, "name": options.title, "status": status})
         whole = booted.ready and "failed" not in control and all(r["status"] == "ok" for r in results)
+        seconds = time.monotonic() - started
         body = {
+            "seconds": seconds,
             "repeat": slot.repeat,
             "position": slot.position,
             "boot": booted.body.outcome,
@@ -175,6 +240,15 @@ class Runner:
             "suites": results,
         }
         self._finish(slot.key, "ok" if whole else "failed", body, booted.labels)
+        if self.campaign.budget is not None:
+            from forklift.campaign.precision import parse_budget
+
+            budget = parse_budget(self.campaign.budget, str(self.campaign.path))
+            if seconds > budget:
+                raise ForkliftError(
+                    f"{self.campaign.path}: budget = {self.campaign.budget!r} is less than one boot "
+                    f"({slot.key} took {seconds:.0f} s): give the campaign at least that"
+                )
 
     def run_ladder(self, job: LadderJob) -> None:
         build = self.builds[job.build]

@@ -91,6 +91,9 @@ class CampaignFile(_Strict):
     settings: list[SettingSpec]
     suites: list[dict[str, Any]]
     ship: ShipSpec | None = Field(default=None, description="the gates that decide SHIP, HOLD or UNDECIDED")
+    budget: str | None = Field(
+        default=None, description="time the campaign may spend ('20m', '1200s'): boots a target MDE adds stop there"
+    )
 
     @property
     def root(self) -> Path:
@@ -129,4 +132,8 @@ def load_campaign_file(path: Path) -> CampaignFile:
         raise ConfigError(f"{path}: suites: name at least one suite")
     if campaign.ship is not None:
         check_gates(campaign.ship, list(campaign.builds), str(path))
+    if campaign.budget is not None:
+        from forklift.campaign.precision import parse_budget
+
+        parse_budget(campaign.budget, str(path))
     return campaign
