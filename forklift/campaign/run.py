@@ -146,11 +146,16 @@ class Runner:
         per_repeat = min(sum(1 for b, _ in order if b == build) for build in builds if build != baseline)
         boots_now = campaign.repeats * per_repeat
         slots_per_repeat = len(self.plan.slots) // campaign.repeats
-        seconds = self.spent()
+        seconds = [s for s in self.spent() if s > 0]
         affordable = 10**6
-        if campaign.budget is not None and seconds:
+        if campaign.budget is not None:
             left = parse_budget(campaign.budget, str(campaign.path)) - sum(seconds)
-            affordable = max(0, math.floor(left / (slots_per_repeat * (sum(seconds) / len(seconds)))))
+            per_boot = sum(seconds) / len(seconds) if seconds else math.inf  # unknown: add nothing
+            affordable = max(0, math.floor(left / (slots_per_repeat * per_boot)))
+            self.say(
+                f"budget {campaign.budget}: {sum(seconds):.0f} s spent over {len(seconds)} timed boots, "
+                f"room for {affordable} more repeat(s) of {slots_per_repeat} boots"
+            )
         add = 0
         for options in targets:
             target = parse_percent(str(options.target_mde), "target_mde")

@@ -166,11 +166,26 @@ def _host(machine_id: str, runs: list[BenchRun], boots: list[Boot]) -> str:
     return machine_id
 
 
+def workload_labels(runs: list[BenchRun]) -> dict[str, str]:
+    """Workload hash -> the name rows show: its name, with its prompt count where two workloads share a name
+    (a campaign's C1 and C16 suites send the same shape, 16 and 128 prompts: never one side)."""
+    names: dict[str, set[str]] = {}
+    for run in runs:
+        names.setdefault(run.body.workload.name, set()).add(run.body.workload.hash)
+    out = {}
+    for run in runs:
+        identity = run.body.workload
+        shared = len(names[identity.name]) > 1
+        out[identity.hash] = f"{identity.name} ({identity.prompts} prompts)" if shared else identity.name
+    return out
+
+
 def _side(build: str, setting: str, machine: str, workload: str, runs: list[BenchRun], boots: list[Boot]) -> Side:
+    """`workload` is a workload hash (or the dash of a side with no bench)."""
     mine = [
         r
         for r in runs
-        if (r.build, r.setting, r.machine_id, r.body.workload.name) == (build, setting, machine, workload)
+        if (r.build, r.setting, r.machine_id, r.body.workload.hash) == (build, setting, machine, workload)
     ]
     boot = next(
         (
@@ -224,7 +239,8 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
     if baseline is None and len(builds) > 1:
         baseline = builds[0]
     machines = list(dict.fromkeys([r.machine_id for r in runs] + [b.receipt.fingerprint.machine_id for b in boots]))
-    workloads = list(dict.fromkeys(r.body.workload.name for r in runs)) or ["–"]
+    labels = workload_labels(runs)
+    workloads = list(dict.fromkeys(r.body.workload.hash for r in runs)) or ["–"]
     rows: list[Row] = []
     comparisons: list[GroupComparison] = []
     for machine in machines:
@@ -242,10 +258,11 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
                 new = _side(new_build, new_setting, machine, workload, runs, boots)
                 if not (old.runs or new.runs or old.boot or new.boot):
                     continue
+                shown = labels.get(workload, workload)
                 if baseline is None:  # one build: numbers, nothing to compare against
-                    rows += [Row(host, workload, name, old, Side(new_build, new_setting)) for name in _cells(old.runs)]
+                    rows += [Row(host, shown, name, old, Side(new_build, new_setting)) for name in _cells(old.runs)]
                     continue
-                new_rows, comparison = _rows(old, new, host, workload, seed)
+                new_rows, comparison = _rows(old, new, host, shown, seed)
                 rows += new_rows
                 if comparison is not None:
                     comparisons.append(comparison)
