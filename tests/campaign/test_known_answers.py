@@ -2,8 +2,9 @@
 
 Three builds as a user has them (tests/campaign/known_answers.py): A, the test engine's vLLM; A + noop.patch
 (a comment) and A + slowdown.patch (1 ms of sleep per engine step), each a copy of A's package folder patched
-with `forklift apply --installed` and named by `site`, run by the one interpreter. Order AB with the A/A
-control: A, noop, slowdown, A (4 boots, the test's cost). The [ship] gates: decode tok/s and E2E.
+with `forklift apply --installed` and named by `site`, run by the one interpreter. Order ABBA: A, noop,
+slowdown, slowdown, noop, A (6 boots, the test's cost: two boots a side is the least an interval over boots
+needs). The [ship] gates: decode tok/s and E2E. The model is the 2-layer tiny one (its boots are the cheapest).
 
 slowdown must HOLD, on its decode gate wherever both sides have decode timing (a 2-core box loaded past its
 cores delivers some answers in one write, which have none; then its E2E gate holds it). noop must not HOLD:
@@ -20,12 +21,12 @@ import pytest
 from forklift.client.records import RequestRecord
 from forklift.receipts.store import read_receipts
 from tests.campaign.known_answers import make_build
-from tests.fixtures.engine import distribution_toml, free_port, tiny_profile_toml
+from tests.fixtures.engine import distribution_toml, ensure_tiny_model, free_port, tiny_profile_toml
 
 pytestmark = pytest.mark.engine
 
 CAMPAIGN = """
-order = "AB"
+order = "ABBA"
 aa = true
 report = "report.md"
 [builds.A]
@@ -66,7 +67,8 @@ gates = [
 """
 
 
-def test_slowdown_holds_on_its_decode_gate_and_noop_is_no_regression(engine_python, tiny_model, tmp_path):
+def test_slowdown_holds_on_its_decode_gate_and_noop_is_no_regression(engine_python, tmp_path):
+    tiny_model = ensure_tiny_model(engine_python)
     site = next((engine_python.parent.parent / "lib").glob("python3*/site-packages"))
     for name in ("noop", "slowdown"):
         make_build(site, tmp_path, name, f"{name}.patch")

@@ -131,3 +131,49 @@ def test_budget_and_target_mde_are_checked_when_the_campaign_is_read(tmp_path):
     assert repeats_to_add(needed=6, boots_now=2, per_repeat=2, affordable=10) == 2
     assert repeats_to_add(needed=6, boots_now=2, per_repeat=2, affordable=1) == 1
     assert repeats_to_add(needed=2, boots_now=2, per_repeat=2, affordable=10) == 0
+
+
+def test_decide_judges_every_candidate_gate_by_gate_and_says_why(tmp_path):
+    """Rows as load_campaign makes them; the cell results are stand-ins holding stats' real Estimate."""
+    from types import SimpleNamespace
+
+    from forklift.report.campaign import Row, Side
+    from forklift.report.ship import ShipSpec, decide, decision_lines, decision_table, overall
+    from forklift.stats.interval import Estimate
+
+    def result(change, low, high, mde):
+        estimate = Estimate(change=change, low=low, high=high, paired=True, n_a=2, n_b=2, mde=mde, unit="boot", df=2.0)
+        return SimpleNamespace(metric=lambda key: SimpleNamespace(estimate=estimate) if key == "decode_tps" else None)
+
+    def row(build, cell, found):
+        return Row("box", "w", cell, Side("A", "gpu-8b"), Side(build, "gpu-8b"), result=found)
+
+    rows = [
+        row("noop", "c1", result(0.001, -0.002, 0.004, 0.005)),
+        row("noop", "c16", result(-0.01, -0.03, 0.01, 0.025)),
+        row("slowdown", "c1", result(-0.03, -0.034, -0.026, 0.005)),
+        row("slowdown", "c16", result(-0.02, -0.06, 0.02, 0.06)),
+    ]
+    campaign = SimpleNamespace(rows=rows, builds=["A", "noop", "slowdown"], baseline="A", receipts=[])
+    spec = ShipSpec.model_validate(
+        {
+            "gates": [
+                {"metric": "decode_tps", "cells": ["c1"], "worse": "2%"},
+                {"metric": "decode_tps", "cells": ["c16"], "worse": "5%"},
+            ]
+        }
+    )
+    decisions = decide(campaign, spec)
+    assert [(d.build, d.decision) for d in decisions] == [("noop", "SHIP"), ("slowdown", "HOLD")]
+    assert overall(decisions) == "HOLD"
+    held = decisions[1].holding
+    assert [(r.where, r.gate.title) for r in held] == [("gpu-8b / c1", "decode tok/s c1 no worse than 2%")]
+    assert "Δ -3.0%, CI -3.4%..-2.6%, allowed 2% worse, MDE ±0.5%, 2/2 boots" in held[0].evidence
+    lines = decision_lines(decisions, "A")
+    assert lines[0] == "noop vs A: SHIP" and lines[-1] == "decision: HOLD"
+    assert lines[1].startswith("slowdown vs A: HOLD (decode tok/s c1 no worse than 2% at gpu-8b / c1: Δ -3.0%")
+    table = decision_table(decisions, "A")
+    assert table.startswith("**HOLD** — noop: **SHIP**, slowdown: **HOLD** (each against A)")
+    # a gate with nothing to read is undecided, never a silent pass
+    empty = decide(campaign, ShipSpec.model_validate({"gates": [{"metric": "tpot", "worse": "2%"}]}))
+    assert {d.decision for d in empty} == {"UNDECIDED"}
