@@ -106,7 +106,7 @@ def test_slowdown_holds_on_its_decode_gate_and_noop_is_no_regression(engine_pyth
     assert {r.build for r in benches} == {"A", "noop", "slowdown"}
     assert len({r.overlay_hash for r in benches}) == 3
     # ground truth beside the client: every kept run has the engine's own latencies, and the client, which
-    # also times the network and the frontend, never reads a shorter E2E than the engine did
+    # also times the network and the frontend, never reads a shorter E2E or TTFT than the engine did
     for receipt in benches:
         for cell in receipt.body["cells"]:
             latency = cell["server_latency"]
@@ -114,6 +114,9 @@ def test_slowdown_holds_on_its_decode_gate_and_noop_is_no_regression(engine_pyth
                 [x for x in cell["requests"] if x["run"] in cell["kept_runs"]]
             ), json.dumps(latency)
             assert cell["aggregate"]["e2e_ms"]["mean"] >= latency["e2e_mean_ms"] * 0.99
+            # TTFT likewise: a client that stopped its clock before the engine's first token (a role chunk,
+            # the response headers) would read below the engine's own TTFT
+            assert cell["aggregate"]["ttft_ms"]["mean"] >= latency["ttft_mean_ms"] * 0.99
             assert all(f["gpus"] is None and f["steady"] is not None for f in cell["run_facts"])
     report = (tmp_path / "report.md").read_text()
     assert report.index("## Decision") < report.index("## Summary")
