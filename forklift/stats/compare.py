@@ -15,15 +15,14 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
-from forklift.client.records import RequestRecord
 from forklift.stats.control import aa_floor
 from forklift.stats.divergence import Determinism, Divergence, determinism, divergence, is_greedy
 from forklift.stats.gpustate import cell_gpu_runs, odd_runs
 from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, unpaired_change, welch_change, with_floor
 from forklift.stats.metrics import METRICS, Metric
-from forklift.stats.sample import BenchRun, Key, kept_requests, output_throughput, requests_by_text, server_tok_step
-from forklift.stats.units import Components, boot_means, common_prompts, components, run_units, unit_mean
+from forklift.stats.sample import BenchRun, output_throughput, requests_by_text, server_tok_step
+from forklift.stats.units import Components, SideColumns, components, unit_tables
 from forklift.stats.verdict import DEFAULT_MARGIN, Kind, Verdict, judge
 
 
@@ -96,102 +95,84 @@ class GroupComparison(BaseModel):
     aa: list[str] = []  # the A/A receipts whose spread floors the intervals
 
 
-def _values(metric: Metric, records: list[RequestRecord]) -> list[float]:
-    """Positive values only: a ratio needs them (a TPOT of 0, every token in one burst, cannot enter one)."""
-    values = [metric.value(r) if r.ok else None for r in records]
-    return [v for v in values if v is not None and v > 0]
+def _geomean(logs: np.ndarray, scale: float) -> float | None:
+    finite = logs[~np.isnan(logs)]
+    return float(np.exp(finite.mean()) * scale) if len(finite) else None
 
 
-def _geomean(values: np.ndarray, scale: float) -> float | None:
-    return float(np.exp(np.log(values).mean()) * scale) if len(values) else None
+def _prompt_estimate(a: np.ndarray, b: np.ndarray, paired: bool, seed: int) -> Estimate | None:
+    """The interval over prompts, from (units, prompts) log matrices: shown, never claimed on its own.
 
-
-def _prompt_estimate(
-    metric: Metric, a: dict[Key, RequestRecord], b: dict[Key, RequestRecord], paired: bool, seed: int
-) -> Estimate | None:
-    """The interval over prompts of one run a side: shown, never claimed on its own."""
+    Paired: unit k of A meets unit k of B, prompt by prompt (the k-th kept run on each side).
+    """
     if paired:
-        pairs = [(metric.value(a[key]), metric.value(b[key])) for key in sorted(a.keys() & b.keys())]
-        kept = [(x, y) for x, y in pairs if x is not None and y is not None and x > 0 and y > 0]
-        if len(kept) < 2:
+        both = min(len(a), len(b))
+        x, y = a[:both].ravel(), b[:both].ravel()
+        kept = ~(np.isnan(x) | np.isnan(y))
+        if kept.sum() < 2:
             return None
-        return paired_change(np.array([x for x, _ in kept]), np.array([y for _, y in kept]), seed=seed)
-    values_a, values_b = _values(metric, list(a.values())), _values(metric, list(b.values()))
-    if min(len(values_a), len(values_b)) < 2:
+        return paired_change(np.exp(x[kept]), np.exp(y[kept]), seed=seed)
+    x, y = a[~np.isnan(a)], b[~np.isnan(b)]
+    if min(len(x), len(y)) < 2:
         return None
-    return unpaired_change(np.array(values_a), np.array(values_b), seed=seed)
+    return unpaired_change(np.exp(x), np.exp(y), seed=seed)
 
 
 def unit_estimate(
     metric: Metric,
-    a_runs: list[BenchRun],
-    b_runs: list[BenchRun],
-    cell_name: str,
+    a: SideColumns,
+    b: SideColumns,
     *,
     paired: bool = True,
     seed: int = 0,
-    aa_runs: list[BenchRun] | None = None,
+    aa: SideColumns | None = None,
 ) -> tuple[Estimate | None, Components, Components]:
     """The interval of B vs A over the right unit, floored by an A/A control, and each side's components.
 
     The unit is the run when every unit of both sides ran on one boot, else the boot (forklift.stats.units).
     Short of two units a side, the finer interval is shown marked with the unit it lacks.
     """
-    units_a, units_b = run_units(a_runs, cell_name, metric), run_units(b_runs, cell_name, metric)
-    prompts = common_prompts(units_a, units_b)
-    comps = components(units_a, prompts), components(units_b, prompts)
-    boots = {u.boot for u in units_a} | {u.boot for u in units_b}
-    level: Literal["run", "boot"] = "run" if len(boots) == 1 else "boot"
-    runs_a = np.array([unit_mean(u, prompts) for u in units_a])
-    runs_b = np.array([unit_mean(u, prompts) for u in units_b])
+    (table_a, table_b), (matrix_a, matrix_b) = unit_tables(metric, a, b)
+    comps = components(table_a), components(table_b)
+    level: Literal["run", "boot"] = "run" if len(set(table_a.boots) | set(table_b.boots)) == 1 else "boot"
     if level == "run":
-        estimate = welch_change(runs_a, runs_b, "run")
+        estimate = welch_change(table_a.means, table_b.means, "run")
     else:
-        estimate = welch_change(
-            np.array(list(boot_means(units_a, prompts).values())),
-            np.array(list(boot_means(units_b, prompts).values())),
-            "boot",
-        )
-    if estimate is None and level == "boot":
-        estimate = welch_change(runs_a, runs_b, "run")
+        estimate = welch_change(table_a.boot_means(), table_b.boot_means(), "boot")
+        if estimate is None:
+            estimate = welch_change(table_a.means, table_b.means, "run")
     if estimate is None:
-        estimate = _prompt_estimate(
-            metric, kept_requests(a_runs, cell_name), kept_requests(b_runs, cell_name), paired, seed
-        )
+        estimate = _prompt_estimate(matrix_a, matrix_b, paired, seed)
     if estimate is not None and estimate.unit != level:
         estimate = estimate.model_copy(update={"unclaimable": level})
-    floor = aa_floor(aa_runs, cell_name, metric) if aa_runs else None
+    floor = aa_floor(aa, metric) if aa is not None else None
     if estimate is not None and floor is not None:
-        n_a, n_b = (comps[0].boots, comps[1].boots) if floor.unit == "boot" else (len(units_a), len(units_b))
+        n_a, n_b = (comps[0].boots, comps[1].boots) if floor.unit == "boot" else (comps[0].runs, comps[1].runs)
         estimate = with_floor(estimate, floor, n_a, n_b)
     return estimate, comps[0], comps[1]
 
 
 def compare_metric(
     metric: Metric,
-    a_runs: list[BenchRun],
-    b_runs: list[BenchRun],
-    cell_name: str,
+    a: SideColumns,
+    b: SideColumns,
     *,
     paired: bool = True,
     seed: int = 0,
-    aa_runs: list[BenchRun] | None = None,
+    aa: SideColumns | None = None,
     margin: float = DEFAULT_MARGIN,
 ) -> MetricResult | None:
     """None when neither side has the metric (e.g. tok/step without per-request speculation stats)."""
-    a, b = kept_requests(a_runs, cell_name), kept_requests(b_runs, cell_name)
-    all_a, all_b = _values(metric, list(a.values())), _values(metric, list(b.values()))
-    if not (all_a or all_b):
+    logs_a, logs_b = a.log_values(metric), b.log_values(metric)
+    if np.isnan(logs_a).all() and np.isnan(logs_b).all():
         return None
-    estimate, comps_a, comps_b = unit_estimate(
-        metric, a_runs, b_runs, cell_name, paired=paired, seed=seed, aa_runs=aa_runs
-    )
+    estimate, comps_a, comps_b = unit_estimate(metric, a, b, paired=paired, seed=seed, aa=aa)
     return MetricResult(
         metric=metric.key,
         label=metric.label,
         unit=metric.unit,
-        a=_geomean(np.array(all_a), metric.scale),
-        b=_geomean(np.array(all_b), metric.scale),
+        a=_geomean(logs_a, metric.scale),
+        b=_geomean(logs_b, metric.scale),
         estimate=estimate,
         decision=judge(metric, estimate, margin),
         components_a=comps_a,
@@ -209,9 +190,10 @@ def compare_cell(
     margins: dict[str, float] | None = None,
 ) -> CellResult:
     """`margins`: the practical margin of each metric key (a fraction; DEFAULT_MARGIN for any not given)."""
-    a, b = kept_requests(a_runs, cell_name), kept_requests(b_runs, cell_name)
+    a, b = SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)
+    aa = SideColumns(aa_runs, cell_name) if aa_runs else None
     pairs = len(a.keys() & b.keys())
-    paired = pairs >= 2 and pairs >= min(len(a), len(b)) / 2
+    paired = pairs >= 2 and pairs >= min(len(a.records), len(b.records)) / 2
     texts_a, texts_b = requests_by_text(a_runs, cell_name), requests_by_text(b_runs, cell_name)
     drift = divergence(
         texts_a, texts_b, is_greedy(a_runs[0].body.workload.sampling), is_greedy(b_runs[0].body.workload.sampling)
@@ -219,9 +201,7 @@ def compare_cell(
     metrics = []
     for metric in METRICS:
         margin = (margins or {}).get(metric.key, DEFAULT_MARGIN)
-        result = compare_metric(
-            metric, a_runs, b_runs, cell_name, paired=paired, seed=seed, aa_runs=aa_runs, margin=margin
-        )
+        result = compare_metric(metric, a, b, paired=paired, seed=seed, aa=aa, margin=margin)
         if result is None:
             continue
         if metric.trajectory_sensitive and drift.diverged:
@@ -235,12 +215,12 @@ def compare_cell(
         concurrency=cell.concurrency,
         paired=paired,
         pairs=pairs,
-        requests_a=len(a),
-        requests_b=len(b),
-        failed_a=sum(not r.ok for r in a.values()),
-        failed_b=sum(not r.ok for r in b.values()),
-        bursts_a=sum(r.delivered_in_burst for r in a.values()),
-        bursts_b=sum(r.delivered_in_burst for r in b.values()),
+        requests_a=len(a.records),
+        requests_b=len(b.records),
+        failed_a=sum(not r.ok for r in a.records),
+        failed_b=sum(not r.ok for r in b.records),
+        bursts_a=sum(r.delivered_in_burst for r in a.records),
+        bursts_b=sum(r.delivered_in_burst for r in b.records),
         throughput_a=output_throughput(a_runs, cell_name),
         throughput_b=output_throughput(b_runs, cell_name),
         server_tok_step_a=server_tok_step(a_runs, cell_name),

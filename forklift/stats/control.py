@@ -11,16 +11,12 @@ from __future__ import annotations
 
 from forklift.stats.interval import Floor, floor_from_units
 from forklift.stats.metrics import Metric
-from forklift.stats.sample import BenchRun
-from forklift.stats.units import boot_means, common_prompts, run_units, unit_mean
+from forklift.stats.units import SideColumns, unit_tables
 
 
-def aa_floor(aa_runs: list[BenchRun], cell_name: str, metric: Metric) -> Floor | None:
-    """The floor of one cell and metric from A/A receipts; None when they hold fewer than two units of it."""
-    units = run_units(aa_runs, cell_name, metric)
-    prompts = common_prompts(units)
-    if not prompts:
-        return None
-    if len({unit.boot for unit in units}) >= 2:
-        return floor_from_units(list(boot_means(units, prompts).values()), "boot")
-    return floor_from_units([unit_mean(unit, prompts) for unit in units], "run")
+def aa_floor(aa: SideColumns, metric: Metric) -> Floor | None:
+    """The floor of one cell and metric from A/A receipts' columns; None with fewer than two units of it."""
+    [table], _ = unit_tables(metric, aa)
+    if len(set(table.boots)) >= 2:
+        return floor_from_units(list(table.boot_means()), "boot")
+    return floor_from_units(list(table.means), "run")

@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
+from forklift.client.records import RequestRecord
 from forklift.stats.metrics import Metric
 from forklift.stats.sample import BenchRun, kept_run_indexes
 
@@ -35,61 +36,111 @@ def boot_identity(run: BenchRun) -> tuple[str, bool]:
     return f"receipt:{run.receipt.id}", False
 
 
-@dataclass(frozen=True)
-class RunUnit:
-    """One kept run of one cell: its boot, its order within that boot, and its log values by prompt."""
+class SideColumns:
+    """One side's kept requests of one cell as columns, read once: what every metric's units are built from.
 
-    boot: str
-    position: int  # 0 = the first kept run of this cell measured on this boot
-    values: dict[str, float]  # "prompt#occurrence" -> log value (ok requests with a positive value)
+    Row i is one kept request: its unit (kept run) and its prompt key "prompt#occurrence". Each metric's
+    values are read from the records once and kept as an array (NaN: no value).
+    """
 
-
-def run_units(runs: list[BenchRun], cell_name: str, metric: Metric) -> list[RunUnit]:
-    """Every kept run of `cell_name` across the receipts of one side, oldest first."""
-    units: list[RunUnit] = []
-    seen_on_boot: dict[str, int] = {}
-    for run in runs:
-        cell = run.cell(cell_name)
-        if cell is None:
-            continue
-        boot, _ = boot_identity(run)
-        by_run: dict[int, dict[str, float]] = {index: {} for index in kept_run_indexes(cell)}
-        occurrences: dict[tuple[int, str], int] = {}
-        for record in cell.requests:
-            values = by_run.get(record.run)
-            if values is None:
+    def __init__(self, runs: list[BenchRun], cell_name: str) -> None:
+        self.records: list[RequestRecord] = []
+        units: list[int] = []
+        self.prompts: list[str] = []
+        self.unit_boots: list[str] = []
+        self.unit_positions: list[int] = []
+        seen_on_boot: dict[str, int] = {}
+        for run in runs:
+            cell = run.cell(cell_name)
+            if cell is None:
                 continue
-            key = (record.run, record.prompt_id)
-            occurrence = occurrences.get(key, 0)
-            occurrences[key] = occurrence + 1
-            value = metric.value(record) if record.ok else None
-            if value is not None and value > 0:
-                values[f"{record.prompt_id}#{occurrence}"] = math.log(value)
-        for values in by_run.values():
-            position = seen_on_boot.get(boot, 0)
-            seen_on_boot[boot] = position + 1
-            units.append(RunUnit(boot, position, values))
-    return [unit for unit in units if unit.values]
+            boot, _ = boot_identity(run)
+            first = len(self.unit_boots)
+            kept = {index: first + i for i, index in enumerate(kept_run_indexes(cell))}
+            for _ in kept:
+                position = seen_on_boot.get(boot, 0)
+                seen_on_boot[boot] = position + 1
+                self.unit_boots.append(boot)
+                self.unit_positions.append(position)
+            occurrences: dict[tuple[int, str], int] = {}
+            for record in cell.requests:
+                unit = kept.get(record.run)
+                if unit is None:
+                    continue
+                key = (record.run, record.prompt_id)
+                occurrence = occurrences.get(key, 0)
+                occurrences[key] = occurrence + 1
+                self.records.append(record)
+                units.append(unit)
+                self.prompts.append(f"{record.prompt_id}#{occurrence}")
+        self.units = np.array(units, dtype=int)
+        self._values: dict[str, np.ndarray] = {}
+
+    def keys(self) -> set[tuple[int, str]]:
+        """(unit, prompt key) of every row: what pairs a request with its partner on the other side."""
+        return set(zip(self.units.tolist(), self.prompts, strict=True))
+
+    def log_values(self, metric: Metric) -> np.ndarray:
+        """log of the metric per row; NaN where the request failed or has no positive finite value."""
+        if metric.key not in self._values:
+            values = np.array([(metric.value(r) if r.ok else None) for r in self.records], dtype=float)  # None -> NaN
+            with np.errstate(divide="ignore", invalid="ignore"):
+                logs = np.log(values)
+            logs[~np.isfinite(logs)] = np.nan
+            self._values[metric.key] = logs
+        return self._values[metric.key]
+
+    def matrix(self, metric: Metric, prompt_ids: dict[str, int]) -> np.ndarray:
+        """(units, prompts) log values, NaN where a unit has none for a prompt."""
+        out = np.full((len(self.unit_boots), len(prompt_ids)), np.nan)
+        if self.records:
+            columns = np.fromiter((prompt_ids[p] for p in self.prompts), dtype=int, count=len(self.prompts))
+            out[self.units, columns] = self.log_values(metric)
+        return out
 
 
-def common_prompts(*sides: list[RunUnit]) -> set[str]:
-    """Prompts every unit of every side measured (empty when none is shared)."""
-    keys = [set(unit.values) for side in sides for unit in side]
-    return set.intersection(*keys) if keys else set()
+@dataclass(frozen=True)
+class UnitTable:
+    """One side's units for one metric: each kept run's boot, its order on that boot, and its mean log value."""
+
+    boots: list[str]
+    positions: np.ndarray
+    means: np.ndarray
+
+    def boot_means(self) -> np.ndarray:
+        """Each boot's mean over its runs' unit means: the boot as one value."""
+        grouped: dict[str, list[float]] = {}
+        for boot, mean in zip(self.boots, self.means, strict=True):
+            grouped.setdefault(boot, []).append(float(mean))
+        return np.array([np.mean(values) for values in grouped.values()])
 
 
-def unit_mean(unit: RunUnit, prompts: set[str]) -> float:
-    """The unit's mean log value over `prompts` (all its prompts when the sides share none)."""
-    chosen = [unit.values[p] for p in prompts] if prompts else list(unit.values.values())
-    return float(np.mean(chosen))
+def unit_tables(metric: Metric, *sides: SideColumns) -> tuple[list[UnitTable], list[np.ndarray]]:
+    """Each side's units over the prompts every unit of every side measured, and each side's matrix.
 
-
-def boot_means(units: list[RunUnit], prompts: set[str]) -> dict[str, float]:
-    """Each boot's mean over its runs' unit means: the boot as one value."""
-    grouped: dict[str, list[float]] = {}
-    for unit in units:
-        grouped.setdefault(unit.boot, []).append(unit_mean(unit, prompts))
-    return {boot: float(np.mean(means)) for boot, means in grouped.items()}
+    A unit with no value at all is dropped. When the sides share no prompt, a unit's mean is over its own.
+    """
+    prompt_ids: dict[str, int] = {}
+    for side in sides:
+        for prompt in side.prompts:
+            prompt_ids.setdefault(prompt, len(prompt_ids))
+    matrices = [side.matrix(metric, prompt_ids) for side in sides]
+    present = [~np.isnan(m).all(axis=1) for m in matrices]
+    kept = [m[rows] for m, rows in zip(matrices, present, strict=True)]
+    common = np.ones(len(prompt_ids), dtype=bool)
+    for m in kept:
+        common &= ~np.isnan(m).any(axis=0)
+    tables = []
+    for side, m, rows in zip(sides, kept, present, strict=True):
+        means = m[:, common].mean(axis=1) if common.any() else np.nanmean(m, axis=1) if len(m) else np.array([])
+        tables.append(
+            UnitTable(
+                boots=[b for b, keep in zip(side.unit_boots, rows, strict=True) if keep],
+                positions=np.array(side.unit_positions)[rows] if len(rows) else np.array([], dtype=int),
+                means=means,
+            )
+        )
+    return tables, kept
 
 
 class Components(BaseModel):
@@ -121,11 +172,11 @@ class Components(BaseModel):
         return ", ".join(parts)
 
 
-def components(units: list[RunUnit], prompts: set[str]) -> Components:
+def components(table: UnitTable) -> Components:
     grouped: dict[str, list[tuple[int, float]]] = {}
-    for unit in units:
-        grouped.setdefault(unit.boot, []).append((unit.position, unit_mean(unit, prompts)))
-    result = Components(runs=len(units), boots=len(grouped))
+    for boot, position, mean in zip(table.boots, table.positions, table.means, strict=True):
+        grouped.setdefault(boot, []).append((int(position), float(mean)))
+    result = Components(runs=len(table.boots), boots=len(grouped))
     within = [np.array([m for _, m in runs]) for runs in grouped.values() if len(runs) >= 2]
     df_within = sum(len(w) - 1 for w in within)
     if df_within:

@@ -83,7 +83,7 @@ def test_report_renders_tables_refusals_and_plots(campaign, tmp_path):
     assert ngram_single.endswith(  # never a blank that reads as zero
         "| refused (4.63 GiB available, 4.76 needed) | 57,669 | none (refused) | – | not compared: one side has no numbers |"
     )
-    assert "## Paired detail" in text and "MDE" in text and "Hesterberg" in text
+    assert "## Paired detail" in text and "MDE" in text and "Welch's t over the units" in text
     # the box is named with its GPUs or CPU count: hostnames repeat across VMs
     assert re.search(
         r"\| vm \(\d+ CPUs\) \| 0\.33\.0 \| ngram \| refused \| not reported \| 12\.5 \| "

@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from forklift.stats.interval import (
+    BOOTSTRAP_MAX,
     expanded_level,
     floor_from_units,
     minimum_detectable_effect,
@@ -128,3 +129,13 @@ def test_welch_needs_two_units_a_side_and_a_boot_floor_makes_one_boot_claimable(
     assert floored.claimable and floored.widened and floored.df == 2
     half = stats.t.ppf(0.975, 2) * 0.01 * math.sqrt(2)
     assert floored.high == pytest.approx(math.expm1(0.05 + half))
+
+
+def test_past_the_bootstrap_limit_the_interval_is_students_t_and_agrees_with_the_bootstrap():
+    a, b = cohort(BOOTSTRAP_MAX + 1, 0.02, 0.05, seed=5)
+    big = paired_change(a, b)
+    logs = np.log(b) - np.log(a)
+    half = stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / math.sqrt(len(logs))
+    assert big.low == pytest.approx(math.expm1(logs.mean() - half))
+    small = paired_change(a[:BOOTSTRAP_MAX], b[:BOOTSTRAP_MAX], resamples=999)
+    assert small.low == pytest.approx(big.low, abs=1e-3) and small.high == pytest.approx(big.high, abs=1e-3)
