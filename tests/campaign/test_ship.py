@@ -170,8 +170,12 @@ def test_decide_judges_every_candidate_gate_by_gate_and_says_why(tmp_path):
     assert [(r.where, r.gate.title) for r in held] == [("gpu-8b / c1", "decode tok/s c1 no worse than 2%")]
     assert "Δ -3.0%, CI -3.4%..-2.6%, allowed 2% worse, MDE ±0.5%, 2/2 boots" in held[0].evidence
     lines = decision_lines(decisions, "A")
-    assert lines[0] == "noop vs A: SHIP" and lines[-1] == "decision: HOLD"
-    assert lines[1].startswith("slowdown vs A: HOLD (decode tok/s c1 no worse than 2% at gpu-8b / c1: Δ -3.0%")
+    assert lines[-3:] == [
+        "noop vs A: SHIP",
+        "slowdown vs A: HOLD (held by decode tok/s c1 no worse than 2% at gpu-8b / c1)",
+        "decision: HOLD",
+    ]
+    assert lines[2].startswith("  HOLD      slowdown: decode tok/s c1 no worse than 2% at gpu-8b / c1: Δ -3.0%, CI")
     table = decision_table(decisions, "A")
     assert table.startswith("**HOLD** — noop: **SHIP**, slowdown: **HOLD** (each against A)")
     # a gate with nothing to read is undecided, never a silent pass
