@@ -211,6 +211,10 @@ def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
         f"{len(campaign.receipts)} receipts ({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}) from "
         f"{', '.join(hosts)}; builds: {builds}. Rendered by forklift {forklift.__version__}.",
     ]
+    if campaign.ship is not None:
+        from forklift.report.ship import decide, decision_table
+
+        parts += ["## Decision", decision_table(decide(campaign, campaign.ship), campaign.baseline)]
     if campaign.rows:
         parts += ["## Summary", _summary(campaign)]
     if campaign.comparisons:
