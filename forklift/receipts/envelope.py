@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import forklift
 
-SCHEMA = "forklift.receipt/1"
+# /2 stores the setting once, in the envelope; /1 receipts are still read (store.from_schema_1).
+SCHEMA = "forklift.receipt/2"
 
 Status = Literal["ok", "failed", "partial", "interrupted"]
 
@@ -142,6 +143,11 @@ def fingerprint() -> Fingerprint:
         python=platform.python_version(),
         forklift=forklift.__version__,
     )
+
+
+def setting_label(receipt: Receipt, absent: str = "default") -> str:
+    """The one reading of a receipt's setting: the envelope's (schema /2 stores it nowhere else)."""
+    return receipt.setting or absent
 
 
 def default_build(version: str | None, overlay_hash: str | None) -> str:
