@@ -8,6 +8,7 @@ cells and the report never mixes a half-measured one in.
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
 from collections.abc import Callable
@@ -16,16 +17,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from forklift.campaign.builds import Build
-from forklift.campaign.plan import LadderJob, Plan, Slot
+from forklift.campaign.builds import Build, engine_environment
+from forklift.campaign.plan import CampaignPlan, LadderJob, Slot
 from forklift.campaign.schema import CampaignFile
 from forklift.campaign.suites import Endpoint, LadderContext
 from forklift.config import Config
 from forklift.errors import ForkliftError
-from forklift.launch.boot import Booted, check_control, control_variable
-from forklift.launch.run import Plan as LaunchPlan
-from forklift.launch.run import launch, make_plan
+from forklift.launch.boot import check_control, control_variable
+from forklift.launch.plan import LaunchPlan, make_plan
+from forklift.launch.session import launched
 from forklift.receipts import new_receipt, write_receipt
+from forklift.receipts.envelope import Labels
 
 CELL_KIND = "campaign-cell"
 
@@ -50,7 +52,7 @@ class Runner:
     campaign: CampaignFile
     config: Config
     builds: dict[str, Build]
-    plan: Plan
+    plan: CampaignPlan
     say: Callable[[str], None] = print
     _plans: dict[tuple[str, str], LaunchPlan] = field(default_factory=dict)
 
@@ -66,12 +68,36 @@ class Runner:
         """Resolved and checked once per build and setting (flags and knobs against that build's engine)."""
         key = (build.name, name)
         if key not in self._plans:
-            self._plans[key] = make_plan(self.config, profile, list(sets), python=build.python, command=build.command)
+            from dataclasses import replace
+
+            with engine_environment(build):
+                plan = make_plan(self.config, profile, list(sets), python=build.python, command=build.command)
+            if build.env:  # the build's package folder, stated in the boot receipt with the rest of the env
+                plan = replace(plan, resolved=replace(plan.resolved, env={**plan.resolved.env, **build.env}))
+            self._plans[key] = plan
         return self._plans[key]
+
+    def write_plan(self) -> None:
+        """The campaign as planned (builds, order, gates) in a receipt, so `forklift report` decides from receipts."""
+        from forklift.report.ship import PLAN_KIND
+
+        body = {
+            "builds": {name: b.labels.fields() for name, b in self.builds.items()},
+            "baseline": (self.campaign.ship.baseline if self.campaign.ship else None) or next(iter(self.builds)),
+            "order": self.campaign.order,
+            "repeats": self.campaign.repeats,
+            "aa": self.campaign.aa,
+            "boots": len(self.plan.slots),
+            "ship": self.campaign.ship.model_dump(mode="json") if self.campaign.ship else None,
+        }
+        for old in self.receipts.glob(f"*-{PLAN_KIND}-*.json"):
+            old.unlink()  # one plan per folder: the latest run's (a resumed campaign states it again)
+        write_receipt(new_receipt(PLAN_KIND, body=body), self.receipts)
 
     def run(self) -> tuple[int, int]:
         """Every unfinished cell; returns (cells run now, cells skipped as finished)."""
         ran = skipped = 0
+        self.write_plan()
         for key in self.plan.keys:
             moved = set_aside(self.receipts, key)
             if moved:
@@ -84,10 +110,76 @@ class Runner:
                 continue
             run_cell()
             ran += 1
+        for slot in self.added_slots():
+            if finished(self.receipts / slot.key):
+                skipped += 1
+                continue
+            self.run_slot(slot)
+            ran += 1
         return ran, skipped
 
-    def _finish(self, key: str, status: str, body: dict[str, Any], labels: dict[str, Any]) -> None:
-        receipt = new_receipt(CELL_KIND, status=status, body={"key": key, **body}, **labels)
+    def spent(self) -> list[float]:
+        """Seconds each finished boot cell took (from the receipts, so a resumed campaign counts them too)."""
+        from forklift.receipts.store import read_receipt
+
+        return [
+            float(read_receipt(path).body.get("seconds") or 0.0)
+            for path in sorted(self.receipts.glob(f"*/*-{CELL_KIND}-*.json"))
+        ]
+
+    def added_slots(self) -> list[Slot]:
+        """The repeats a bench suite's target MDE adds after the planned ones (the pilot), within the budget.
+
+        Decided once, from the pilot's boots (Stein's two-stage rule, forklift.campaign.precision), and
+        said: which target, what the pilot measured, how many boots that asks for, what the budget allows.
+        """
+        from forklift.campaign.plan import build_order, make_plan
+        from forklift.campaign.precision import boots_wanted, parse_budget, parse_percent, repeats_to_add
+        from forklift.campaign.suites import BenchOptions
+
+        targets = [o.ready for _, o in self.plan.served if isinstance(o.ready, BenchOptions) and o.ready.target_mde]
+        if not targets or not self.plan.slots:
+            return []
+        campaign, builds = self.campaign, list(self.builds)
+        baseline = (campaign.ship.baseline if campaign.ship else None) or builds[0]
+        order = build_order(builds, campaign.order, campaign.aa)
+        per_repeat = min(sum(1 for b, _ in order if b == build) for build in builds if build != baseline)
+        boots_now = campaign.repeats * per_repeat
+        slots_per_repeat = len(self.plan.slots) // campaign.repeats
+        seconds = [s for s in self.spent() if s > 0]
+        affordable = 10**6
+        if campaign.budget is not None:
+            left = parse_budget(campaign.budget, str(campaign.path)) - sum(seconds)
+            per_boot = sum(seconds) / len(seconds) if seconds else math.inf  # unknown: add nothing
+            affordable = max(0, math.floor(left / (slots_per_repeat * per_boot)))
+            self.say(
+                f"budget {campaign.budget}: {sum(seconds):.0f} s spent over {len(seconds)} timed boots, "
+                f"room for {affordable} more repeat(s) of {slots_per_repeat} boots"
+            )
+        add = 0
+        for options in targets:
+            target = parse_percent(str(options.target_mde), "target_mde")
+            cells = [f"c{c}" for c in options.concurrency] if (options.mode or "sweep") == "sweep" else ["single"]
+            max_boots = boots_now + min(affordable, 64) * per_repeat
+            for need in boots_wanted(self.receipts, baseline, cells, options.target_metric, target, max_boots):
+                more = repeats_to_add(need.boots, boots_now, per_repeat, affordable)
+                self.say(
+                    f"target MDE {target:.2%} ({options.target_metric}): {need.line(target)}; "
+                    + (f"adding {more} repeat(s) of {slots_per_repeat} boots" if more else "no boots to add")
+                    + (
+                        " (capped by the budget)"
+                        if more == affordable and need.boots > boots_now + more * per_repeat
+                        else ""
+                    )
+                )
+                add = max(add, more)
+        if not add:
+            return []
+        extended = make_plan(campaign.model_copy(update={"repeats": campaign.repeats + add}), self.config)
+        return [s for s in extended.slots if s.repeat > campaign.repeats]
+
+    def _finish(self, key: str, status: str, body: dict[str, Any], labels: Labels) -> None:
+        receipt = new_receipt(CELL_KIND, status=status, body={"key": key, **body}, **labels.fields())
         write_receipt(receipt, self.receipts / key)
         self.say(f"{key}: {status}")
 
@@ -97,54 +189,55 @@ class Runner:
         plan = self.launch_plan(build, setting.profile, setting.sets, setting.name)
         folder = self.receipts / slot.key
         folder.mkdir(parents=True, exist_ok=True)
-        labels = {**build.labels, "setting": setting.name, **({"aa": slot.aa} if slot.aa else {})}
+        labels = Labels(setting=setting.name, aa=slot.aa).over(build.labels)
         variable = control_variable(plan.adapter) if self.campaign.control else None
         results: list[dict[str, Any]] = []
-        control: dict[str, Any] = {}
+        control: dict[str, str] = {}
         self.say(f"{slot.key}: booting {build.name} / {setting.name}")
-
-        def on_ready(booted: Booted) -> None:
-            if variable:
+        started = time.monotonic()
+        with (
+            engine_environment(build),
+            launched(
+                self.config,
+                plan,
+                folder,
+                self.logs,
+                labels=labels,
+                extra_env={variable: "1"} if variable else None,
+                raise_failed=False,
+            ) as booted,
+        ):
+            if booted.ready and variable:
                 try:
                     check_control(booted.body, variable)
                     control["held"] = f"the engine warned about {variable}"
                 except ForkliftError as exc:
                     control["failed"] = str(exc)
-                    return  # an engine that ignores unknown knobs cannot be trusted with the known ones
-            endpoint = Endpoint(
-                url=plan.resolved.url,
-                model=plan.resolved.served_name,
-                folder=folder,
-                setting=setting.name,
-                labels=booted.labels,
-                boot=booted.body.model_dump(mode="json"),
-                log_path=booted.server.log_path,
-                engine=plan.adapter.name,
-                engine_roots=engine_roots(build, plan.adapter.package),
-            )
-            for chosen, options in self.plan.served:
-                if not options.runs_on(setting.name):
-                    continue
-                try:
-                    status = chosen.run(endpoint, options.ready)
-                except ForkliftError as exc:  # the suite could not run (its receipt says so): the cell failed
-                    status = f"failed: {exc}"
-                results.append({"kind": chosen.name, "name": options.title, "status": status})
-
-        booted = launch(
-            self.config,
-            plan,
-            folder,
-            self.logs,
-            on_ready=on_ready,
-            serve=False,
-            labels=labels,
-            extra_env={variable: "1"} if variable else None,
-            raise_failed=False,
-        )
-        ready = booted.body.outcome == "ready"
-        whole = ready and "failed" not in control and all(r["status"] == "ok" for r in results)
+            # an engine that ignores unknown knobs cannot be trusted with the known ones
+            if booted.ready and "failed" not in control:
+                endpoint = Endpoint(
+                    url=plan.resolved.url,
+                    model=plan.resolved.served_name,
+                    folder=folder,
+                    setting=setting.name,
+                    labels=booted.labels,
+                    boot=booted.body.model_dump(mode="json"),
+                    log_path=booted.server.log_path,
+                    engine=plan.adapter.name,
+                    engine_roots=engine_roots(build, plan.adapter.package),
+                )
+                for chosen, options in self.plan.served:
+                    if not options.runs_on(setting.name):
+                        continue
+                    try:
+                        status = chosen.run(endpoint, options.ready)
+                    except ForkliftError as exc:  # the suite could not run (its receipt says so): the cell failed
+                        status = f"failed: {exc}"
+                    results.append({"kind": chosen.name, "name": options.title, "status": status})
+        whole = booted.ready and "failed" not in control and all(r["status"] == "ok" for r in results)
+        seconds = time.monotonic() - started
         body = {
+            "seconds": seconds,
             "repeat": slot.repeat,
             "position": slot.position,
             "boot": booted.body.outcome,
@@ -152,12 +245,21 @@ class Runner:
             "suites": results,
         }
         self._finish(slot.key, "ok" if whole else "failed", body, booted.labels)
+        if self.campaign.budget is not None:
+            from forklift.campaign.precision import parse_budget
+
+            budget = parse_budget(self.campaign.budget, str(self.campaign.path))
+            if seconds > budget:
+                raise ForkliftError(
+                    f"{self.campaign.path}: budget = {self.campaign.budget!r} is less than one boot "
+                    f"({slot.key} took {seconds:.0f} s): give the campaign at least that"
+                )
 
     def run_ladder(self, job: LadderJob) -> None:
         build = self.builds[job.build]
         folder = self.receipts / job.key
         folder.mkdir(parents=True, exist_ok=True)
-        labels = {**build.labels}
+        labels = build.labels
         self.say(f"{job.key}: ladder on {build.name} / {job.setting.name}")
         context = LadderContext(
             self.config,
@@ -170,7 +272,7 @@ class Runner:
             labels,
         )
         status = job.suite.run(context, job.options.ready)
-        self._finish(job.key, status, {"ladder": job.options.ready.axis}, {**labels, "setting": job.setting.name})
+        self._finish(job.key, status, {"ladder": job.options.ready.axis}, Labels(setting=job.setting.name).over(labels))
 
 
 def engine_roots(build: Build, package: str) -> tuple[Path, ...]:

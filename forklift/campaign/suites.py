@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from forklift.errors import UsageError
+from forklift.receipts.envelope import Labels
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Endpoint:
     model: str
     folder: Path
     setting: str
-    labels: dict[str, Any]  # envelope fields for every receipt (build, setting, aa, pin, ...)
+    labels: Labels  # envelope fields for every receipt (build, setting, aa, pin, ...)
     boot: dict[str, Any]  # the boot body (KV pool and other facts)
     log_path: Path | None = None
     engine: str = "vllm"
@@ -84,10 +85,20 @@ class BenchOptions(_Options):
     runs: int = Field(default=4, ge=1, description="kept runs of each cell (compare needs 2+ a side to claim)")
     warmup: int = Field(default=1, ge=0, description="runs before the kept ones, discarded")
     timeout: float = Field(default=600.0, gt=0)
+    target_mde: str | None = Field(
+        default=None, description="add boots (whole repeats, within the campaign's budget) until this MDE, e.g. '1%'"
+    )
+    target_metric: Literal["decode_tps", "tpot", "ttft", "e2e"] = Field(
+        default="decode_tps", description="the metric target_mde is held to"
+    )
 
 
 def bench_options(options: BenchOptions, config: Any, root: Path) -> BenchOptions:
-    """A cohort path in campaign.toml is relative to the campaign file."""
+    """A cohort path in campaign.toml is relative to the campaign file; a target MDE must be a percent."""
+    if options.target_mde is not None:
+        from forklift.campaign.precision import parse_percent
+
+        parse_percent(options.target_mde, "target_mde")
     return options if options.cohort is None else options.model_copy(update={"cohort": str(root / options.cohort)})
 
 
@@ -142,7 +153,7 @@ def run_bench_suite(endpoint: Endpoint, options: BenchOptions) -> str:
         folder=endpoint.folder,
         setting=endpoint.setting,
         boot=endpoint.boot,
-        receipt_fields=endpoint.labels,
+        labels=endpoint.labels,
     )
     if outcome.status == "interrupted":
         raise KeyboardInterrupt
@@ -169,7 +180,7 @@ class LadderContext:
     logs: Path
     python: str | None
     command: list[str] | None
-    labels: dict[str, Any]
+    labels: Labels
 
 
 def run_ladder_suite(context: LadderContext, options: LadderOptions) -> str:
@@ -245,7 +256,7 @@ def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[E
             endpoint.folder,
             setting=endpoint.setting,
             boot=endpoint.boot,
-            receipt_fields=endpoint.labels,
+            labels=endpoint.labels,
         )
         return outcome.status
 
