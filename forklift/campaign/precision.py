@@ -14,14 +14,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from forklift.errors import ConfigError
 from forklift.receipts import read_receipts
 from forklift.stats.design import boots_needed, pilot
 from forklift.stats.metrics import METRICS
 from forklift.stats.sample import bench_runs
-from forklift.stats.units import boot_means, common_prompts, run_units
+from forklift.stats.units import SideColumns, unit_tables
 
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -72,11 +70,10 @@ def boots_wanted(
     out = []
     for build in (b for b in builds if b != baseline):
         for cell in cells:
-            side_a = run_units([r for r in runs if r.build == baseline], cell, metric)
-            side_b = run_units([r for r in runs if r.build == build], cell, metric)
-            prompts = common_prompts(side_a, side_b)
-            a = np.array(list(boot_means(side_a, prompts).values()))
-            b = np.array(list(boot_means(side_b, prompts).values()))
+            side_a = SideColumns([r for r in runs if r.build == baseline], cell)
+            side_b = SideColumns([r for r in runs if r.build == build], cell)
+            (table_a, table_b), _ = unit_tables(metric, side_a, side_b)
+            a, b = table_a.boot_means(), table_b.boot_means()
             pilot_boots = min(len(a), len(b))
             if pilot_boots < 2:
                 continue  # no pilot sd yet: the design cannot be chosen from data
