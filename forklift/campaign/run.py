@@ -252,7 +252,7 @@ class Runner:
             if seconds > budget:
                 raise ForkliftError(
                     f"{self.campaign.path}: budget = {self.campaign.budget!r} is less than one boot "
-                    f"({slot.key} took {seconds:.0f} s): give the campaign at least that"
+                    f"({slot.key} took {seconds:.1f} s): give the campaign at least that"
                 )
 
     def run_ladder(self, job: LadderJob) -> None:

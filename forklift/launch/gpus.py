@@ -75,6 +75,7 @@ THROTTLE_BITS = {
 SMI_STATE = "index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw"
 # the reasons' field was renamed (clock "events" since driver 535); one the driver does not know fails the query
 SMI_REASONS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
+_REASONS_FIELD: list[str | None] = [None]
 
 
 @dataclass(frozen=True)
@@ -147,9 +148,10 @@ def _smi_readings() -> list[GpuReading] | None:
     except (subprocess.SubprocessError, OSError):
         return None
     masks: dict[int, int] = {}
-    for field in SMI_REASONS:
+    for field in SMI_REASONS if _REASONS_FIELD[0] is None else (_REASONS_FIELD[0],):
         try:
             masks = {int(i): int(m, 16) for i, m in _smi(f"--query-gpu=index,{field}")}
+            _REASONS_FIELD[0] = field  # the one this driver knows: ask only it from now on
             break
         except (subprocess.SubprocessError, OSError, ValueError):
             continue

@@ -222,13 +222,17 @@ def decide(campaign: Campaign, spec: ShipSpec) -> list[BuildDecision]:
 
 
 def decision_lines(decisions: list[BuildDecision], baseline: str | None) -> list[str]:
-    """What `forklift campaign` prints at its end: one line per build, then the gates that decided it."""
-    out = []
+    """What `forklift campaign` prints at its end: every gate with its evidence, then one line per build."""
+    out = [
+        f"  {r.outcome.upper():9} {d.build}: {r.gate.title} at {r.where}: {r.evidence}"
+        for d in decisions
+        for r in d.results
+    ]
     for d in decisions:
-        held = "; ".join(f"{r.gate.title} at {r.where}: {r.evidence}" for r in d.holding)
-        undecided = [r for r in d.results if r.outcome == "undecided"]
-        why = held or "; ".join(f"{r.gate.title} at {r.where}: {r.evidence}" for r in undecided)
-        out.append(f"{d.build} vs {baseline}: {d.decision}" + (f" ({why})" if d.decision != "SHIP" else ""))
+        held = "; ".join(f"{r.gate.title} at {r.where}" for r in d.holding)
+        undecided = "; ".join(f"{r.gate.title} at {r.where}" for r in d.results if r.outcome == "undecided")
+        why = f" (held by {held})" if held else f" (undecided: {undecided})" if undecided else ""
+        out.append(f"{d.build} vs {baseline}: {d.decision}{why}")
     out.append(f"decision: {overall(decisions)}")
     return out
 

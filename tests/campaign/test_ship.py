@@ -170,10 +170,40 @@ def test_decide_judges_every_candidate_gate_by_gate_and_says_why(tmp_path):
     assert [(r.where, r.gate.title) for r in held] == [("gpu-8b / c1", "decode tok/s c1 no worse than 2%")]
     assert "Δ -3.0%, CI -3.4%..-2.6%, allowed 2% worse, MDE ±0.5%, 2/2 boots" in held[0].evidence
     lines = decision_lines(decisions, "A")
-    assert lines[0] == "noop vs A: SHIP" and lines[-1] == "decision: HOLD"
-    assert lines[1].startswith("slowdown vs A: HOLD (decode tok/s c1 no worse than 2% at gpu-8b / c1: Δ -3.0%")
+    assert lines[-3:] == [
+        "noop vs A: SHIP",
+        "slowdown vs A: HOLD (held by decode tok/s c1 no worse than 2% at gpu-8b / c1)",
+        "decision: HOLD",
+    ]
+    assert lines[2].startswith("  HOLD      slowdown: decode tok/s c1 no worse than 2% at gpu-8b / c1: Δ -3.0%, CI")
     table = decision_table(decisions, "A")
     assert table.startswith("**HOLD** — noop: **SHIP**, slowdown: **HOLD** (each against A)")
     # a gate with nothing to read is undecided, never a silent pass
     empty = decide(campaign, ShipSpec.model_validate({"gates": [{"metric": "tpot", "worse": "2%"}]}))
     assert {d.decision for d in empty} == {"UNDECIDED"}
+
+
+def test_a_budget_shorter_than_one_boot_stops_the_campaign_in_one_line(tmp_path, vllm_032_tree):
+    """A command build whose engine exits at once: a real boot that dies, timed, with no engine installed."""
+    import subprocess
+
+    from tests.fixtures.engine import distribution_toml
+
+    profile = '[profiles.tiny]\nmodel = "/models/tiny"\nport = 59999\nhealth_timeout = 30\n'
+    (tmp_path / "forklift.toml").write_text(distribution_toml(profile))
+    (tmp_path / "campaign.toml").write_text(
+        'budget = "0.1s"\ncontrol = false\n[builds.A]\ncommand = ["sh", "-c", "exit 3"]\n'
+        '[[settings]]\nprofile = "tiny"\n[[suites]]\nkind = "bench"\nsynthetic = "16:16"\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "forklift", "campaign", "campaign.toml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: campaign.toml: budget = '0.1s' is less than one boot (r1-tiny-1-A took ")
+    assert line.endswith(" s): give the campaign at least that")

@@ -27,10 +27,14 @@ def boots(change, low, high, mde=0.005, **fields):
         (
             boots(0.001, 0.0, 0.002),
             "no practical change",
-            "no practical change (Δ +0.1%, CI +0.0%..+0.2%, margin ±1.0%)",
+            "no practical change (Δ +0.1%, CI +0.0%..+0.2%, margin ±1.0%, 3 boots a side)",
         ),
-        (boots(0.03, 0.02, 0.04), "slower", "B slower by 3.0% (CI 2.0%..4.0%, margin ±1.0%)"),
-        (boots(0.008, 0.002, 0.014), "slower", "B slower by 0.8% (CI 0.2%..1.4%, margin ±1.0%)"),  # partly outside
+        (boots(0.03, 0.02, 0.04), "slower", "B slower by 3.0% (CI 2.0%..4.0%, margin ±1.0%, 3 boots a side)"),
+        (
+            boots(0.008, 0.002, 0.014),
+            "slower",
+            "B slower by 0.8% (CI 0.2%..1.4%, margin ±1.0%, 3 boots a side)",
+        ),  # partly outside
         (boots(0.0, -0.03, 0.03, mde=0.045), "undecided", "undecided (MDE 4.5% > margin ±1.0%; Δ +0.0%"),
         (boots(0.004, -0.004, 0.012, mde=0.009), "within noise", "within noise (Δ +0.4%, CI -0.4%..+1.2%"),
         (boots(0.2, 0.1, 0.3, unclaimable="boot"), "not claimable", "not claimable (Δ +20.0%, CI +10.0%..+30.0%"),
