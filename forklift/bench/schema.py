@@ -126,7 +126,6 @@ class BenchBody(BaseModel):
     model: str
     mode: Literal["single", "sweep", "batch", "import"]
     workload: WorkloadIdentity
-    setting: str | None = Field(default=None, description="human label: profile and axis choices")
     label: str | None = Field(default=None, description="the user's name for what was benched (bench --label)")
     cells: list[Cell] = Field(default_factory=list)
     boot: dict[str, Any] | None = Field(default=None, description="boot facts when forklift launched the server")

@@ -151,7 +151,6 @@ def run_bench_suite(endpoint: Endpoint, options: BenchOptions) -> str:
         plan,
         mode=mode,
         folder=endpoint.folder,
-        setting=endpoint.setting,
         boot=endpoint.boot,
         labels=endpoint.labels,
     )
@@ -254,7 +253,6 @@ def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[E
             Ready(kind, name, partial(run, options=options)),
             target,
             endpoint.folder,
-            setting=endpoint.setting,
             boot=endpoint.boot,
             labels=endpoint.labels,
         )

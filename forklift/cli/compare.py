@@ -35,11 +35,16 @@ TargetOption = Annotated[
 ]
 
 
-def _side(path: Path):
+def _read(path: Path):
+    """A side's bench runs, and whether it holds quality or canary receipts: each file is read once."""
     from forklift.receipts import read_receipts
     from forklift.stats import bench_runs
 
-    runs = bench_runs(read_receipts([path]))
+    found = read_receipts([path])
+    return bench_runs(found), any(receipt.kind in ("quality", "canary") for _, receipt in found)
+
+
+def _bench(path: Path, runs):
     if not runs:
         raise ForkliftError(f"{path}: no bench receipts")
     return runs
@@ -118,13 +123,14 @@ def compare_command(
     per_metric = margins(dict(parse_margin(text) for text in margin or []))
     from forklift.cli.quality import compare_suite_receipts  # quality and canary receipts: their own module
 
-    if compare_suite_receipts(receipts, across_machines=across_machines, as_json=as_json):
+    sides = [_read(path) for path in receipts]
+    if sides[0][1] and compare_suite_receipts(receipts, across_machines=across_machines, as_json=as_json):
         return
-    baseline = _side(receipts[0])
-    aa_runs = [run for path in aa or [] for run in _side(path)]
+    baseline = _bench(receipts[0], sides[0][0])
+    aa_runs = [run for path in aa or [] for run in _bench(path, _read(path)[0])]
     results, unmatched = [], []
-    for other in receipts[1:]:
-        matching = match(baseline, _side(other), across_machines=across_machines)
+    for other, (runs, _) in zip(receipts[1:], sides[1:], strict=True):
+        matching = match(baseline, _bench(other, runs), across_machines=across_machines)
         results += [
             compare_groups(
                 a, b, across_machines=across_machines, seed=seed, aa_runs=aa_runs or None, margins=per_metric

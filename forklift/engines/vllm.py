@@ -209,6 +209,7 @@ VLLM = EngineAdapter(
     registry_dict="environment_variables",
     serve_module="vllm.entrypoints.cli.main",
     serve_script="vllm",
+    serving_image="vllm/vllm-openai:v{version}",
     health_path="/health",
     fact_patterns=FACTS,
     fatal_patterns=FATALS,

@@ -22,6 +22,7 @@ from forklift.errors import ForkliftError, UsageError
 from forklift.launch.boot import engine_reason
 from forklift.launch.schema import BootBody
 from forklift.receipts import Receipt, read_receipts, validated_body
+from forklift.receipts.envelope import setting_label
 from forklift.report.numbers import box_name
 from forklift.report.ship import PLAN_KIND, ShipSpec
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
@@ -37,8 +38,7 @@ class Boot:
 
     @property
     def setting(self) -> str:
-        """Labelled as bench receipts are (BenchRun.setting): the stated setting, else the profile name."""
-        return self.receipt.setting or self.body.setting or (self.receipt.profile or {}).get("name") or "default"
+        return setting_label(self.receipt)
 
     @property
     def build(self) -> str:

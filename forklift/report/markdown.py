@@ -8,6 +8,7 @@ from pathlib import Path
 
 import forklift
 from forklift.mdtable import table
+from forklift.receipts.envelope import setting_label
 from forklift.report import numbers as fmt
 from forklift.report.campaign import Campaign, Row, Side, boot_state
 from forklift.report.cells import extra_sections
@@ -184,7 +185,6 @@ def _boots(campaign: Campaign) -> str:
 def _receipts(campaign: Campaign, out_dir: Path) -> str:
     body = []
     for path, receipt in campaign.receipts:
-        setting = (receipt.profile or {}).get("name") or receipt.body.get("setting") or "–"
         body.append(
             [
                 f"`{os.path.relpath(path, out_dir)}`",
@@ -192,7 +192,7 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
                 receipt.status,
                 receipt.engine_version or "–",
                 receipt.overlay_hash[:12] if receipt.overlay_hash else "–",
-                str(setting),
+                setting_label(receipt, absent="–"),
                 fmt.box_name(receipt.fingerprint),
                 f"{receipt.created:%Y-%m-%d %H:%M:%S}",
             ]

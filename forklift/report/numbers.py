@@ -78,7 +78,7 @@ def headline(cell: CellResult) -> MetricResult | None:
 def cell_notes(cell: CellResult) -> list[str]:
     """What a reader needs beside a cell's table: pairing, throughput, divergence, determinism, caveats."""
     first = headline(cell)
-    design = [interval_phrase(first.estimate)] if first and first.estimate else []
+    design = [f"{first.label} {interval_phrase(first.estimate)}"] if first and first.estimate else []
     if first and first.components_a and first.components_b:
         design.append(f"{first.label} units: A {first.components_a.summary()}; B {first.components_b.summary()}")
     notes = [

@@ -180,6 +180,13 @@ def compare_metric(
     )
 
 
+def pairing(a: SideColumns, b: SideColumns) -> tuple[int, bool]:
+    """Requests with a partner (same prompt, same kept-run ordinal), and whether that is enough to pair:
+    at least half of the smaller side's kept requests (else the prompts differ and the sides are unpaired)."""
+    pairs = len(a.keys() & b.keys())
+    return pairs, pairs >= 2 and pairs >= min(len(a.records), len(b.records)) / 2
+
+
 def compare_cell(
     a_runs: list[BenchRun],
     b_runs: list[BenchRun],
@@ -192,8 +199,7 @@ def compare_cell(
     """`margins`: the practical margin of each metric key (a fraction; DEFAULT_MARGIN for any not given)."""
     a, b = SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)
     aa = SideColumns(aa_runs, cell_name) if aa_runs else None
-    pairs = len(a.keys() & b.keys())
-    paired = pairs >= 2 and pairs >= min(len(a.records), len(b.records)) / 2
+    pairs, paired = pairing(a, b)
     texts_a, texts_b = requests_by_text(a_runs, cell_name), requests_by_text(b_runs, cell_name)
     drift = divergence(
         texts_a, texts_b, is_greedy(a_runs[0].body.workload.sampling), is_greedy(b_runs[0].body.workload.sampling)
@@ -283,3 +289,44 @@ def compare_groups(
         only_b=[name for name in names_b if name not in names_a],
         aa=[str(r.path) for r in aa_runs or []],
     )
+
+
+def metric_by_key(key: str) -> Metric:
+    found = next((m for m in METRICS if m.key == key), None)
+    if found is None:
+        raise ValueError(f"unknown metric {key!r} (known: {', '.join(m.key for m in METRICS)})")
+    return found
+
+
+def judge_cell(
+    a_runs: list[BenchRun],
+    b_runs: list[BenchRun],
+    cell_name: str,
+    metric_key: str,
+    *,
+    margin: float = DEFAULT_MARGIN,
+    aa_runs: list[BenchRun] | None = None,
+    seed: int = 0,
+) -> Verdict:
+    """The verdict of one cell and metric, B against A, against `margin` (a fraction): a gate's one call.
+
+    The same computation as compare_groups' for that cell (no guards: the caller chose the sides).
+    """
+    metric = metric_by_key(metric_key)
+    a, b = SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)
+    aa = SideColumns(aa_runs, cell_name) if aa_runs else None
+    result = compare_metric(metric, a, b, paired=pairing(a, b)[1], seed=seed, aa=aa, margin=margin)
+    return result.decision if result is not None else judge(metric, None, margin)
+
+
+def boot_values(
+    a_runs: list[BenchRun], b_runs: list[BenchRun], cell_name: str, metric_key: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each side's boot means (mean log value over the prompts every unit measured), for the two-stage rule.
+
+    forklift.stats.design: `pilot(*boot_values(...))` on the pilot boots, `boots_needed`, then
+    `two_stage_estimate(*boot_values(...), stage)` on every boot, judged with `judge`.
+    """
+    metric = metric_by_key(metric_key)
+    (table_a, table_b), _ = unit_tables(metric, SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name))
+    return table_a.boot_means(), table_b.boot_means()

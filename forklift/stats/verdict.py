@@ -69,15 +69,19 @@ def units_phrase(unit: Unit, n: int) -> str:
     return f"{n} {unit}{'' if n == 1 else 's'}"
 
 
+def sides_phrase(estimate: Estimate) -> str:
+    """'3 boots a side', or 'A 2, B 3 boots'."""
+    if estimate.n_a == estimate.n_b:
+        return f"{units_phrase(estimate.unit, estimate.n_a)} a side"
+    return f"A {estimate.n_a}, B {estimate.n_b} {estimate.unit}s"
+
+
 def interval_phrase(estimate: Estimate) -> str:
     """The interval as the notes state it, from the estimate itself (so notes and verdict never disagree)."""
-    if estimate.n_a == estimate.n_b:
-        sides = f"{units_phrase(estimate.unit, estimate.n_a)} a side"
-    else:
-        sides = f"A {estimate.n_a}, B {estimate.n_b} {estimate.unit}s"
+    sides = sides_phrase(estimate)
     if estimate.unit == "prompt":
         how = "paired bootstrap" if estimate.paired else "unpaired bootstrap"
-        return f"interval: {how} over {sides} of one run"
+        return f"interval: {how} over {sides.replace(' a side', '')} of one run a side"
     df = f" ({estimate.df:.1f} df)" if estimate.df is not None else ""
     floored = "; widened to the A/A floor" if estimate.widened else ""
     return f"interval: Welch's t over {sides}{df}{floored}"
@@ -127,7 +131,8 @@ def judge(metric: Metric, estimate: Estimate | None, margin: float = DEFAULT_MAR
         df=estimate.df,
         floored=estimate.floor is not None,
     )
-    shown = f"Δ {signed_percent(estimate.change)}, {_span(estimate)}, margin ±{percent(margin)}"
+    over = sides_phrase(estimate)
+    shown = f"Δ {signed_percent(estimate.change)}, {_span(estimate)}, margin ±{percent(margin)}, {over}"
     if not estimate.claimable:
         return base.model_copy(update={"words": f"not claimable ({shown}): {short_of(estimate)}"})
     if -margin <= estimate.low and estimate.high <= margin:
@@ -137,7 +142,7 @@ def judge(metric: Metric, estimate: Estimate | None, margin: float = DEFAULT_MAR
         low, high = sorted((abs(estimate.low), abs(estimate.high)))
         words = (
             f"B {metric.up_word if up else metric.down_word} by {percent(abs(estimate.change))} "
-            f"(CI {percent(low)}..{percent(high)}, margin ±{percent(margin)})"
+            f"(CI {percent(low)}..{percent(high)}, margin ±{percent(margin)}, {over})"
         )
         if metric.better is None:
             return base.model_copy(update={"kind": "different", "words": words})

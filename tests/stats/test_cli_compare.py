@@ -18,7 +18,10 @@ def test_compare_prints_paired_table_divergence_and_mde(tmp_path):
     out = done.stdout
     assert "A = 0.32.0" in out and "B = 0.33.0" in out
     assert "not claimable (Δ +" in out and "one boot a side" in out and "95% CI" in out and "MDE" in out
-    assert "paired by prompt: 8 pairs" in out and "interval: paired bootstrap over 8 prompts a side" in out
+    assert (
+        "paired by prompt: 8 pairs" in out
+        and "decode tok/s interval: paired bootstrap over 8 prompts of one run a side" in out
+    )
     assert "2/8 prompts diverged (greedy, output hashes differ: p2, p5)" in out
     assert "B NOT deterministic: 2/8 prompts wrote different text for the same input" in out
 
@@ -111,7 +114,7 @@ def test_margins_target_mde_and_the_words_match_the_interval_in_table_and_json(t
     done = forklift("compare", a, b, "--margin", "tpot=5%", "--target-mde", "1")
     assert done.returncode == 0, done.stderr
     assert "B slower by" in done.stdout and "margin ±5.0%" in done.stdout and "margin ±1.0%" in done.stdout
-    assert "interval: Welch's t over 3 boots a side" in done.stdout
+    assert "interval: Welch's t over 3 boots a side" in done.stdout and "margin ±5.0%, 3 boots a side)" in done.stdout
     assert "this design's MDE is" in done.stdout
     data = strict(forklift("compare", a, b, "--json", "--margin", "3").stdout)
     for metric in data["comparisons"][0]["cells"][0]["metrics"]:

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 from forklift.errors import ForkliftError
-from forklift.stats import compare_groups, match
+from forklift.stats import METRICS, compare_groups, match
 from tests.stats.synthetic import as_run, bench_receipt, records, workload
 
 
@@ -295,3 +295,44 @@ def test_two_folders_of_two_settings_meet_by_workload():
         ("cohort", "cohort"),
         ("sweep", "sweep"),
     ]
+
+
+def test_a_boot_is_told_by_boot_id_then_by_the_launch_log_else_by_the_receipt():
+    from forklift.stats import boot_identity
+
+    launched = bench_receipt({"single": records(prompts=4)})
+    launched.body["boot"] = {"outcome": "ready", "log_path": "logs/20261201T094251-plain-8765.log"}
+    assert boot_identity(as_run(launched)) == ("log:logs/20261201T094251-plain-8765.log", True)
+    assert boot_identity(as_run(bench_receipt({"single": records(prompts=4)}, boot="b7"))) == ("b7", True)
+    unknown = bench_receipt({"single": records(prompts=4)})
+    assert boot_identity(as_run(unknown)) == (f"receipt:{unknown.id}", False)
+    # two benches of one launched server: one boot, so the runs are the unit
+    again = bench_receipt({"single": records(prompts=4, runs=4, seed=3)}, kept=[0, 1, 2, 3])
+    first = bench_receipt({"single": records(prompts=4, runs=4, seed=4)}, kept=[0, 1, 2, 3])
+    for receipt in (again, first):
+        receipt.body["boot"] = launched.body["boot"]
+    assert compare(as_run(first), as_run(again)).metric("e2e").estimate.unit == "run"
+
+
+def test_judge_cell_is_compare_groups_verdict_for_one_cell_and_metric():
+    from forklift.stats import judge_cell
+
+    a, b = boots(3, 1, prompts=16), boots(3, 10, prompts=16, speed=0.85)
+    verdict = judge_cell(a, b, "single", "tpot", margin=0.02)
+    assert verdict == compare_groups(a, b, margins={"tpot": 0.02}).cells[0].metric("tpot").decision
+    assert verdict.kind == "slower" and verdict.worse and verdict.unit == "boot" and verdict.margin == 0.02
+    with pytest.raises(ValueError, match="unknown metric 'speed'"):
+        judge_cell(a, b, "single", "speed")
+
+
+def test_boot_values_feed_the_two_stage_rule():
+    from forklift.stats import boot_values, judge
+    from forklift.stats.design import boots_needed, pilot, two_stage_estimate
+
+    a, b = boots(3, 1, prompts=16), boots(3, 10, prompts=16, speed=0.85)
+    values_a, values_b = boot_values(a, b, "single", "tpot")
+    assert values_a.shape == values_b.shape == (3,)
+    stage = pilot(values_a, values_b)
+    assert boots_needed(stage, 0.05, 12) == 3  # a 15 % slowdown at 5 % noise: the pilot is enough
+    verdict = judge(METRICS[2], two_stage_estimate(values_a, values_b, stage))
+    assert METRICS[2].key == "tpot" and verdict.kind == "slower"
