@@ -8,6 +8,7 @@ from pathlib import Path
 
 import forklift
 from forklift.mdtable import table
+from forklift.receipts.envelope import setting_label
 from forklift.report import numbers as fmt
 from forklift.report.campaign import Campaign, Row, Side, boot_state
 from forklift.report.cells import extra_sections
@@ -184,7 +185,6 @@ def _boots(campaign: Campaign) -> str:
 def _receipts(campaign: Campaign, out_dir: Path) -> str:
     body = []
     for path, receipt in campaign.receipts:
-        setting = (receipt.profile or {}).get("name") or receipt.body.get("setting") or "–"
         body.append(
             [
                 f"`{os.path.relpath(path, out_dir)}`",
@@ -192,7 +192,7 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
                 receipt.status,
                 receipt.engine_version or "–",
                 receipt.overlay_hash[:12] if receipt.overlay_hash else "–",
-                str(setting),
+                setting_label(receipt, absent="–"),
                 fmt.box_name(receipt.fingerprint),
                 f"{receipt.created:%Y-%m-%d %H:%M:%S}",
             ]
@@ -211,6 +211,10 @@ def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
         f"{len(campaign.receipts)} receipts ({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}) from "
         f"{', '.join(hosts)}; builds: {builds}. Rendered by forklift {forklift.__version__}.",
     ]
+    if campaign.ship is not None:
+        from forklift.report.ship import decide, decision_table
+
+        parts += ["## Decision", decision_table(decide(campaign, campaign.ship), campaign.baseline)]
     if campaign.rows:
         parts += ["## Summary", _summary(campaign)]
     if campaign.comparisons:

@@ -15,17 +15,13 @@ from forklift.bench.aggregate import run_duration
 from forklift.bench.schema import BenchBody, Cell
 from forklift.client.records import RequestRecord
 from forklift.receipts import Receipt
-from forklift.stats.runs import ReceiptRun, setting_label, validated_runs
+from forklift.stats.runs import ReceiptRun, validated_runs
 
 Key = tuple[str, int, int]
 
 
 class BenchRun(ReceiptRun[BenchBody]):
     """One bench receipt with its body validated."""
-
-    @property
-    def setting(self) -> str:
-        return setting_label(self.receipt, self.receipt.setting, self.body.setting)
 
     @property
     def label(self) -> str:

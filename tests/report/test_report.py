@@ -37,8 +37,9 @@ def boot(folder, version, setting, outcome, **facts):
         "boot",
         engine_version=version,
         profile={"name": setting},
+        setting=setting,
         status="ok" if outcome == "ready" else "failed",
-        body=BootBody(outcome=outcome, setting=setting, boot_seconds=12.5, facts=BootFacts(**facts)).model_dump(),
+        body=BootBody(outcome=outcome, boot_seconds=12.5, facts=BootFacts(**facts)).model_dump(),
     )
     return written(receipt, folder)
 

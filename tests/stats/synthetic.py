@@ -95,7 +95,6 @@ def bench_receipt(
         model="tiny",
         mode="sweep",
         workload=ident or workload(),
-        setting=setting,
         cells=[
             Cell(
                 name=name,
@@ -112,6 +111,7 @@ def bench_receipt(
         "bench",
         engine_version=engine_version,
         overlay_hash=overlay_hash,
+        setting=setting,
         profile={"name": setting},
         body=body.model_dump(mode="json"),
     )

@@ -59,7 +59,6 @@ def bench(url: str, folder: Path, setting: str, runs: int = 1) -> Path:
 def label(path: Path, setting: str) -> None:
     """Launched by the fixture, not by --profile or a campaign: label the receipt as they would."""
     receipt = json.loads(path.read_text())
-    receipt["body"]["setting"] = setting
     receipt |= {"setting": setting, "build": "0.32.0+series"}
     path.write_text(json.dumps(receipt))
     return path
