@@ -163,6 +163,11 @@ class Sides:
         return tables, kept
 
 
+def unit_tables(metric: Metric, *sides: SideColumns) -> tuple[list[UnitTable], list[np.ndarray]]:
+    """Sides(*sides).tables(metric), for one metric (code the prompts once with Sides for several)."""
+    return Sides(*sides).tables(metric)
+
+
 class Components(BaseModel):
     """How one side's units vary: run to run within a boot, boot to boot, and a trend over runs in a boot.
 
