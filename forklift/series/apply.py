@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from forklift.fsio import Link, Reader, ThroughLink
+from forklift.fsio import Executable, Link, Reader, ThroughLink
 from forklift.series.diff import FilePatch, Hunk, split_lines
 from forklift.series.model import Applier, Patch
 
@@ -65,15 +65,20 @@ class HunkResult:
         return f"{self.file} hunk #{self.index} (line {self.stated}): {verdict}"
 
 
-ProblemKind = Literal["missing", "exists", "differs", "symlink", "beyond-link", "binary", "binary-data", "empty"]
+ProblemKind = Literal[
+    "missing", "exists", "differs", "symlink", "beyond-link", "binary", "binary-data", "empty", "names"
+]
 
 
 @dataclass(frozen=True)
 class FileProblem:
     file: str
     problem: ProblemKind
+    detail: str = ""  # "names": git apply's own reason
 
     def __str__(self) -> str:
+        if self.problem == "names":
+            return f"{self.file}: git apply refuses it: {self.detail}"
         return (
             f"{self.file}: "
             + {
@@ -298,8 +303,13 @@ def _all(fp: FilePatch, status: HunkStatus) -> list[HunkResult]:
     ]
 
 
-def _result(fp: FilePatch, content: bytes) -> bytes:
-    return Link(content) if fp.symlink else content
+def _result(fp: FilePatch, content: bytes, current: bytes | None = None) -> bytes:
+    """The new content as the tree will hold it: a link, an executable (the mode the patch gives it,
+    else the one it had) or a plain file."""
+    if fp.symlink:
+        return Link(content)
+    executable = isinstance(current, Executable) if fp.new_mode is None else bool(fp.new_mode & 0o111)
+    return Executable(content) if executable else bytes(content)
 
 
 def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
@@ -307,6 +317,8 @@ def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
     git = applier == "git-apply"
     fp = fp if git else fp.as_gnu_reads_it()
     path = fp.path
+    if git and fp.git_refuses:
+        return _FileOutcome({}, _all(fp, "fails"), [FileProblem(path, "names", fp.git_refuses)])
     if fp.binary:
         return _binary(read, fp, git)
     source = fp.old_path
@@ -318,7 +330,7 @@ def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
     if source is None or (current is None and _creates(fp)):
         return _create(fp, current, git)
     if current is None:
-        renamed = fp.new_path and fp.new_path != source and read(fp.new_path) is not None
+        renamed = fp.rename and fp.new_path and fp.new_path != source and read(fp.new_path) is not None
         if fp.new_path is None or renamed:
             return _FileOutcome({}, _all(fp, "already-applied"), [])
         return _FileOutcome({}, _all(fp, "fails"), [FileProblem(source, "missing")])
@@ -328,7 +340,7 @@ def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
             return _FileOutcome({source: None}, results or _all(fp, "exact"), [])
         problems = [FileProblem(path, "differs")] if all(h.status in APPLIED for h in results) else []
         return _FileOutcome({source: new}, results or _all(fp, "fails"), problems)
-    changes: dict[str, bytes | None] = {fp.new_path: _result(fp, new)}
+    changes: dict[str, bytes | None] = {fp.new_path: _result(fp, new, current)}
     if source != fp.new_path and not fp.copy:
         changes[source] = None
     return _FileOutcome(changes, results, [])
