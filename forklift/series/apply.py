@@ -315,7 +315,7 @@ def _result(fp: FilePatch, content: bytes, current: bytes | None = None) -> byte
 def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
     """One file's part of a patch under `applier`: creation, deletion, copy, rename or change."""
     git = applier == "git-apply"
-    fp = fp if git else fp.as_gnu_reads_it()
+    fp = fp if git else fp.as_gnu_reads_it(lambda path: read(path) is not None)
     path = fp.path
     if git and fp.git_refuses:
         return _FileOutcome({}, _all(fp, "fails"), [FileProblem(path, "names", fp.git_refuses)])
@@ -440,6 +440,9 @@ def _disagreements(ours: PatchResult, theirs: PatchResult) -> tuple[str, ...]:
             continue
         if h.file in their_problems:  # a whole-file refusal: say why, once
             notes.append(f"{other} would refuse it: {their_problems.pop(h.file)}")
+            continue
+        if h.status not in APPLIED and their_problems and not ours.problems:  # refused under another name
+            notes.append(f"{other} would refuse it: {their_problems.pop(next(iter(their_problems)))}")
             continue
         verb = "would apply" if h.status in APPLIED else "would refuse"
         notes.append(f"{h.file} hunk #{h.index} (line {h.stated}): {other} {verb} this hunk")

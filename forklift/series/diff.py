@@ -13,6 +13,7 @@ quoted name holding a line break, which no one-line table or message shows.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Literal
@@ -74,18 +75,23 @@ class FilePatch:
     mode: int | None = None  # the file mode git states for it (120000: a symlink)
     git: bool = False  # a `diff --git` stanza (git's rules for names and creation)
     new_mode: int | None = None  # `new file mode` / `new mode`: the mode the file gets (else it keeps its own)
-    # (old, new) as GNU patch reads them where git reads other names: an unquoted name cut at a space,
-    # or a git stanza whose ---/+++ names differ from its `diff --git`/`rename` names (GNU reads ---/+++)
+    # (old, new) of a git rename or copy as GNU patch reads it: the ---/+++ names, not the rename lines'
     gnu_names: tuple[str | None, str | None] | None = None
+    # a stanza of one file whose names differ (---/+++, or a name GNU cuts at a space): GNU patches the
+    # best of those that exist, else the best of all (`_best_name`)
+    gnu_choices: tuple[str, ...] = ()
     git_refuses: str = ""  # why git apply refuses the stanza as written (its own words)
 
-    def as_gnu_reads_it(self) -> FilePatch:
-        """This stanza with the paths GNU patch would patch."""
+    def as_gnu_reads_it(self, exists: Callable[[str], bool]) -> FilePatch:
+        """This stanza with the paths GNU patch would patch in a tree where `exists` says which files are."""
+        if self.gnu_choices:
+            path = _best_name([n for n in self.gnu_choices if exists(n)] or list(self.gnu_choices))
+            old, new = (path if self.old_path is not None else None), (path if self.new_path is not None else None)
+            return replace(self, old_path=old, new_path=new, gnu_choices=())
         if self.gnu_names is None:
             return self
         old, new = self.gnu_names
-        copy = self.copy and old is not None and new is not None and old != new
-        return replace(self, old_path=old, new_path=new, copy=copy, gnu_names=None)
+        return replace(self, old_path=old, new_path=new, gnu_names=None)
 
     @property
     def path(self) -> str:
@@ -306,17 +312,13 @@ def _plain_stanza(reader: _Reader, strip: int) -> FilePatch:
     if old is None and new is None:
         raise reader.fail("both sides of the diff are /dev/null: no file to patch", reader.i - 2)
     gnu = [tree_path(name, _gnu_header_name(raw), strip) for raw in (old_raw, new_raw)]
-    gnu_path = _best_name([n for n in gnu if n is not None])
     path = new or old or ""
     hunks = _hunks(reader, path)
     if not hunks:
         raise reader.fail(f"{path}: no hunks after the ---/+++ lines")
     if old is not None and new is not None and old != new:
         old = new = _best_name([old, new])
-    gnu_names = (gnu_path if old is not None else None, gnu_path if new is not None else None)
-    return FilePatch(
-        old_path=old, new_path=new, hunks=hunks, gnu_names=gnu_names if gnu_names != (old, new) else None
-    )
+    return FilePatch(old_path=old, new_path=new, hunks=hunks, gnu_choices=_choices(gnu, new or old))
 
 
 def _git_stanza(reader: _Reader, strip: int) -> FilePatch:
@@ -390,7 +392,8 @@ def _git_stanza(reader: _Reader, strip: int) -> FilePatch:
         raise reader.fail("both sides of the diff are /dev/null: no file to patch", at)
     if sides is None and not (copy or renamed) and old is not None and new is not None and old != new:
         raise reader.fail(f"diff --git names two files ({old}, {new}) without rename or copy lines", at)
-    gnu = _gnu_git_names(gnu_sides, created, deleted, copy or renamed)
+    gnu = _gnu_git_names(gnu_sides, created, deleted)
+    moved = copy or renamed
     return FilePatch(
         old_path=old,
         new_path=new,
@@ -401,7 +404,8 @@ def _git_stanza(reader: _Reader, strip: int) -> FilePatch:
         mode=mode,
         git=True,
         new_mode=new_mode,
-        gnu_names=gnu if gnu != (old, new) else None,
+        gnu_names=gnu if moved and gnu != (old, new) else None,
+        gnu_choices=() if moved else _choices(gnu, new or old),
         git_refuses=refuses,
     )
 
@@ -416,20 +420,19 @@ def _inconsistent(sides: tuple[str | None, str | None], named: tuple[str | None,
     return ""
 
 
+def _choices(names: Iterable[str | None], read_as: str | None) -> tuple[str, ...]:
+    """The names GNU patch chooses among, when they are not simply the one forklift reads."""
+    choices = tuple(dict.fromkeys(n for n in names if n is not None))
+    return choices if len(choices) > 1 or (choices and choices[0] != read_as) else ()
+
+
 def _gnu_git_names(
-    sides: tuple[str | None, str | None], created: bool, deleted: bool, moved: bool
+    sides: tuple[str | None, str | None], created: bool, deleted: bool
 ) -> tuple[str | None, str | None]:
-    """GNU patch's reading of a git stanza: the ---/+++ names (else the diff --git ones); it notes a rename
-    or copy but ignores the names on those lines; a differing pair without one is one file, chosen as for
-    a plain diff."""
+    """GNU patch's names in a git stanza: the ---/+++ ones (else the diff --git ones); it notes a rename
+    or copy but ignores the names on those lines."""
     old, new = sides
-    if created:
-        old = None
-    if deleted:
-        new = None
-    if not moved and old is not None and new is not None and old != new:
-        old = new = _best_name([old, new])
-    return old, new
+    return (None if created else old), (None if deleted else new)
 
 
 def parse_files(name: str, diff: bytes, strip: int, first_line: int = 1) -> tuple[FilePatch, ...]:
