@@ -52,6 +52,7 @@ class HunkResult:
     fuzz: int = 0
     line: int | None = None  # 1-based line where it landed (GNU: of the original file; git: of the image)
     stated: int = 0
+    at_end: bool = False  # landed with its old lines ending at the file's end (git's blank-at-eof reads it)
 
     def describe(self) -> str:
         """One line for a row or a report: 'f.py hunk #2 (line 40): needs fuzz 1'."""
@@ -231,7 +232,8 @@ def _gnu_hunks(content: bytes, file: str, hunks: Iterable[Hunk]) -> tuple[bytes,
         if where is not None and where - 1 + hunk.leading_context >= frozen:  # else GNU: "misordered hunks"
             in_offset = where - stated
             status: HunkStatus = "exact" if in_offset == 0 else "offset"
-            results.append(HunkResult(file, index, status, in_offset, 0, where, stated))
+            at_end = where - 1 + len(hunk.old) >= len(lines)
+            results.append(HunkResult(file, index, status, in_offset, 0, where, stated, at_end))
             edits.append((where - 1, len(hunk.old), hunk.new))
             frozen = _frozen_after(hunk, where)
             continue
@@ -273,7 +275,8 @@ def _git_hunks(content: bytes, file: str, hunks: Iterable[Hunk]) -> tuple[bytes,
             results.append(replace(diagnosed, status="fails") if diagnosed.status in APPLIED else diagnosed)
             continue
         offset = at - pos
-        results.append(HunkResult(file, index, "exact" if offset == 0 else "offset", offset, 0, at + 1, hunk.first))
+        status = "exact" if offset == 0 else "offset"
+        results.append(HunkResult(file, index, status, offset, 0, at + 1, hunk.first, at + len(hunk.old) >= len(image)))
         image[at : at + len(hunk.old)] = hunk.new
     return b"".join(image), results
 

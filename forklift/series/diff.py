@@ -57,6 +57,7 @@ class Hunk:
     removed: tuple[bytes, ...]
     leading_context: int
     trailing_context: int
+    blank_at_end: bool = False  # ends in blank lines, one or more of them added (git's blank-at-eof reads it)
 
     @property
     def first(self) -> int:
@@ -235,6 +236,7 @@ def _hunk(reader: _Reader, path: str) -> Hunk:
     added: list[bytes] = []
     removed: list[bytes] = []
     kinds: list[int] = []
+    blank_run = 0  # added blank lines since the last other line (blank context lines neither count nor reset)
     while len(old) < old_count or len(new) < new_count:
         if i < end:
             line = lines[i]
@@ -265,6 +267,8 @@ def _hunk(reader: _Reader, path: str) -> Hunk:
             reader.i = i - 1
             raise reader.fail(f"{path}: hunk at line {old_start} has more lines than its header states")
         kinds.append(kind)
+        blank = not value.strip(b" \t\r\n")
+        blank_run = blank_run + 1 if kind == PLUS and blank else blank_run if kind == SPACE and blank else 0
     if i < end and lines[i][:1] == b"\\":
         i += 1
         _no_newline(kinds, old, new, added, removed)
@@ -273,7 +277,9 @@ def _hunk(reader: _Reader, path: str) -> Hunk:
     trail = next((n for n, k in enumerate(reversed(kinds)) if k != SPACE), len(kinds))
     if lead == len(kinds):
         raise reader.fail(f"{path}: hunk at line {old_start} changes nothing", header_at)
-    return Hunk(old_start, new_start, tuple(old), tuple(new), tuple(added), tuple(removed), lead, trail)
+    return Hunk(
+        old_start, new_start, tuple(old), tuple(new), tuple(added), tuple(removed), lead, trail, blank_run > 0
+    )
 
 
 def _no_newline(kinds: list[int], old: list[bytes], new: list[bytes], added: list[bytes], removed: list[bytes]):
