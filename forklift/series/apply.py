@@ -402,10 +402,10 @@ def _patch_status(hunks: list[HunkResult], problems: list[FileProblem]) -> Patch
         return "already-applied"
     if "fails" in kinds or problems:
         return "fails"
+    if "fuzz" in kinds:  # a hunk that lands only with fuzz: the patch does not apply at fuzz 0
+        return "fuzz"
     if "already-applied" in kinds:
         return "partly-applied"
-    if "fuzz" in kinds:
-        return "fuzz"
     if "offset" in kinds:
         return "offset"
     return "exact"
