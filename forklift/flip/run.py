@@ -82,7 +82,8 @@ def run_flip(
             [
                 FlipRow.of(t, p.header.description, " ".join(p.header.get("retires-when").split()))
                 for t, p in zip(verdicts, series.patches, strict=False)
-            ], series
+            ],
+            series,
         ),
         knobs=knobs,
         knobs_skipped=skipped,

@@ -246,9 +246,7 @@ def _retire(patch: Patch, new: Reader, intended: Reader, hunks: tuple[HunkResult
         for index, hunk in enumerate(fp.hunks, 1):
             added = _stripped(hunk.added)
             lacking = [line for line in added if line not in there]
-            gone = all(
-                counts_new.get(line, 0) <= counts_meant.get(line, 0) for line in set(_stripped(hunk.removed))
-            )
+            gone = all(counts_new.get(line, 0) <= counts_meant.get(line, 0) for line in set(_stripped(hunk.removed)))
             present += len(added) - len(lacking)
             missing += [(fp.path, line) for line in lacking]
             if (fp.path, index) in already or (not lacking and gone):

@@ -275,7 +275,7 @@ def _git_hunks(content: bytes, file: str, hunks: Iterable[Hunk]) -> tuple[bytes,
             results.append(replace(diagnosed, status="fails") if diagnosed.status in APPLIED else diagnosed)
             continue
         offset = at - pos
-        status = "exact" if offset == 0 else "offset"
+        status: HunkStatus = "exact" if offset == 0 else "offset"
         results.append(HunkResult(file, index, status, offset, 0, at + 1, hunk.first, at + len(hunk.old) >= len(image)))
         image[at : at + len(hunk.old)] = hunk.new
     return b"".join(image), results

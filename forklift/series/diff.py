@@ -277,9 +277,7 @@ def _hunk(reader: _Reader, path: str) -> Hunk:
     trail = next((n for n, k in enumerate(reversed(kinds)) if k != SPACE), len(kinds))
     if lead == len(kinds):
         raise reader.fail(f"{path}: hunk at line {old_start} changes nothing", header_at)
-    return Hunk(
-        old_start, new_start, tuple(old), tuple(new), tuple(added), tuple(removed), lead, trail, blank_run > 0
-    )
+    return Hunk(old_start, new_start, tuple(old), tuple(new), tuple(added), tuple(removed), lead, trail, blank_run > 0)
 
 
 def _no_newline(kinds: list[int], old: list[bytes], new: list[bytes], added: list[bytes], removed: list[bytes]):
@@ -432,9 +430,7 @@ def _choices(names: Iterable[str | None], read_as: str | None) -> tuple[str, ...
     return choices if len(choices) > 1 or (choices and choices[0] != read_as) else ()
 
 
-def _gnu_git_names(
-    sides: tuple[str | None, str | None], created: bool, deleted: bool
-) -> tuple[str | None, str | None]:
+def _gnu_git_names(sides: tuple[str | None, str | None], created: bool, deleted: bool) -> tuple[str | None, str | None]:
     """GNU patch's names in a git stanza: the ---/+++ ones (else the diff --git ones); it notes a rename
     or copy but ignores the names on those lines."""
     old, new = sides

@@ -93,7 +93,9 @@ def test_the_whole_change_upstream_and_edited_since_is_a_retire_candidate(tmp_pa
 def test_a_hunk_upstream_took_is_named_for_dropping_and_the_rest_quoted(tmp_path):
     ours = _with(BACKPORT).replace("    return 10\n", "    return 10  # clamp\n")
     theirs = [line.replace("level >= 3", "level >= 4") for line in BACKPORT]
-    upstream = _with(["# gates", *theirs], at="def helper_7():\n").replace("    return 10\n", "    return 10  # clamp\n")
+    upstream = _with(["# gates", *theirs], at="def helper_7():\n").replace(
+        "    return 10\n", "    return 10  # clamp\n"
+    )
     verdict, row, markdown = _flip(tmp_path, ours, upstream.replace("return 5\n", "return 55\n"))
     assert verdict.verdict == "recut"
     assert verdict.retire is not None and verdict.retire.upstream_hunks == ("pkg/gate.py hunk #2",)

@@ -187,4 +187,6 @@ def test_a_dashes_name_that_differs_from_the_diff_git_line_is_refused_as_git_doe
     assert "git apply would refuse it: f: file not in the tree" in check.stdout
     proc, tree, check = ours["git-apply"]
     assert proc.returncode == 1 and tree is None
-    assert check.returncode == 1 and "f: file not in the tree" in check.stdout and "GNU patch would apply" in check.stdout
+    assert (
+        check.returncode == 1 and "f: file not in the tree" in check.stdout and "GNU patch would apply" in check.stdout
+    )

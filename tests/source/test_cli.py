@@ -115,7 +115,9 @@ def test_init_path_given_relative_is_written_relative_to_forklift_toml(tmp_path,
     assert forklift("fetch", cwd=tmp_path / "work", env=env).returncode == 0
     assert forklift("-c", "work/dist", "fetch", cwd=tmp_path, env=env).returncode == 0
     absolute = forklift("init", "--path", str(tmp_path / "pkg-1.0.tar.gz"), "--dir", "abs", cwd=tmp_path, env=env)
-    assert absolute.returncode == 0 and load_config(tmp_path / "abs").data.upstream.path == str(tmp_path / "pkg-1.0.tar.gz")
+    assert absolute.returncode == 0 and load_config(tmp_path / "abs").data.upstream.path == str(
+        tmp_path / "pkg-1.0.tar.gz"
+    )
 
 
 @pytest.mark.parametrize(
