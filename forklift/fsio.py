@@ -60,6 +60,15 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None
         raise
 
 
+def append_text(path: Path, text: str) -> None:
+    """Append to a file others append to as well (a CI job summary): no rename, which would drop their part."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot append: {exc.strerror or exc}") from None
+
+
 def _mode_for(path: Path) -> int:
     try:
         return stat.S_IMODE(path.stat().st_mode)
