@@ -260,13 +260,13 @@ def run_quilt(tree: Path, work: Path) -> tuple[dict[str, PeerPatch], Path]:
 
 def run_git(tree: Path, work: Path, entries: list[tuple[str, int]]) -> tuple[dict[str, PeerPatch], Path]:
     """`git apply -v -pN` patch by patch on a fresh copy (outside any repository); before each, git's
-    default whitespace rules as `git apply --check --whitespace=error` counts them."""
+    default whitespace rules as `git apply --check --whitespace=error-all` counts them (`error` shows only 5)."""
     copy = _copy(tree, work / "git")
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(work)}
     results = {}
     for name, strip in entries:
         patch = tree / "debian" / "patches" / name
-        _, said = run_tool(["git", "apply", "--check", "--whitespace=error", f"-p{strip}", str(patch)], copy, env)
+        _, said = run_tool(["git", "apply", "--check", "--whitespace=error-all", f"-p{strip}", str(patch)], copy, env)
         ok, output = run_tool(["git", "apply", "-v", f"-p{strip}", str(patch)], copy, env)
         rules = {rule for rule, words in WHITESPACE.items() if words in said} if ok else set()
         results[name] = PeerPatch(ok, offsets(output), output, rules)

@@ -35,7 +35,7 @@ CASES = {  # name: (before, after) of f.txt; None: the file is new
 
 def _git_counts(root: Path, patch: str) -> set[str]:
     proc = subprocess.run(
-        ["git", "apply", "--check", "--whitespace=error", "-"],
+        ["git", "apply", "--check", "--whitespace=error-all", "-"],
         cwd=root,
         input=patch,
         capture_output=True,
