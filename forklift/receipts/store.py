@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from forklift.errors import ForkliftError, validation_line
 from forklift.fsio import write_atomic
 from forklift.receipts.envelope import SCHEMA, Receipt
+
+SCHEMA_1 = "forklift.receipt/1"
+LADDER_KINDS = ("ladder", "ladder-cell")  # their bodies name the ladder's setting and each cell's: a ladder's data
 
 
 def receipts_folder(given: Path | None, config_file: Path | None) -> Path:
@@ -32,14 +35,29 @@ def write_receipt(receipt: Receipt, folder: Path, path: Path | None = None) -> P
     return path
 
 
+def from_schema_1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A /1 receipt as /2: the setting, which /1 could state in the envelope, the body (and the
+    boot facts inside it) and as the profile's name, kept once in the envelope, in that order."""
+    body = raw.get("body")
+    body = dict(body) if isinstance(body, dict) else body
+    stated = body.pop("setting", None) if isinstance(body, dict) and raw.get("kind") not in LADDER_KINDS else None
+    if isinstance(body, dict) and isinstance(body.get("boot"), dict):
+        body["boot"] = {k: v for k, v in body["boot"].items() if k != "setting"}
+    profile = raw.get("profile")
+    named = profile.get("name") if isinstance(profile, dict) else None
+    return {**raw, "schema": SCHEMA, "setting": raw.get("setting") or stated or named, "body": body}
+
+
 def read_receipt(path: Path) -> Receipt:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ForkliftError(f"{path}: not a readable receipt: {exc}") from None
+    if isinstance(raw, dict) and raw.get("schema") == SCHEMA_1:
+        raw = from_schema_1(raw)
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         found = raw.get("schema") if isinstance(raw, dict) else type(raw).__name__
-        raise ForkliftError(f"{path}: schema {found!r} is not {SCHEMA!r}")
+        raise ForkliftError(f"{path}: schema {found!r} is not {SCHEMA!r} (or {SCHEMA_1!r})")
     try:
         return Receipt.model_validate(raw)
     except ValidationError as exc:
