@@ -142,7 +142,7 @@ def _line_problem(line: bytes) -> str:
     """blank-at-eol or space-before-tab in one added line, with the line quoted; '' when clean."""
     text = line.rstrip(b"\n")
     indent = text[: len(text) - len(text.lstrip(b" \t"))]
-    if text != text.rstrip(b" \t"):
+    if text != text.rstrip(b" \t\r"):  # a CR is trailing whitespace to git (cr-at-eol is not a default)
         problem = "trailing whitespace"
     elif b" \t" in indent:
         problem = "space before tab in indent"

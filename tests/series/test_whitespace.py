@@ -28,6 +28,8 @@ CASES = {  # name: (before, after) of f.txt; None: the file is new
     "a new file of text": (None, "new\n"),
     "blank added then a line at the end": (TEXT, TEXT + "\nend\n"),
     "trailing space": (TEXT, TEXT.replace("line 3\n", "line 3 \n")),
+    "a CRLF line": (TEXT, TEXT.replace("line 3\n", "line 3\r\n")),
+    "a blank CRLF line at the end": (TEXT, TEXT + "\r\n"),
     "space before tab": (TEXT, TEXT.replace("line 3\n", " \tline 3\n")),
     "a far edit and blank lines at the end": (TEXT * 4, (TEXT * 4).replace("line 2\n", "line two\n", 1) + "\n"),
 }
