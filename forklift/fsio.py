@@ -1,20 +1,157 @@
-"""File I/O every stage shares: the one atomic writer and the safe tree reader.
+"""File I/O every stage shares: the one atomic writer, the bounded file and JSON readers, the safe tree reader.
 
 Bottom layer: imports nothing from forklift.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from forklift.errors import ForkliftError
 
 # A reader of a tree's files by relative path; None means the file is absent.
 Reader = Callable[[str], "bytes | None"]
+
+# Bounds on what one input file may cost. A file under the size limit is parsed whole, and Python objects
+# take up to ~12x the text (measured: benchmarks/hostile_inputs.py), so 32 MiB keeps a hostile file far
+# under 512 MiB resident. FORKLIFT_MAX_FILE_MIB raises it for a legitimately larger receipt or cohort.
+MAX_FILE_MIB = 32
+MAX_DEPTH = 64  # receipts nest about 6 deep; a cohort message about 5
+MAX_INT_DIGITS = 40  # a count or a byte size; Python itself refuses 4,300 digits with a traceback
+LIMIT_ENV = "FORKLIFT_MAX_FILE_MIB"
+
+
+def max_file_bytes() -> int:
+    given = os.environ.get(LIMIT_ENV)
+    try:
+        mib = float(given) if given else MAX_FILE_MIB
+    except ValueError:
+        raise ForkliftError(f"{LIMIT_ENV}={given!r}: expected a number of MiB") from None
+    if not math.isfinite(mib) or mib <= 0:
+        raise ForkliftError(f"{LIMIT_ENV}={given!r}: expected a positive number of MiB")
+    return int(mib * 1024 * 1024)
+
+
+def read_bounded(path: Path, what: str = "file", limit: int | None = None) -> bytes:
+    """A regular file's bytes, at most `limit` of them; anything else is one line naming the path.
+
+    Opened without blocking (a FIFO named *.json would wait for a writer forever) and checked with
+    fstat on the open descriptor: a device, a folder or a FIFO is refused, never read.
+    """
+    limit = max_file_bytes() if limit is None else limit
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ForkliftError(f"{path}: cannot read {what}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ForkliftError(f"{path}: not a regular file ({_kind(info.st_mode)}); {what} must be a plain file")
+        if info.st_size > limit:
+            raise ForkliftError(f"{path}: {what} of {info.st_size:,} bytes is over the {_limit(limit)}")
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # it grew while being read
+                raise ForkliftError(f"{path}: {what} is over the {_limit(limit)}")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ForkliftError(f"{path}: cannot read {what}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _limit(limit: int) -> str:
+    return f"{limit / 1024 / 1024:g} MiB limit ({LIMIT_ENV} raises it)"
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-')):,} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} overflows to {value}")
+    return value
+
+
+def loads_json(text: str | bytes, where: str, what: str = "JSON file", foreign_nan: bool = False) -> Any:
+    """Strict JSON: no NaN or Infinity, no float that overflows, integers of at most 40 digits, at most 64
+    levels deep; anything else is one `ForkliftError` line naming `where`.
+
+    `foreign_nan` reads another tool's NaN / Infinity as numbers (vLLM's own result files hold them).
+    """
+    constant = float if foreign_nan else _no_constant
+    number = float if foreign_nan else _finite_float
+    try:
+        value = json.loads(text, parse_constant=constant, parse_int=_bounded_int, parse_float=number)
+    except RecursionError:
+        raise ForkliftError(f"{where}: not a readable {what}: nested more than {MAX_DEPTH} levels") from None
+    except UnicodeDecodeError as exc:
+        raise ForkliftError(f"{where}: not a readable {what}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at {exc.start})") from None
+    except ValueError as exc:  # JSONDecodeError is one; so are the hooks' refusals
+        raise ForkliftError(f"{where}: not a readable {what}: {exc}") from None
+    _check_depth(value, where, what)
+    return value
+
+
+def _check_depth(value: Any, where: str, what: str) -> None:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise ForkliftError(f"{where}: not a readable {what}: nested more than {MAX_DEPTH} levels")
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+
+
+def read_json(path: Path, what: str = "JSON file") -> Any:
+    """One JSON file through the bounded reader and the strict parser: the one way forklift reads JSON."""
+    return loads_json(read_bounded(path, what), str(path), what)
+
+
+def dumps_json(data: Any, indent: int | None = 2) -> str:
+    """Strict JSON out: a NaN or infinite number (an undefined statistic) is written as null, never `NaN`."""
+    return json.dumps(_finite(data), indent=indent, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:

@@ -7,7 +7,6 @@ is not a terminal (a CI log shows full patch names and intervals).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -170,7 +169,9 @@ def warn(message: str) -> None:
 
 def print_json(data: Any) -> None:
     """The one way JSON is printed: indented, plain (no colour, no wrapping), on stdout."""
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    from forklift.fsio import dumps_json
+
+    sys.stdout.write(dumps_json(data) + "\n")
     sys.stdout.flush()
 
 
