@@ -1,7 +1,7 @@
 """Find one file of a release on a PEP 691 JSON simple index (PyPI or a mirror).
 
-The index is ``PIP_INDEX_URL`` when set (so forklift follows the same mirror as pip), else
-https://pypi.org/simple. Only the JSON form of the simple API is spoken: it carries each
+The index is the one pip would use: ``PIP_INDEX_URL``, then ``index-url`` in pip's configuration files
+(``pip config``), then pip's own default, so a user behind a mirror needs nothing more. Only the JSON form of the simple API is spoken: it carries each
 file's sha256 and size, which the download is checked against.
 """
 
@@ -28,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationErro
 
 from forklift.errors import ForkliftError, UnreachableError, UsageError
 
-DEFAULT_INDEX = "https://pypi.org/simple"
 PEP691_JSON = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_SECONDS = 30.0
 MAX_PAGE_BYTES = 64 << 20  # vLLM's project page is a few MB; more is not an index answering
@@ -42,8 +41,32 @@ class IndexFile:
     size: int | None
 
 
-def default_index_url() -> str:
-    return os.environ.get("PIP_INDEX_URL") or DEFAULT_INDEX
+# Where pip reads index-url from, strongest first: its environment variable, then the sections of its
+# configuration files a download or install command consults.
+_PIP_INDEX_KEYS = (":env:.index-url", "download.index-url", "install.index-url", "global.index-url")
+
+
+def pip_index_url() -> tuple[str, str]:
+    """(index URL, where it came from): PIP_INDEX_URL, a pip configuration file, or pip's default."""
+    if os.environ.get("PIP_INDEX_URL"):
+        return os.environ["PIP_INDEX_URL"], "PIP_INDEX_URL"
+    try:  # pip's own reader: the same files, in the same order, as `pip config list` shows
+        from pip._internal.configuration import Configuration, ConfigurationError
+        from pip._internal.models.index import PyPI
+    except ImportError:
+        raise UsageError(
+            "no package index: set PIP_INDEX_URL (pip is not installed to read its configuration)"
+        ) from None
+    configuration = Configuration(isolated=False)
+    try:
+        configuration.load()
+    except ConfigurationError as exc:
+        raise UsageError(f"pip's configuration cannot be read: {str(exc).splitlines()[0]}") from None
+    values = dict(configuration.items())
+    for key in _PIP_INDEX_KEYS:
+        if values.get(key):
+            return str(values[key]).split()[0], f"pip config {key.removeprefix(':env:.')}"
+    return PyPI.simple_url, "pip's default index"
 
 
 def redact(url: str) -> str:
@@ -131,9 +154,9 @@ def resolve_pypi_file(
 ) -> IndexFile:
     """The file of `package` `version` on the index: `filename` when given, else the sdist,
     else (``wheel=True``) the wheel with exactly `tags`, or without them the one that best fits this machine."""
-    index = index_url or default_index_url()
+    index, origin = (index_url, "") if index_url else pip_index_url()
     if not re.match(r"^https?://[^/\s]+", index):
-        source = "" if index_url else " (from PIP_INDEX_URL)"
+        source = f" (from {origin})" if origin else ""
         raise UsageError(f"index URL {redact(index)}{source}: expected an http(s) PEP 691 simple index URL")
     page = f"{index.rstrip('/')}/{canonicalize_name(package)}/"
     return pick_file(fetch_project_page(page, package), page, package, version, filename, wheel=wheel, tags=tags)

@@ -9,7 +9,7 @@ import pytest
 from forklift.config.schema import PypiPin
 from forklift.errors import ForkliftError, UnreachableError, UsageError
 from forklift.source import materialize, resolve_pypi_file
-from forklift.source.index import pick_file, redact
+from forklift.source.index import pick_file, pip_index_url, redact
 from tests.source.helpers import cache_entries, sdist_bytes
 
 
@@ -97,6 +97,36 @@ def test_pip_index_url_is_honoured(index_server, monkeypatch):
     assert (found.filename, found.sha256) == ("pkg-1.0.tar.gz", sha)
     assert found.url == f"{index_server.url}/files/pkg-1.0.tar.gz"  # the page's relative URL, resolved
     assert index_server.requests == ["/simple/pkg/"]
+
+
+def test_pip_config_file_index_is_honoured(index_server, monkeypatch, tmp_path):
+    """A user behind a mirror set in pip's own configuration file needs nothing more."""
+    sha = index_server.add("pkg", "pkg-1.0.tar.gz", sdist_bytes())
+    config = tmp_path / "pip.conf"
+    config.write_text(f"[global]\nindex-url = {index_server.index}\n")
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
+    assert pip_index_url() == (index_server.index, "pip config global.index-url")
+    assert resolve_pypi_file("pkg", "1.0").sha256 == sha
+    assert index_server.requests == ["/simple/pkg/"]
+
+
+def test_pip_default_index_when_nothing_is_configured(monkeypatch):
+    """With no variable and an empty configuration, the index is pip's own default, as `pip download` uses."""
+    from pip._internal.models.index import PyPI
+
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # pip's own switch: read no configuration file at all
+    assert pip_index_url() == (PyPI.simple_url, "pip's default index")
+
+
+def test_bad_index_in_pip_config_names_where_it_came_from(monkeypatch, tmp_path):
+    config = tmp_path / "pip.conf"
+    config.write_text("[install]\nindex-url = file:///srv/mirror\n")
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
+    with pytest.raises(UsageError, match=r"^index URL file:///srv/mirror \(from pip config install.index-url\)"):
+        resolve_pypi_file("pkg", "1.0")
 
 
 @pytest.mark.parametrize("index", ["file:///opt/pypi/simple", "notaurl"])
