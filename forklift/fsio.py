@@ -117,7 +117,9 @@ def loads_json(text: str | bytes, where: str, what: str = "JSON file", foreign_n
     except RecursionError:
         raise ForkliftError(f"{where}: not a readable {what}: nested more than {MAX_DEPTH} levels") from None
     except UnicodeDecodeError as exc:
-        raise ForkliftError(f"{where}: not a readable {what}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at {exc.start})") from None
+        raise ForkliftError(
+            f"{where}: not a readable {what}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at {exc.start})"
+        ) from None
     except ValueError as exc:  # JSONDecodeError is one; so are the hooks' refusals
         raise ForkliftError(f"{where}: not a readable {what}: {exc}") from None
     _check_depth(value, where, what)

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
+
+from forklift.textsafe import terminal
 
 if TYPE_CHECKING:
     from forklift.config import Config
@@ -89,8 +93,21 @@ app = App(
     add_completion=True,
     help="Carry a patched LLM inference engine across upstream releases, and prove every step.",
 )
-console = Console(highlight=False, markup=False)
-err_console = Console(stderr=True, highlight=False, markup=False)
+
+
+class SafeConsole(Console):
+    """A console whose text cannot drive the terminal: a control character in a printed string (ESC[2J, an
+    OSC 8 link, BEL, a backspace from a receipt's hostname) is shown as a visible escape. Styles are
+    rendered by rich after this, so forklift's own colours stay."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            Segment(terminal(s.text, keep="\n"), s.style, s.control) if not s.control else s for s in buffer
+        )
+
+
+console = SafeConsole(highlight=False, markup=False)
+err_console = SafeConsole(stderr=True, highlight=False, markup=False)
 
 
 class State:

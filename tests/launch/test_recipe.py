@@ -29,7 +29,7 @@ def test_sh_and_env_formats_read_back_by_bash_as_the_exact_values(fmt, tmp_path)
     if fmt == "sh":  # run the command with `printenv` in place of the engine: bash gives the value back whole
         text = text.replace("env ", "env -i ", 1).split(" vllm ")[0] + " printenv VLLM_X"
     else:
-        text += "\nprintf %s \"$VLLM_X\""
+        text += '\nprintf %s "$VLLM_X"'
     out = subprocess.run(["bash", "-c", text], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     assert out.rstrip("\n") == HOSTILE
     assert not (tmp_path / "pwned").exists()

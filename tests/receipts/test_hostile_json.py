@@ -52,7 +52,7 @@ def test_depth_just_past_the_limit_is_refused_after_parsing():
 
 def test_an_integer_of_5000_digits_is_refused_not_a_traceback(tmp_path):
     path = a_receipt(tmp_path)
-    path.write_text(path.read_text().replace('"cpu_count": ', '"cpu_count": ' + "9" * 5000 + ", \"x\": ", 1))
+    path.write_text(path.read_text().replace('"cpu_count": ', '"cpu_count": ' + "9" * 5000 + ', "x": ', 1))
     with pytest.raises(ForkliftError, match=r"not a readable receipt: an integer of 5,000 digits \(at most 40\)"):
         read_receipt(path)
 
@@ -87,7 +87,9 @@ def test_a_file_over_the_size_limit_is_refused_before_reading(tmp_path, monkeypa
     path = a_receipt(tmp_path)
     path.write_text(path.read_text() + " " * (1 << 20))
     monkeypatch.setenv("FORKLIFT_MAX_FILE_MIB", "1")
-    with pytest.raises(ForkliftError, match=r"receipt of 1,0[\d,]+ bytes is over the 1 MiB limit \(FORKLIFT_MAX_FILE_MIB"):
+    with pytest.raises(
+        ForkliftError, match=r"receipt of 1,0[\d,]+ bytes is over the 1 MiB limit \(FORKLIFT_MAX_FILE_MIB"
+    ):
         read_receipt(path)
     monkeypatch.setenv("FORKLIFT_MAX_FILE_MIB", "lots")
     with pytest.raises(ForkliftError, match=r"FORKLIFT_MAX_FILE_MIB='lots': expected a number of MiB"):
