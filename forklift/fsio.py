@@ -5,11 +5,14 @@ Bottom layer: imports nothing from forklift.
 
 from __future__ import annotations
 
+import fcntl
+import glob
 import json
 import math
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -166,6 +169,7 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None
         data = data.encode("utf-8", "surrogateescape")  # patches keep non-UTF-8 bytes
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fcntl.flock(fd, fcntl.LOCK_EX)  # held until written: a copy nobody holds is one a killed writer left
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -176,6 +180,32 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    sweep_scratch_copies(path)
+
+
+SCRATCH_GRACE_S = 60.0  # a copy younger than this may be one a writer made but has not locked yet
+
+
+def sweep_scratch_copies(path: Path) -> list[Path]:
+    """Remove the scratch copies of `path` that writers killed mid-write left (`.NAME.*.tmp`, held by nobody)."""
+    removed = []
+    for copy in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        try:
+            fd = os.open(copy, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or time.time() - info.st_mtime < SCRATCH_GRACE_S:
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            copy.unlink(missing_ok=True)
+            removed.append(copy)
+        except OSError:  # held: a writer is still at work
+            continue
+        finally:
+            os.close(fd)
+    return removed
 
 
 def append_text(path: Path, text: str) -> None:
