@@ -111,3 +111,16 @@ def test_a_cohort_that_is_a_device_or_hostile_json_is_one_line(tmp_path):
 def test_json_out_is_strict_an_undefined_statistic_is_null():
     text = dumps_json({"mde": float("nan"), "hi": [float("inf"), 1.5]})
     assert json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} written")) == {"mde": None, "hi": [None, 1.5]}
+
+
+def test_a_negative_time_is_refused_where_the_body_is_read(tmp_path):
+    from forklift.receipts import read_receipts
+    from forklift.stats import bench_runs
+
+    path = a_receipt(tmp_path)
+    edited(path, lambda d: d["body"]["cells"][0]["requests"][1].update(send=-5.0))
+    with pytest.raises(ForkliftError, match=r"invalid bench body at cells.0.requests: .*prompt 'p1': a time before"):
+        bench_runs(read_receipts([path]))
+    edited(path, lambda d: d["body"]["cells"][0]["requests"][1].update(send=0.5, end=0.1))
+    with pytest.raises(ForkliftError, match=r"prompt 'p1': a time before its send"):
+        bench_runs(read_receipts([path]))
