@@ -22,10 +22,11 @@ from forklift.errors import ForkliftError, UsageError
 # A reader of a tree's files by relative path; None means the file is absent.
 Reader = Callable[[str], "bytes | None"]
 
-# Bounds on what one input file may cost. A file under the size limit is parsed whole, and Python objects
-# take up to ~12x the text (measured: benchmarks/hostile_inputs.py), so 32 MiB keeps a hostile file far
-# under 512 MiB resident. FORKLIFT_MAX_FILE_MIB raises it for a legitimately larger receipt or cohort.
-MAX_FILE_MIB = 32
+# Bounds on what one input file may cost (benchmarks/hostile_inputs.py measures them): at most 64 MiB read,
+# and JSON parsed only when its objects would take at most 3x that. Parsed, a receipt forklift wrote takes
+# about 1.5x its text (estimated 2.5x); a hostile `[{},{},...]` 20x. FORKLIFT_MAX_FILE_MIB raises both.
+MAX_FILE_MIB = 64
+PARSED_PER_BYTE = 3
 MAX_DEPTH = 64  # receipts nest about 6 deep; a cohort message about 5
 MAX_INT_DIGITS = 40  # a count or a byte size; Python itself refuses 4,300 digits with a traceback
 LIMIT_ENV = "FORKLIFT_MAX_FILE_MIB"
@@ -115,6 +116,7 @@ def loads_json(text: str | bytes, where: str, what: str = "JSON file", foreign_n
     """
     constant = float if foreign_nan else _no_constant
     number = float if foreign_nan else _finite_float
+    _check_expansion(text, where, what)
     try:
         value = json.loads(text, parse_constant=constant, parse_int=_bounded_int, parse_float=number)
     except RecursionError:
@@ -129,6 +131,24 @@ def loads_json(text: str | bytes, where: str, what: str = "JSON file", foreign_n
     return value
 
 
+def _check_expansion(text: str | bytes, where: str, what: str) -> None:
+    """Refuse, before parsing, JSON whose objects would take more than PARSED_PER_BYTE times the size limit:
+    an upper estimate from CPython's object sizes (an empty dict 64 bytes, a list 56, an element 32)."""
+    if len(text) < 1 << 20:
+        return
+    if isinstance(text, bytes):
+        dicts, lists, items, keys = (text.count(mark) for mark in (b"{", b"[", b",", b":"))
+    else:  # counted on the text itself: no encoded copy of it
+        dicts, lists, items, keys = (text.count(mark) for mark in ("{", "[", ",", ":"))
+    estimate = 64 * dicts + 56 * lists + 32 * items + 16 * keys + len(text)
+    budget = PARSED_PER_BYTE * max_file_bytes()
+    if estimate > budget:
+        raise ForkliftError(
+            f"{where}: not a readable {what}: its objects would take about {estimate / 2**20:,.0f} MiB once parsed, "
+            f"over the {budget / 2**20:,.0f} MiB budget ({LIMIT_ENV} raises it)"
+        )
+
+
 def _check_depth(value: Any, where: str, what: str) -> None:
     stack = [(value, 1)]
     while stack:
@@ -141,7 +161,15 @@ def _check_depth(value: Any, where: str, what: str) -> None:
 
 def read_json(path: Path, what: str = "JSON file") -> Any:
     """One JSON file through the bounded reader and the strict parser: the one way forklift reads JSON."""
-    return loads_json(read_bounded(path, what), str(path), what)
+    raw = read_bounded(path, what)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ForkliftError(
+            f"{path}: not a readable {what}: not UTF-8 (byte 0x{raw[exc.start]:02x} at {exc.start})"
+        ) from None
+    del raw  # the bytes go before the parse: the text and its objects are what the budget counts
+    return loads_json(text, str(path), what)
 
 
 def dumps_json(data: Any, indent: int | None = 2) -> str:

@@ -35,7 +35,8 @@ def read_receipt(path: Path) -> Receipt:
     raw = read_json(path, "receipt")
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         found = raw.get("schema") if isinstance(raw, dict) else type(raw).__name__
-        raise ForkliftError(f"{path}: schema {found!r} is not {SCHEMA!r}")
+        shown = repr(found) if len(repr(found)) <= 60 else repr(found)[:60] + "..."
+        raise ForkliftError(f"{path}: schema {shown} is not {SCHEMA!r}")
     try:
         return Receipt.model_validate(raw)
     except ValidationError as exc:
