@@ -16,8 +16,9 @@ import shlex
 # C0 controls, DEL, C1 controls (0x9b is a one-byte CSI), and the bidirectional overrides that reorder text.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\e", "\a": "\\a", "\b": "\\b"}
-# What markdown (GFM) or HTML would read as markup inside a line: escaped, so the text renders as written.
-_MARKDOWN = re.compile(r"([\\`*_\[\]|!#~])")
+# What would make markdown (GFM) text a link, an image, code or a table column: escaped. Emphasis (* _) is
+# left alone: it restyles text but cannot add anything; headings need a line start, and newlines are escaped.
+_MARKDOWN = re.compile(r"([\\`\[\]|!])")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 

@@ -69,5 +69,5 @@ def test_report_md_keeps_hostile_text_as_text(tmp_path):
 def test_one_escaper_per_destination():
     assert terminal("a\x1b[2Jb\x07\r\n\x9b") == "a\\e[2Jb\\a\\r\\n\\x9b"
     assert terminal("line\n", keep="\n") == "line\n"
-    assert markdown("x\n# h <b>|![i](u)\\") == "x\\n\\# h &lt;b&gt;\\|\\!\\[i\\](u)\\\\"
+    assert markdown("x\n# h <b>|![i](u)\\") == "x\\n# h &lt;b&gt;\\|\\!\\[i\\](u)\\\\"
     assert sh_word("$(id) `x`") == "'$(id) `x`'" and sh_word("a\nb") == "$'a\\nb'"
