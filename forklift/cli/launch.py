@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import ENGINE, ReceiptsOption, app, console, load, receipts_dir, say, warn
 from forklift.cli.progress import BootStatus
 from forklift.errors import UsageError
+
+if TYPE_CHECKING:
+    from forklift.launch.boot import Booted
 
 SetsOption = Annotated[
     list[str] | None,
@@ -83,9 +86,10 @@ def launch(
     ] = None,
 ) -> None:
     """Boot a profile as a supervised server (Ctrl-C or `forklift stop` ends it), or --print its command."""
+    from forklift.launch.plan import make_plan
     from forklift.launch.recipe import recipe
-    from forklift.launch.run import launch as run_launch
-    from forklift.launch.run import make_plan
+    from forklift.launch.session import launch as run_launch
+    from forklift.receipts.envelope import Labels
 
     if print_format != "lines" and not print_only:
         raise UsageError("--format goes with --print")
@@ -101,7 +105,7 @@ def launch(
             say(f"note: engine not installed here: flags not checked; {knobs}", err=True)
         return
 
-    def ready(booted) -> None:
+    def ready(booted: Booted) -> None:
         status.stop()
         facts = booted.body.facts
         say(f"ready in {booted.body.boot_seconds:.1f} s at {booted.server.url} (log {booted.server.log_path})")
@@ -128,10 +132,9 @@ def launch(
             logs or config.root / "logs",
             control=control,
             on_ready=ready,
-            serve=not control,
             on_start=status.on_start,
             on_poll=status.on_poll,
-            labels={"build": build} if build else None,
+            labels=Labels(build=build) if build else None,
         )
     say("stopped: the engine's process group is gone")
     if booted.body.after_stop:
