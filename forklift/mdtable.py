@@ -21,3 +21,8 @@ def table(header: Sequence[str], rows: Iterable[Sequence[object]], empty: str = 
         return "| " + " | ".join(cell(c, empty) for c in cells) + " |"
 
     return [line(header), "|" + "---|" * len(header), *(line(r) for r in rows)]
+
+
+def table_text(header: Sequence[str], rows: Iterable[Sequence[object]], empty: str = "") -> str:
+    """table() as one string."""
+    return "\n".join(table(header, rows, empty))

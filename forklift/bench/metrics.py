@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from forklift.engines import adapter
+from forklift.engines import engine_adapter
 
 # family -> {frozenset(labels): value}; counters summed over their `_total` samples.
 Snapshot = dict[str, dict[frozenset, float]]
@@ -34,7 +34,7 @@ PER_POSITION_ROLE = "spec_accepted_per_pos"
 
 def metric_names(engine: str) -> dict[str, str]:
     """Role -> Prometheus family name, from the engine adapter."""
-    return dict(adapter(engine).metrics)
+    return dict(engine_adapter(engine).metrics)
 
 
 def parse_snapshot(text: str) -> Snapshot:

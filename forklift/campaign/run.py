@@ -19,11 +19,11 @@ from typing import Any
 from forklift.campaign.builds import Build
 from forklift.campaign.plan import CampaignPlan, LadderJob, Slot
 from forklift.campaign.schema import CampaignFile
-from forklift.campaign.suites import Endpoint, LadderContext
+from forklift.campaign.suites import LadderContext, ServedSetting
 from forklift.config import Config
 from forklift.errors import ForkliftError
 from forklift.launch.boot import check_control, control_variable
-from forklift.launch.plan import LaunchPlan, make_plan
+from forklift.launch.plan import LaunchPlan, make_launch_plan
 from forklift.launch.session import launched
 from forklift.receipts import new_receipt, write_receipt
 from forklift.receipts.envelope import Labels
@@ -67,7 +67,9 @@ class Runner:
         """Resolved and checked once per build and setting (flags and knobs against that build's engine)."""
         key = (build.name, name)
         if key not in self._plans:
-            self._plans[key] = make_plan(self.config, profile, list(sets), python=build.python, command=build.command)
+            self._plans[key] = make_launch_plan(
+                self.config, profile, list(sets), python=build.python, command=build.command
+            )
         return self._plans[key]
 
     def run(self) -> tuple[int, int]:
@@ -120,7 +122,7 @@ class Runner:
                     control["failed"] = str(exc)
             # an engine that ignores unknown knobs cannot be trusted with the known ones
             if booted.ready and "failed" not in control:
-                endpoint = Endpoint(
+                endpoint = ServedSetting(
                     url=plan.resolved.url,
                     model=plan.resolved.served_name,
                     folder=folder,
@@ -211,7 +213,7 @@ def plan_lines(runner: Runner) -> list[str]:
         out.append(f"{job.key} [{state}] ladder {axis.key} over {', '.join(axis.values)}: one boot per value")
         for value in axis.values:
             sets = (*job.setting.sets, axis.set_item(value))
-            plan = make_plan(
+            plan = make_launch_plan(
                 runner.config, job.setting.profile, list(sets), check=False, python=build.python, command=build.command
             )
             out.append(f"  {argv(plan)}")

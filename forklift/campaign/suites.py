@@ -20,7 +20,7 @@ from forklift.receipts.envelope import Labels
 
 
 @dataclass(frozen=True)
-class Endpoint:
+class ServedSetting:
     """A booted setting, as a served suite sees it: where to send, where to write, what to label."""
 
     url: str
@@ -35,7 +35,7 @@ class Endpoint:
 
 
 @dataclass(frozen=True)
-class Suite:
+class CampaignSuite:
     name: str
     options: type[BaseModel]
     run: Callable[..., str]  # served: run(endpoint, options); booting: run(context, options) -> receipt status
@@ -44,15 +44,15 @@ class Suite:
     prepare: Callable[[Any, Any, Path], Any] | None = None
 
 
-SUITES: dict[str, Suite] = {}
+SUITES: dict[str, CampaignSuite] = {}
 
 
-def register(suite: Suite) -> Suite:
+def register(suite: CampaignSuite) -> CampaignSuite:
     SUITES[suite.name] = suite
     return suite
 
 
-def suite(kind: str) -> Suite:
+def suite(kind: str) -> CampaignSuite:
     if kind not in SUITES:
         raise UsageError(f"suite kind {kind!r}: unknown (known: {', '.join(sorted(SUITES))})")
     return SUITES[kind]
@@ -68,7 +68,7 @@ class _Options(BaseModel):
         return self.settings is None or setting in self.settings
 
 
-class BenchOptions(_Options):
+class BenchSuiteOptions(_Options):
     """As `forklift bench` takes them: one workload (cohort or synthetic) and the cells to measure."""
 
     cohort: str | None = None
@@ -87,12 +87,12 @@ class BenchOptions(_Options):
     timeout: float = Field(default=600.0, gt=0)
 
 
-def bench_options(options: BenchOptions, config: Any, root: Path) -> BenchOptions:
+def bench_options(options: BenchSuiteOptions, config: Any, root: Path) -> BenchSuiteOptions:
     """A cohort path in campaign.toml is relative to the campaign file."""
     return options if options.cohort is None else options.model_copy(update={"cohort": str(root / options.cohort)})
 
 
-def bench_plan(endpoint: Endpoint, options: BenchOptions):
+def bench_plan(endpoint: ServedSetting, options: BenchSuiteOptions):
     """The bench plan for one endpoint."""
     from forklift.bench.runner import BenchPlan, cell_specs
     from forklift.workload import load_cohort, synthetic_workload
@@ -133,11 +133,11 @@ def bench_plan(endpoint: Endpoint, options: BenchOptions):
     ), mode
 
 
-def run_bench_suite(endpoint: Endpoint, options: BenchOptions) -> str:
-    from forklift.bench.session import bench
+def run_bench_suite(endpoint: ServedSetting, options: BenchSuiteOptions) -> str:
+    from forklift.bench.session import record_bench
 
     plan, mode = bench_plan(endpoint, options)
-    outcome = bench(
+    outcome = record_bench(
         plan,
         mode=mode,
         folder=endpoint.folder,
@@ -222,17 +222,16 @@ def quality_options(options_class: type) -> Callable[[QualityOptions, Any, Path]
     return prepare
 
 
-def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[Endpoint, Any], str]:
+def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[ServedSetting, Any], str]:
     """A quality/canary suite run against the campaign's boot, its receipt written by forklift.quality.session."""
 
-    def run_against(endpoint: Endpoint, options: Any) -> str:
+    def run_against(endpoint: ServedSetting, options: Any) -> str:
         from functools import partial
 
-        from forklift.quality.endpoint import Endpoint as Target
-        from forklift.quality.session import Suite as Ready
-        from forklift.quality.session import run_suite
+        from forklift.quality.endpoint import Endpoint
+        from forklift.quality.session import ReadySuite, run_suite
 
-        target = Target(
+        target = Endpoint(
             url=endpoint.url,
             model=endpoint.model,
             log_path=endpoint.log_path,
@@ -240,7 +239,7 @@ def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[E
             engine_roots=endpoint.engine_roots,
         )
         outcome = run_suite(
-            Ready(kind, name, partial(run, options=options)),
+            ReadySuite(kind, name, partial(run, options=options)),
             target,
             endpoint.folder,
             boot=endpoint.boot,
@@ -252,12 +251,14 @@ def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[E
 
 
 def _register_quality() -> None:
-    from forklift.canary import SUITES as QUALITY_SUITES
+    from forklift.canary import SUITE_RUNNERS
 
-    for name, (kind, run, options_class) in QUALITY_SUITES.items():
-        register(Suite(name, QualityOptions, quality_runner(kind, name, run), prepare=quality_options(options_class)))
+    for name, (kind, run, options_class) in SUITE_RUNNERS.items():
+        register(
+            CampaignSuite(name, QualityOptions, quality_runner(kind, name, run), prepare=quality_options(options_class))
+        )
 
 
-register(Suite("bench", BenchOptions, run_bench_suite, prepare=bench_options))
-register(Suite("ladder", LadderOptions, run_ladder_suite, boots=True))
+register(CampaignSuite("bench", BenchSuiteOptions, run_bench_suite, prepare=bench_options))
+register(CampaignSuite("ladder", LadderOptions, run_ladder_suite, boots=True))
 _register_quality()

@@ -229,8 +229,7 @@ def bench(
     if ctx.invoked_subcommand is not None:
         return
     from forklift.bench.options import BenchOptions
-    from forklift.bench.session import bench as run
-    from forklift.bench.session import bench_launched
+    from forklift.bench.session import bench_launched, record_bench
     from forklift.receipts.envelope import Labels
 
     options = BenchOptions(
@@ -280,7 +279,7 @@ def bench(
             )
         else:
             assert url is not None  # BenchOptions saw exactly one server
-            outcome = run(
+            outcome = record_bench(
                 make_plan(url),
                 mode=options.bench_mode,
                 folder=folder,

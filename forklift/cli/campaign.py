@@ -18,7 +18,7 @@ def campaign(
     ] = False,
 ) -> None:
     """Run a campaign into one folder of labelled receipts; run it again to resume where it stopped."""
-    from forklift.campaign import load_campaign_file, make_plan
+    from forklift.campaign import load_campaign_file, make_campaign_plan
     from forklift.campaign.builds import verify_builds
     from forklift.campaign.run import Runner, finished, plan_lines
     from forklift.config import load_config
@@ -26,7 +26,7 @@ def campaign(
 
     spec = load_campaign_file(file)
     config = load_config(spec.at(spec.config))
-    plan = make_plan(spec, config)
+    plan = make_campaign_plan(spec, config)
     builds = {b.name: b for b in verify_builds(spec, config)}
 
     def say(line: str) -> None:

@@ -67,7 +67,7 @@ def canary(
         run_soak,
         run_tools,
     )
-    from forklift.quality.session import Suite
+    from forklift.quality.session import ReadySuite
 
     names = suite_names(suite or [], CANARY_SUITES)
 
@@ -91,7 +91,7 @@ def canary(
     if "logscan" in names and url is not None and log is None:
         raise UsageError("--suite logscan with --url needs --log FILE (the server's log)")
     outcomes = run_suites(
-        lambda config: [Suite("canary", name, runs[name]) for name in names],
+        lambda config: [ReadySuite("canary", name, runs[name]) for name in names],
         url=url,
         profile=profile,
         sets=sets or [],

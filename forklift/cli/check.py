@@ -104,12 +104,7 @@ def check(
     """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails."""
     from forklift.series.gate import run_check
 
-    if verify_cache:
-        import os
-
-        os.environ["FORKLIFT_VERIFY_CACHE"] = "1"  # read where the cache is opened, below the CLI
-
-    result = run_check(load(), receipts_dir(receipts), progress=None if as_json else console)
+    result = run_check(load(), receipts_dir(receipts), progress=None if as_json else console, verify_cache=verify_cache)
     report = result.report
     if junit:
         from forklift.fsio import write_atomic

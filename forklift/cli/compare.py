@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
 
-from forklift.cli.app import MEASURE, JsonOption, app, console, print_json, say
+from forklift.cli.app import MEASURE, JsonOption, app, console, print_json, say, styled
 from forklift.errors import ForkliftError, UsageError
+
+if TYPE_CHECKING:
+    from forklift.stats.quality import SuiteComparison
 
 CLAIM_STYLE = {
     "better": "green",
@@ -36,23 +39,25 @@ def _side(path: Path):
 def _render(comparison) -> None:
     from rich.table import Table
 
-    from forklift.report import numbers as fmt
+    from forklift.report import numbers
 
     a, b = f"{comparison.label_a} on {comparison.host_a}", f"{comparison.label_b} on {comparison.host_b}"
-    table = Table(title=f"{fmt.setting(comparison)} · {comparison.workload}   A = {a}   B = {b}", title_justify="left")
+    table = Table(
+        title=f"{numbers.setting(comparison)} · {comparison.workload}   A = {a}   B = {b}", title_justify="left"
+    )
     for column in ("cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"):
         table.add_column(column, justify="right" if column in ("A", "B", "Δ", "95% CI", "MDE") else "left")
     for cell in comparison.cells:
         for i, result in enumerate(cell.metrics):
             table.add_row(
                 cell.cell if i == 0 else "",
-                *fmt.metric_cells(result),
+                *numbers.metric_cells(result),
                 Text(result.verdict, style=CLAIM_STYLE[result.claim]),
             )
         table.add_section()
     console.print(table)
     for cell in comparison.cells:
-        say((cell.cell, "bold"), "\n" + "\n".join(f"  {line}" for line in fmt.cell_notes(cell)))
+        say((cell.cell, "bold"), "\n" + "\n".join(f"  {line}" for line in numbers.cell_notes(cell)))
     for name in comparison.only_a + comparison.only_b:
         side = "A" if name in comparison.only_a else "B"
         say((f"cell {name} measured by {side} only: not compared", "yellow"))
@@ -94,9 +99,7 @@ def compare_command(
 
     if len(receipts) < 2:
         raise UsageError(f"compare needs at least two receipts or folders (A B ...), got {len(receipts)}")
-    from forklift.cli.quality import compare_suite_receipts  # quality and canary receipts: their own module
-
-    if compare_suite_receipts(receipts, across_machines=across_machines, as_json=as_json):
+    if _compare_suites(receipts, across_machines=across_machines, as_json=as_json):
         return
     baseline = _side(receipts[0])
     aa_runs = [run for path in aa or [] for run in _side(path)]
@@ -114,4 +117,52 @@ def compare_command(
     for result in results:
         _render(result)
     for line in unmatched:
+        say((f"not compared ({line})", "yellow"))
+
+
+def _compare_suites(paths: list[Path], *, across_machines: bool, as_json: bool) -> bool:
+    """`forklift compare` for quality and canary receipts; True when nothing is left for the bench comparison.
+
+    With bench receipts too, the suites' table comes first and bench compares after it
+    (with --json, bench's document alone, as before).
+    """
+    from forklift.stats.quality import compare_suite_folders
+
+    found = compare_suite_folders(paths, across_machines=across_machines)
+    if found is None or (found.has_bench and as_json):
+        return False
+    if not found.rows:
+        if found.has_bench:
+            return False
+        raise ForkliftError("nothing to compare: " + "; ".join(found.unmatched))
+    if as_json:
+        print_json({"suites": [r.model_dump(mode="json") for r in found.rows], "unmatched": found.unmatched})
+    else:
+        _render_suites(found.rows, found.unmatched)
+    refused = [row for row in found.rows if row.claim == "refused"]
+    if refused:
+        raise ForkliftError(refused[0].verdict)
+    return not found.has_bench
+
+
+def _render_suites(rows: list[SuiteComparison], alone: list[str]) -> None:
+    from rich.table import Table
+
+    style = {
+        "better": "green",
+        "worse": "red",
+        "noise": "dim",
+        "identical": "dim",
+        "failed": "red",
+        "refused": "yellow",
+        "insufficient": "yellow",
+    }
+    table = Table(title="forklift compare: quality and canaries", title_justify="left")
+    for column in ("suite", "setting", "A", "B", "verdict"):
+        table.add_column(column)
+    for row in rows:
+        setting = row.setting_a if row.setting_a == row.setting_b else f"{row.setting_a} → {row.setting_b}"
+        table.add_row(row.label, setting, row.value_a, row.value_b, styled(row.verdict, style[row.claim]))
+    console.print(table)
+    for line in alone:
         say((f"not compared ({line})", "yellow"))

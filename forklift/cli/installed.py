@@ -19,12 +19,12 @@ InstalledFlag = Annotated[bool, typer.Option("--installed", hidden=True)]
 
 
 def _package(path: Path | None):
-    from forklift.engines import adapter
+    from forklift.engines import engine_adapter
     from forklift.installed.package import locate
     from forklift.series.gate import configured_series
 
     config = load()
-    engine = adapter(config.data.engine.kind)
+    engine = engine_adapter(config.data.engine.kind)
     return locate(path, engine.package, engine.serve_script), configured_series(config)
 
 
@@ -54,7 +54,7 @@ def verify(
 ) -> None:
     """Check every file of an installed engine: pristine, patched as the series says, or unexpected."""
     from forklift.errors import ForkliftError
-    from forklift.installed.verify import verify as verify_installed
+    from forklift.installed.verify import verify_installed
 
     package, series = _package(path)
     state = verify_installed(package, series, trimmed=trimmed)

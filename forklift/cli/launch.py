@@ -82,13 +82,13 @@ def launch(
     ] = None,
 ) -> None:
     """Boot a profile as a supervised server (Ctrl-C or `forklift stop` ends it), or --print its command."""
-    from forklift.launch.plan import make_plan
+    from forklift.launch.plan import make_launch_plan
     from forklift.launch.resolve import printed_lines
-    from forklift.launch.session import launch as run_launch
+    from forklift.launch.session import launch_and_serve
     from forklift.receipts.envelope import Labels
 
     config = load()
-    plan = make_plan(config, profile, sets or [], port=port, check=check)
+    plan = make_launch_plan(config, profile, sets or [], port=port, check=check)
     for warning in plan.warnings:
         warn(warning)
     if print_only:
@@ -137,7 +137,7 @@ def launch(
             say("serving; Ctrl-C or `forklift stop` to end")
 
     with BootStatus(console, plan.resolved.profile) as status:
-        booted = run_launch(
+        booted = launch_and_serve(
             config,
             plan,
             receipts_dir(receipts),

@@ -17,13 +17,6 @@ app.add_typer(source_app, name="source", rich_help_panel=FORK)
 RepoOption = Annotated[Path, typer.Option("--repo", help="the fork's git repository")]
 
 
-def pristine(config):
-    """The pinned upstream tree, materialized with a progress line on the console."""
-    from forklift.source import materialize
-
-    return materialize(config.data.upstream, config.root, progress=console)
-
-
 @app.command(rich_help_panel=START)
 def init(
     pypi: Annotated[
@@ -48,7 +41,9 @@ def init(
 @app.command(rich_help_panel=START)
 def fetch() -> None:
     """Download, verify and extract the pinned upstream into the cache; print the tree's path and digest."""
-    tree = pristine(load())
+    from forklift.source import pinned_tree
+
+    tree = pinned_tree(load(), progress=console)
     say(f"{tree.label}\n  path   {tree.path}\n  digest {tree.digest}")  # one line each, so a path can be copied
 
 

@@ -86,7 +86,7 @@ class EngineAdapter:
         return [python, "-m", self.serve_module, "serve", "--help=all"]
 
 
-def adapter(kind: str) -> EngineAdapter:
+def engine_adapter(kind: str) -> EngineAdapter:
     if kind == "vllm":
         from forklift.engines.vllm import VLLM
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
-from forklift.engines import adapter
+from forklift.engines import engine_adapter
 from forklift.errors import ForkliftError, UsageError
 from forklift.flip.knobs import knob_deltas
 from forklift.flip.report import FlipReport, FlipRow, KnobDelta
@@ -83,7 +83,7 @@ def run_flip(
             new_tree,
             {**old_overlay.files, **overlay_files},
             {**new_overlay.files, **overlay_files},
-            adapter(config.data.engine.kind),
+            engine_adapter(config.data.engine.kind),
             default_cache(),
         )
     report = FlipReport(

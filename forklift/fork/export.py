@@ -188,7 +188,7 @@ def recorded_base(series_dir: Path) -> str | None:
     return m.group(1) if m else None
 
 
-def slug(subject: str) -> str:
+def patch_file_stem(subject: str) -> str:
     """A file name from the subject, as git format-patch makes them (without its running number)."""
     text = re.sub(r"[^A-Za-z0-9._]+", "-", subject).strip("-.")
     text = re.sub(r"\.{2,}", ".", text)[:52].rstrip("-.")
@@ -251,7 +251,7 @@ def _patch_name(
         if name in taken:
             raise ForkliftError(f"commits {taken[name][:12]} and {commit[:12]} both name the patch {name!r}")
     else:
-        stem = slug(subject)
+        stem = patch_file_stem(subject)
         known = [n for n in series.names if n not in taken and (series.exported.get(n) == commit)]
         known = known or [n for n in series.names if n not in taken and _NUMBERED.sub("", n) == f"{stem}.patch"]
         if known:

@@ -58,7 +58,7 @@ def pristine_reader(root: Path, upstream: UpstreamPaths):
     return read
 
 
-def replay(
+def replay_series(
     git: Git,
     ref: str,
     pristine_root: Path,

@@ -152,7 +152,7 @@ def installed_overlay_hash(package: InstalledPackage, series: Series) -> str | N
     return overlay_hash(changed) if changed else None
 
 
-def verify(package: InstalledPackage, series: Series, trimmed: bool = False) -> Verification:
+def verify_installed(package: InstalledPackage, series: Series, trimmed: bool = False) -> Verification:
     """Every file's state; with `trimmed`, RECORD files not on disk (and untouched by the series) are absent."""
     read = package.read
     patches, undone = _undo_applied(package, series)
@@ -210,7 +210,7 @@ def apply_installed(package: InstalledPackage, series: Series) -> Applied:
     (plus any already-applied part of this series), or when a patch does not apply exactly.
     """
     with FileLock(str(package.site / f".forklift-{package.package}.lock")):
-        state = verify(package, series)
+        state = verify_installed(package, series)
         for check in state.files:
             if check.path in state.touched and check.state in ("modified", "missing"):
                 raise ForkliftError(

@@ -7,7 +7,7 @@ knobs) are in check.py.
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import json
 import re
 from dataclasses import dataclass, field
@@ -128,7 +128,7 @@ def flag_values(name: str, value: ArgValue, where: str) -> tuple[str, tuple[str,
             raise ConfigError(f"{where}: {name} is an empty list (remove it instead)")
         if any(isinstance(v, (dict, list)) for v in value):
             return name, (json.dumps(value, separators=(",", ":")),)
-        if any(isinstance(v, (bool, _dt.date, _dt.time)) for v in value):
+        if any(isinstance(v, (bool, datetime.date, datetime.time)) for v in value):
             raise ConfigError(f"{where}: {name} = {value!r}: a list of booleans or dates is not a flag value")
         return name, tuple(str(v) for v in value)
     if isinstance(value, (int, float, str)):

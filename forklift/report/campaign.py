@@ -11,9 +11,11 @@ blank that reads as zero.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 from packaging.version import InvalidVersion, Version
 
@@ -135,11 +137,20 @@ def _boots(receipts: list[tuple[Path, Receipt]]) -> list[Boot]:
     ]
 
 
-def _build_order(runs: list[BenchRun], boots: list[Boot]) -> list[str]:
+class Measured(Protocol):
+    """A receipt read for a report (a bench run, a boot, a suite run): what build it measured."""
+
+    @property
+    def receipt(self) -> Receipt: ...
+
+    @property
+    def build(self) -> str: ...
+
+
+def builds_oldest_first(items: Iterable[Measured]) -> list[str]:
     """Oldest first: by engine version where it parses, else by when it was first measured."""
     first_seen: dict[str, datetime] = {}
     versions: dict[str, Version | None] = {}
-    items: list[BenchRun | Boot] = [*runs, *boots]
     for item in sorted(items, key=lambda x: x.receipt.created):
         first_seen.setdefault(item.build, item.receipt.created)
         try:
@@ -201,7 +212,7 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
     runs, boots = bench_runs(receipts), _boots(receipts)
     if not runs and not boots and not any(r.kind in ("quality", "canary", "ladder") for _, r in receipts):
         raise ForkliftError(f"{folder}: no bench, boot, ladder, quality or canary receipts to report")
-    builds = _build_order(runs, boots)
+    builds = builds_oldest_first([*runs, *boots])
     settings = list(dict.fromkeys([r.setting for r in runs] + [b.setting for b in boots]))
     by_setting = baseline is not None and baseline not in builds
     if by_setting and baseline not in settings:

@@ -80,13 +80,17 @@ def published_digests(config: Config, series: Series) -> Published | None:
     return Published(where=path, sums=sums, actual=actual, required=required)
 
 
-def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -> GateResult:
+def run_check(
+    config: Config, receipts_dir: Path | None = None, progress=None, verify_cache: bool = False
+) -> GateResult:
+    """`verify_cache` re-hashes every cached file the check reads (`forklift check --verify-cache`)."""
     from forklift.source import default_cache, materialize
 
     series = configured_series(config)
     overlay_files = configured_overlay(config)
     published = published_digests(config, series)
-    tree = materialize(config.data.upstream, config.root, progress=progress)
+    cache = default_cache(verify=verify_cache)
+    tree = materialize(config.data.upstream, config.root, cache=cache, progress=progress)
     committed = None
     if config.patches_md is not None and config.patches_md.exists():
         committed = config.patches_md.read_text(encoding="utf-8")
@@ -97,10 +101,10 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         tree=tree.label,
         digest=tree.digest,
         committed_patches_md=committed,
-        compiled=CompiledMarkers(default_cache().root / "compiled"),
+        compiled=CompiledMarkers(cache.root / "compiled"),
         overlay_files=overlay_files,
         published=published,
-        diffs=CachedDiffs(default_cache().root / "diffs"),
+        diffs=CachedDiffs(cache.root / "diffs"),
     )
     receipt = new_receipt(
         "check",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.errors import ForkliftError
 from forklift.source import gitpin
@@ -85,6 +86,11 @@ def _git(pin: GitPin, root: Path, cache: Cache, progress) -> Tree:
         gitpin.verify_pin(mirror, url, pin.tag, pin.commit)
         _checkout(mirror, pin.commit, label, cache, progress)
     return Tree(cache.tree_path(f"git-{pin.commit}"), pin.commit, label, "git")
+
+
+def pinned_tree(config: Config, progress=None) -> Tree:
+    """The distribution's pinned upstream tree (materialize() with its pin and folder)."""
+    return materialize(config.data.upstream, config.root, progress=progress)
 
 
 def materialize_ref(pin: GitPin, ref: str, root: Path, cache: Cache | None = None, progress=None) -> tuple[Tree, str]:
