@@ -85,10 +85,20 @@ class BenchSuiteOptions(_Options):
     runs: int = Field(default=4, ge=1, description="kept runs of each cell (compare needs 2+ a side to claim)")
     warmup: int = Field(default=1, ge=0, description="runs before the kept ones, discarded")
     timeout: float = Field(default=600.0, gt=0)
+    target_mde: str | None = Field(
+        default=None, description="add boots (whole repeats, within the campaign's budget) until this MDE, e.g. '1%'"
+    )
+    target_metric: Literal["decode_tps", "tpot", "ttft", "e2e"] = Field(
+        default="decode_tps", description="the metric target_mde is held to"
+    )
 
 
 def bench_options(options: BenchSuiteOptions, config: Any, root: Path) -> BenchSuiteOptions:
-    """A cohort path in campaign.toml is relative to the campaign file."""
+    """A cohort path in campaign.toml is relative to the campaign file; a target MDE must be a percent."""
+    if options.target_mde is not None:
+        from forklift.campaign.precision import parse_percent
+
+        parse_percent(options.target_mde, "target_mde")
     return options if options.cohort is None else options.model_copy(update={"cohort": str(root / options.cohort)})
 
 

@@ -86,8 +86,11 @@ def bench_receipt(
     concurrency: dict[str, int] | None = None,
     metrics_delta: dict[str, dict] | None = None,
     kept: list[int] | None = None,
+    boot: str | None = None,
 ) -> Receipt:
+    """`boot`: the server boot benched (BenchBody.boot_id); None leaves it unrecorded (a boot per receipt)."""
     body = BenchBody(
+        boot_id=boot,
         url="http://127.0.0.1:8000",
         model="tiny",
         mode="sweep",
