@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from forklift.campaign.schema import CampaignFile
-from forklift.campaign.suites import CampaignSuite, suite
+from forklift.campaign.suites import CampaignSuite, SuiteOptions, suite
 from forklift.config import Config
 from forklift.config.load import describe
 from forklift.errors import ConfigError, ForkliftError
@@ -46,7 +46,7 @@ class Slot:
 class Prepared:
     """A suite's options as campaign.toml gave them (name, settings) and as its run() takes them."""
 
-    given: BaseModel
+    given: SuiteOptions
     ready: Any
 
     @property
@@ -54,7 +54,7 @@ class Prepared:
         return getattr(self.given, "name", None)
 
     def runs_on(self, setting: str) -> bool:
-        return self.given.runs_on(setting)  # type: ignore[attr-defined]
+        return self.given.runs_on(setting)
 
 
 @dataclass(frozen=True)

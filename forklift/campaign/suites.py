@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from forklift.errors import UsageError
 from forklift.receipts.envelope import Labels
+
+if TYPE_CHECKING:
+    from forklift.bench.runner import BenchPlan
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class ServedSetting:
 @dataclass(frozen=True)
 class CampaignSuite:
     name: str
-    options: type[BaseModel]
+    options: type[SuiteOptions]
     run: Callable[..., str]  # served: run(endpoint, options); booting: run(context, options) -> receipt status
     boots: bool = False
     # what run() takes, from the validated options, the distribution's config and the campaign's folder
@@ -58,7 +61,7 @@ def suite(kind: str) -> CampaignSuite:
     return SUITES[kind]
 
 
-class _Options(BaseModel):
+class SuiteOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = Field(default=None, description="shown in the plan; default: the kind")
@@ -68,7 +71,7 @@ class _Options(BaseModel):
         return self.settings is None or setting in self.settings
 
 
-class BenchSuiteOptions(_Options):
+class BenchSuiteOptions(SuiteOptions):
     """As `forklift bench` takes them: one workload (cohort or synthetic) and the cells to measure."""
 
     cohort: str | None = None
@@ -102,7 +105,7 @@ def bench_options(options: BenchSuiteOptions, config: Any, root: Path) -> BenchS
     return options if options.cohort is None else options.model_copy(update={"cohort": str(root / options.cohort)})
 
 
-def bench_plan(endpoint: ServedSetting, options: BenchSuiteOptions):
+def bench_plan(endpoint: ServedSetting, options: BenchSuiteOptions) -> tuple[BenchPlan, str]:
     """The bench plan for one endpoint."""
     from forklift.bench.runner import BenchPlan, cell_specs
     from forklift.workload import load_cohort, synthetic_workload
@@ -159,7 +162,7 @@ def run_bench_suite(endpoint: ServedSetting, options: BenchSuiteOptions) -> str:
     return outcome.status
 
 
-class LadderOptions(_Options):
+class LadderOptions(SuiteOptions):
     axis: str = Field(description="KEY=V1,V2,... or KEY=START:STOP:STEP")
     requests: int = Field(default=16, ge=1)
     concurrency: int = Field(default=4, ge=1)
@@ -208,7 +211,7 @@ def run_ladder_suite(context: LadderContext, options: LadderOptions) -> str:
     return "ok" if body.highest_pass is not None else "failed"
 
 
-class QualityOptions(_Options):
+class QualityOptions(SuiteOptions):
     """A quality or canary suite's own options, as its `forklift quality`/`canary` flags name them."""
 
     model_config = ConfigDict(extra="allow", frozen=True)

@@ -50,7 +50,7 @@ def _count_lines(path: Path, end: int) -> int:
 def count_new(endpoint: Endpoint, start: int, name: str) -> int:
     """How many lines matching one pattern the server logged since byte `start`."""
     assert endpoint.log_path is not None
-    return scan(endpoint.log_path, engine_adapter(endpoint.engine), start)[name]["count"]
+    return int(scan(endpoint.log_path, engine_adapter(endpoint.engine), start)[name]["count"])
 
 
 def run_logscan(endpoint: Endpoint, options: LogscanOptions) -> SuiteBody:

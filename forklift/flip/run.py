@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
@@ -27,6 +28,9 @@ from forklift.series.move import follow_manifest, moved_toml, new_pin, pin_versi
 from forklift.series.render import series_patches_md
 from forklift.source import Tree
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 
 @dataclass(frozen=True)
 class FlipResult:
@@ -39,7 +43,7 @@ def run_flip(
     config: Config,
     version: str,
     receipts_dir: Path | None = None,
-    progress=None,
+    progress: Console | None = None,
     write: bool = False,
     fork: Git | None = None,
     git_ref: bool = False,

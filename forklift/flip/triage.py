@@ -25,6 +25,7 @@ from __future__ import annotations
 import difflib
 import keyword
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -108,7 +109,7 @@ class _Unlanded:
     creates: set[str] = field(default_factory=set)
 
 
-def _stripped(lines) -> list[bytes]:
+def _stripped(lines: Iterable[bytes]) -> list[bytes]:
     return [line.strip() for line in lines if line.strip()]
 
 
@@ -119,7 +120,7 @@ def _locate(lines: list[bytes], block: tuple[bytes, ...], guess: int) -> int | N
     return min(spots, key=lambda i: abs(i - guess)) if spots else None
 
 
-def _text(lines) -> tuple[str, ...]:
+def _text(lines: Iterable[bytes]) -> tuple[str, ...]:
     return tuple(line.decode("utf-8", "surrogateescape").rstrip("\n") for line in lines)
 
 
@@ -136,7 +137,9 @@ class _Diffs:
         return self._cache[key]
 
 
-def _changed_line(diffs: _Diffs, old: bytes, new: bytes, start: int, end: int):
+def _changed_line(
+    diffs: _Diffs, old: bytes, new: bytes, start: int, end: int
+) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
     """The first upstream change touching old lines [start, end): (old line, was, now), or None."""
     old_lines, new_lines = split_lines(old), split_lines(new)
     for _, i1, i2, j1, j2 in diffs.opcodes(old, new):
@@ -293,7 +296,9 @@ class _Triage:
                 return HunkEvidence(fp.path, result.index, status, f"{verb}: {what} line {line}", line, was, now)
         return HunkEvidence(fp.path, result.index, status, f"{verb}: its lines are not in the new release")
 
-    def _evidence(self, patch: Patch, hunks: tuple[HunkResult, ...], problems: tuple[FileProblem, ...]):
+    def _evidence(
+        self, patch: Patch, hunks: tuple[HunkResult, ...], problems: tuple[FileProblem, ...]
+    ) -> tuple[HunkEvidence, ...]:
         by_file = {fp.path: fp for fp in patch.files}
         trouble = {p.file: p for p in problems}
         out: list[HunkEvidence] = []
@@ -343,13 +348,15 @@ class _Triage:
                     out.append(self._conflict(fp, hunk, r, "fuzz" if r.status == "fuzz" else "conflict"))
         return tuple(out)
 
-    def _verdict(self, status: str, evidence: tuple[HunkEvidence, ...], patch: Patch):
+    def _verdict(
+        self, status: str, evidence: tuple[HunkEvidence, ...], patch: Patch
+    ) -> tuple[Verdict, RetireEvidence | None]:
         kinds = {h.status for h in evidence}
         if status == "fuzz":  # placed only by dropping context: upstream may have taken the patch and edited it
             retire = _retire(patch, self.new)
             return ("retire-candidate", retire) if retire else ("fuzz", None)
         if status in ("exact", "offset"):
-            return status, None
+            return ("exact" if status == "exact" else "offset"), None
         if status == "already-applied":
             return "already-upstream", None
         if status == "partly-applied":
@@ -359,7 +366,12 @@ class _Triage:
         retire = _retire(patch, self.new) if kinds & {"conflict", "fuzz", "already"} else None
         if retire:
             return "retire-candidate", retire
-        for verdict, kind in (("conflict", "conflict"), ("conflict", "fuzz"), ("file-gone", "gone")):
+        ranked: tuple[tuple[Verdict, str], ...] = (
+            ("conflict", "conflict"),
+            ("conflict", "fuzz"),
+            ("file-gone", "gone"),
+        )
+        for verdict, kind in ranked:
             if kind in kinds:
                 return verdict, None
         return ("blocked", None) if "blocked" in kinds else ("conflict", None)

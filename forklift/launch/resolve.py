@@ -11,6 +11,7 @@ import datetime
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from forklift.config.load import extends_chain
 from forklift.config.profile import ArgValue, EnvValue, Profile, Ray
@@ -70,7 +71,7 @@ def flatten(profiles: dict[str, Profile], name: str) -> Profile:
     if name not in profiles:
         raise UsageError(f"unknown profile {name!r} (profiles: {', '.join(sorted(profiles)) or 'none'})")
     chain = extends_chain(profiles, name)
-    merged: dict = {}
+    merged: dict[str, Any] = {}
     for ancestor in reversed(chain):
         data = profiles[ancestor].model_dump(exclude_unset=True)
         for key, value in data.items():

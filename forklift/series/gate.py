@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from forklift.config import Config
 from forklift.errors import ConfigError
@@ -16,6 +17,9 @@ from forklift.series.files import read_overlay
 from forklift.series.model import Series, load_series
 from forklift.series.render import series_patches_md
 from forklift.source.hashing import file_sha256
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class CompiledMarkers:
@@ -81,7 +85,7 @@ def published_digests(config: Config, series: Series) -> Published | None:
 
 
 def run_check(
-    config: Config, receipts_dir: Path | None = None, progress=None, verify_cache: bool = False
+    config: Config, receipts_dir: Path | None = None, progress: Console | None = None, verify_cache: bool = False
 ) -> GateResult:
     """`verify_cache` re-hashes every cached file the check reads (`forklift check --verify-cache`)."""
     from forklift.source import default_cache, materialize
@@ -125,7 +129,9 @@ def write_patches_md(config: Config) -> Path:
     return config.patches_md
 
 
-def run_tree(config: Config, out: Path, force: bool = False, progress=None) -> tuple[Path, dict]:
+def run_tree(
+    config: Config, out: Path, force: bool = False, progress: Console | None = None
+) -> tuple[Path, dict[str, Any]]:
     """`forklift tree OUT`: the pinned tree with the series and the overlay, written to OUT with its record."""
     from forklift.series.tree import patched_tree, tree_record, write_tree
     from forklift.source import materialize
