@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandFunctionType
 
 if TYPE_CHECKING:
     from forklift.config import Config
@@ -81,7 +83,7 @@ class App(typer.Typer):
         kwargs.setdefault("no_args_is_help", True)
         super().__init__(rich_markup_mode="rich", pretty_exceptions_enable=False, **kwargs)
 
-    def command(self, *args: Any, **kwargs: Any) -> Any:
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[CommandFunctionType], CommandFunctionType]:
         kwargs.setdefault("cls", Command)
         return super().command(*args, **kwargs)
 

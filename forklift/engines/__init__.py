@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from forklift.errors import UsageError
 
+__all__ = ["EngineAdapter", "FactPattern", "FatalPattern", "ScanPattern", "engine_adapter"]
+
 
 @dataclass(frozen=True)
 class FactPattern:
