@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import app, console
+
+if TYPE_CHECKING:
+    from forklift.campaign.run import Runner
 
 
 @app.command()
@@ -71,7 +74,7 @@ def campaign(
     raise typer.Exit(EXIT_CODES[overall(decisions)])
 
 
-def _status(runner, key: str) -> str | None:
+def _status(runner: Runner, key: str) -> str | None:
     from forklift.campaign.run import CELL_KIND
     from forklift.receipts.store import read_receipt
 

@@ -12,6 +12,7 @@ from forklift.cli.app import MEASURE, JsonOption, app, console, print_json, say,
 from forklift.errors import ForkliftError, UsageError
 
 if TYPE_CHECKING:
+    from forklift.stats import BenchRun, GroupComparison
     from forklift.stats.quality import SuiteComparison
 
 CLAIM_STYLE = {
@@ -38,7 +39,7 @@ TargetOption = Annotated[
 ]
 
 
-def _read(path: Path):
+def _read(path: Path) -> tuple[list[BenchRun], bool]:
     """A side's bench runs, and whether it holds quality or canary receipts: each file is read once."""
     from forklift.receipts import read_receipts
     from forklift.stats import bench_runs
@@ -47,13 +48,13 @@ def _read(path: Path):
     return bench_runs(found), any(receipt.kind in ("quality", "canary") for _, receipt in found)
 
 
-def _bench(path: Path, runs):
+def _bench(path: Path, runs: list[BenchRun]) -> list[BenchRun]:
     if not runs:
         raise ForkliftError(f"{path}: no bench receipts")
     return runs
 
 
-def _render(comparison, target: float | None) -> None:
+def _render(comparison: GroupComparison, target: float | None) -> None:
     from rich.table import Table
 
     from forklift.report import numbers

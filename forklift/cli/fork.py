@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import FORK, app, console, load, say
 from forklift.cli.source import RepoOption
 from forklift.errors import ForkliftError
+
+if TYPE_CHECKING:
+    from forklift.config import Config
+    from forklift.fork.rebase import PendingMove
+    from forklift.source import Tree
 
 SHOWN_DIFFERENCES = 20  # replay lists this many files, then a count
 BaseOption = Annotated[
@@ -25,7 +30,7 @@ def _shown(path: Path) -> Path:
         return path
 
 
-def _release(config, move):
+def _release(config: Config, move: PendingMove) -> Tree:
     """The tree of the release a pending rebase moves to (the pin it recorded)."""
     from forklift.source import materialize
 

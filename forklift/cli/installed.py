@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import ENGINE, JsonOption, app, load, print_json, say
+
+if TYPE_CHECKING:
+    from forklift.installed.package import InstalledPackage
+    from forklift.series.model import Series
 
 PathArgument = Annotated[
     Path | None,
@@ -18,7 +22,7 @@ PathArgument = Annotated[
 InstalledFlag = Annotated[bool, typer.Option("--installed", hidden=True)]
 
 
-def _package(path: Path | None):
+def _package(path: Path | None) -> tuple[InstalledPackage, Series]:
     from forklift.engines import engine_adapter
     from forklift.installed.package import locate
     from forklift.series.gate import configured_series

@@ -29,6 +29,8 @@ from forklift.errors import ForkliftError, UsageError
 
 if TYPE_CHECKING:
     from forklift.config import Config
+    from forklift.quality.schema import SuiteBody
+    from forklift.quality.session import Outcome, ReadySuite
 
 # Server options every suite command takes alike.
 TimeoutOption = Annotated[float, typer.Option("--timeout", help="seconds per request")]
@@ -47,7 +49,7 @@ def suite_names(given: list[str], known: tuple[str, ...]) -> list[str]:
 
 
 def run_suites(
-    make: Callable[[object | None], list],
+    make: Callable[[Config | None], list[ReadySuite]],
     *,
     url: str | None,
     profile: str | None,
@@ -59,7 +61,7 @@ def run_suites(
     engine_roots: list[Path],
     log: Path | None,
     receipts: Path | None,
-) -> list:
+) -> list[Outcome]:
     """Build the suites (`make(config)`), run them against --url or a launched --profile, render, return outcomes."""
     from forklift.quality.endpoint import Endpoint
     from forklift.quality.session import run_launched, run_suite
@@ -107,10 +109,8 @@ def _optional_config() -> Config | None:
     return load() if config_file() is not None else None
 
 
-def render(outcomes: list) -> None:
+def render(outcomes: list[Outcome]) -> None:
     from rich.table import Table
-
-    from forklift.quality.schema import SuiteBody
 
     table = Table(title="forklift suites", title_justify="left")
     for column in ("suite", "verdict", "evidence", "receipt"):
@@ -125,7 +125,7 @@ def render(outcomes: list) -> None:
             say((f"{outcome.body.suite}: {outcome.body.failure}", "red"))
 
 
-def _evidence(body) -> str:
+def _evidence(body: SuiteBody) -> str:
     summary = body.summary
     if body.suite == "ppl" and body.passed:
         bpb = summary.get("bits_per_byte")
@@ -140,7 +140,7 @@ def _evidence(body) -> str:
     return ", ".join(f"{k}={json.dumps(v) if isinstance(v, dict) else v}" for k, v in shown.items())
 
 
-def finish(outcomes: list, command: str) -> None:
+def finish(outcomes: list[Outcome], command: str) -> None:
     failed = [o for o in outcomes if not o.body.passed]
     if failed:
         raise ForkliftError(
@@ -204,7 +204,7 @@ def quality(
     if "gsm8k" in names and data is None:
         raise UsageError("--suite gsm8k needs --data FILE (GSM8K JSONL: question, answer)")
 
-    def make(config) -> list:
+    def make(config: Config | None) -> list[ReadySuite]:
         suites = []
         if "ppl" in names:
             if config is None:

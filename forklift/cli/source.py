@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import FORK, START, App, app, console, load, say
 from forklift.errors import ForkliftError
+
+if TYPE_CHECKING:
+    from forklift.fork.binding import BindingFailure
 
 source_app = App(help="Bind the release to the fork commit its series came from (the SOURCE file).")
 app.add_typer(source_app, name="source", rich_help_panel=FORK)
@@ -47,7 +50,7 @@ def fetch() -> None:
     say(f"{tree.label}\n  path   {tree.path}\n  digest {tree.digest}")  # one line each, so a path can be copied
 
 
-def _report_binding(failures) -> None:
+def _report_binding(failures: list[BindingFailure]) -> None:
     for failure in failures:
         say(("FAIL", "red"), f" {failure}")
     if failures:
