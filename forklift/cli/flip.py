@@ -18,6 +18,7 @@ STYLE = {
     "fuzz": "red",
     "already-upstream": "cyan",
     "partly-upstream": "magenta",
+    "recut": "red",
     "retire-candidate": "cyan",
     "upstream-own": "red",
     "file-gone": "red",
