@@ -26,3 +26,13 @@ def table(
         return "| " + " | ".join(cell(escape(c) if escape else c, empty) for c in cells) + " |"
 
     return [line(header), "|" + "---|" * len(header), *(line(r) for r in rows)]
+
+
+def table_text(
+    header: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    empty: str = "",
+    escape: Callable[[object], str] | None = None,
+) -> str:
+    """table() as one string."""
+    return "\n".join(table(header, rows, empty, escape))

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from forklift.engines import adapter
+from forklift.engines import engine_adapter
+
+if TYPE_CHECKING:
+    from forklift.bench.schema import BenchBody
 
 # family -> {frozenset(labels): value}; counters summed over their `_total` samples.
-Snapshot = dict[str, dict[frozenset, float]]
+Snapshot = dict[str, dict[frozenset[tuple[str, str]], float]]
 
 COUNTER_ROLES = (
     "spec_drafts",
@@ -34,7 +37,7 @@ PER_POSITION_ROLE = "spec_accepted_per_pos"
 
 def metric_names(engine: str) -> dict[str, str]:
     """Role -> Prometheus family name, from the engine adapter."""
-    return dict(adapter(engine).metrics)
+    return dict(engine_adapter(engine).metrics)
 
 
 def parse_snapshot(text: str) -> Snapshot:
@@ -130,7 +133,7 @@ def server_info(snapshot: Snapshot | None, names: dict[str, str]) -> dict[str, A
     return {key: labels[key] for key in wanted if key in labels}
 
 
-def cache_reuse(body) -> list[str]:
+def cache_reuse(body: BenchBody) -> list[str]:
     """Cells of a salted bench whose prompts hit the server's prefix cache: the server saw them before.
 
     The salt is a pure function of (nonce, cell, run, prompt) so both sides of a compare send the same

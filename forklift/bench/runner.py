@@ -137,7 +137,7 @@ async def send_all(
     """Send one run's requests at the cell's concurrency; True when the server became unreachable."""
     slots = asyncio.Semaphore(spec.concurrency)
     unreachable = asyncio.Event()
-    tasks: set[asyncio.Task] = set()
+    tasks: set[asyncio.Task[None]] = set()
 
     async def one(request: PreparedRequest) -> None:
         record = RequestRecord(prompt_id=request.prompt_id, run=run, send=time.perf_counter() - zero)

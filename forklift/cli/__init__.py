@@ -13,6 +13,8 @@ from forklift.cli.app import app, say
 from forklift.errors import ForkliftError
 
 # Imported in pipeline order: within a help panel, commands are listed in this order.
+__all__ = ["main"]
+
 COMMAND_MODULES = (
     "source",
     "check",

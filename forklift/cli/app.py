@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.segment import Segment
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandFunctionType
 
 from forklift.textsafe import terminal
 
@@ -84,7 +85,7 @@ class App(typer.Typer):
         kwargs.setdefault("no_args_is_help", True)
         super().__init__(rich_markup_mode="rich", pretty_exceptions_enable=False, **kwargs)
 
-    def command(self, *args: Any, **kwargs: Any) -> Any:
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[CommandFunctionType], CommandFunctionType]:
         kwargs.setdefault("cls", Command)
         return super().command(*args, **kwargs)
 

@@ -86,15 +86,15 @@ def launch(
     ] = None,
 ) -> None:
     """Boot a profile as a supervised server (Ctrl-C or `forklift stop` ends it), or --print its command."""
-    from forklift.launch.plan import make_plan
+    from forklift.launch.plan import make_launch_plan
     from forklift.launch.recipe import recipe
-    from forklift.launch.session import launch as run_launch
+    from forklift.launch.session import launch_and_serve
     from forklift.receipts.envelope import Labels
 
     if print_format != "lines" and not print_only:
         raise UsageError("--format goes with --print")
     config = load()
-    plan = make_plan(config, profile, sets or [], port=port, check=check)
+    plan = make_launch_plan(config, profile, sets or [], port=port, check=check)
     for warning in plan.warnings:
         warn(warning)
     if print_only:
@@ -125,7 +125,7 @@ def launch(
             say("serving; Ctrl-C or `forklift stop` to end")
 
     with BootStatus(console, plan.resolved.profile) as status:
-        booted = run_launch(
+        booted = launch_and_serve(
             config,
             plan,
             receipts_dir(receipts),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -146,7 +147,7 @@ class KnobDelta(BaseModel):
 class FlipReport(BaseModel):
     old: str  # labels, e.g. "vllm 0.32.0 (sdist vllm-0.32.0.tar.gz)"
     new: str
-    new_pin: dict
+    new_pin: dict[str, Any]
     patches: list[FlipRow]
     knobs: list[KnobDelta] = Field(default_factory=list)
     knobs_skipped: str | None = None  # why there is no knob section (not a vLLM tree, the series did not land)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import keyword
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -114,7 +115,7 @@ class _Unlanded:
     creates: set[str] = field(default_factory=set)
 
 
-def _stripped(lines) -> list[bytes]:
+def _stripped(lines: Iterable[bytes]) -> list[bytes]:
     return [line.strip() for line in lines if line.strip()]
 
 
@@ -125,7 +126,7 @@ def _locate(lines: list[bytes], block: tuple[bytes, ...], guess: int) -> int | N
     return min(spots, key=lambda i: abs(i - guess)) if spots else None
 
 
-def _text(lines) -> tuple[str, ...]:
+def _text(lines: Iterable[bytes]) -> tuple[str, ...]:
     return tuple(line.decode("utf-8", "surrogateescape").rstrip("\n") for line in lines)
 
 
@@ -142,7 +143,9 @@ class _Diffs:
         return self._cache[key]
 
 
-def _changed_line(diffs: _Diffs, old: bytes, new: bytes, start: int, end: int):
+def _changed_line(
+    diffs: _Diffs, old: bytes, new: bytes, start: int, end: int
+) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
     """The first upstream change touching old lines [start, end): (old line, was, now), or None."""
     old_lines, new_lines = split_lines(old), split_lines(new)
     for _, i1, i2, j1, j2 in diffs.opcodes(old, new):
@@ -316,7 +319,9 @@ class _Triage:
                 return HunkEvidence(fp.path, result.index, status, f"{verb}: {what} line {line}", line, was, now)
         return HunkEvidence(fp.path, result.index, status, f"{verb}: its lines are not in the new release")
 
-    def _evidence(self, patch: Patch, hunks: tuple[HunkResult, ...], problems: tuple[FileProblem, ...]):
+    def _evidence(
+        self, patch: Patch, hunks: tuple[HunkResult, ...], problems: tuple[FileProblem, ...]
+    ) -> tuple[HunkEvidence, ...]:
         by_file = {fp.path: fp for fp in patch.files}
         trouble = {p.file: p for p in problems}
         out: list[HunkEvidence] = []
@@ -366,7 +371,9 @@ class _Triage:
                     out.append(self._conflict(fp, hunk, r, "fuzz" if r.status == "fuzz" else "conflict"))
         return tuple(out)
 
-    def _verdict(self, result: PatchResult, evidence: tuple[HunkEvidence, ...], patch: Patch, intended: Reader):
+    def _verdict(
+        self, result: PatchResult, evidence: tuple[HunkEvidence, ...], patch: Patch, intended: Reader
+    ) -> tuple[Verdict, RetireEvidence | None]:
         status, kinds = result.status, {h.status for h in evidence}
         if status == "fuzz" or (status == "fails" and kinds & {"conflict", "fuzz", "already"}):
             # it does not land as written: upstream may have taken it, whole or in part, and edited it since
@@ -376,14 +383,19 @@ class _Triage:
         if status == "fuzz":
             return "fuzz", None
         if status in ("exact", "offset"):
-            return status, None
+            return ("exact" if status == "exact" else "offset"), None
         if status == "already-applied":
             return "already-upstream", None
         if status == "partly-applied":
             return "partly-upstream", None
         if kinds - set(_FINE) == {"own-version"}:
             return "upstream-own", None
-        for verdict, kind in (("conflict", "conflict"), ("conflict", "fuzz"), ("file-gone", "gone")):
+        ranked: tuple[tuple[Verdict, str], ...] = (
+            ("conflict", "conflict"),
+            ("conflict", "fuzz"),
+            ("file-gone", "gone"),
+        )
+        for verdict, kind in ranked:
             if kind in kinds:
                 return verdict, None
         return ("blocked", None) if "blocked" in kinds else ("conflict", None)

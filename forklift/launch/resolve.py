@@ -7,10 +7,11 @@ knobs) are in check.py.
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from forklift.config.load import extends_chain
 from forklift.config.profile import ArgValue, EnvValue, Profile, Ray
@@ -76,7 +77,7 @@ def flatten(profiles: dict[str, Profile], name: str) -> Profile:
     if name not in profiles:
         raise UsageError(f"unknown profile {name!r} (profiles: {', '.join(sorted(profiles)) or 'none'})")
     chain = extends_chain(profiles, name)
-    merged: dict = {}
+    merged: dict[str, Any] = {}
     for ancestor in reversed(chain):
         data = profiles[ancestor].model_dump(exclude_unset=True)
         for key, value in data.items():
@@ -134,7 +135,7 @@ def flag_values(name: str, value: ArgValue, where: str) -> tuple[str, tuple[str,
             raise ConfigError(f"{where}: {name} is an empty list (remove it instead)")
         if any(isinstance(v, (dict, list)) for v in value):
             return name, (json.dumps(value, separators=(",", ":")),)
-        if any(isinstance(v, (bool, _dt.date, _dt.time)) for v in value):
+        if any(isinstance(v, (bool, datetime.date, datetime.time)) for v in value):
             raise ConfigError(f"{where}: {name} = {value!r}: a list of booleans or dates is not a flag value")
         return name, tuple(str(v) for v in value)
     if isinstance(value, (int, float, str)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from forklift.ladder.schema import LadderBody
-from forklift.mdtable import table as md_table
+from forklift.mdtable import table_text
 from forklift.receipts import Receipt, validated_body
 from forklift.report.ladder import ladder_rows
 from forklift.stats.runs import build_label
@@ -47,7 +47,7 @@ def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
         "suites",
         "cell",
     ]
-    return "\n".join(md_table(header, rows, escape=markdown))
+    return table_text(header, rows, escape=markdown)
 
 
 def ladder_build(path: Path, receipt: Receipt, body: LadderBody, receipts: dict[Path, Receipt]) -> str:
@@ -75,7 +75,7 @@ def ladder_tables(receipts: list[tuple[Path, Receipt]]) -> list[str]:
             f"ignore_eos, unique salts). Highest pass: {body.highest_pass or 'none'}; recommended: "
             f"{body.recommended or 'none'} ({body.note}). Receipt status: {receipt.status}."
         )
-        out.append("\n\n".join([title, about, "\n".join(md_table(header, rows, escape=markdown))]))
+        out.append("\n\n".join([title, about, table_text(header, rows, escape=markdown)]))
     return out
 
 

@@ -28,9 +28,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from forklift.config.schema import Applier
 from forklift.fsio import Executable, Link, Reader, ThroughLink
 from forklift.series.diff import FilePatch, Hunk, split_lines
-from forklift.series.model import Applier, Patch
+from forklift.series.model import Patch
 
 HunkStatus = Literal["exact", "offset", "fuzz", "already-applied", "fails"]
 PatchStatus = Literal["exact", "offset", "fuzz", "already-applied", "partly-applied", "file-missing", "fails"]

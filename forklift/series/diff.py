@@ -280,7 +280,7 @@ def _hunk(reader: _Reader, path: str) -> Hunk:
     return Hunk(old_start, new_start, tuple(old), tuple(new), tuple(added), tuple(removed), lead, trail, blank_run > 0)
 
 
-def _no_newline(kinds: list[int], old: list[bytes], new: list[bytes], added: list[bytes], removed: list[bytes]):
+def _no_newline(kinds: list[int], old: list[bytes], new: list[bytes], added: list[bytes], removed: list[bytes]) -> None:
     """'\\ No newline at end of file' applies to the line before it, on the side(s) it was on."""
     previous = kinds[-1] if kinds else None
     if previous in (SPACE, MINUS) and old:

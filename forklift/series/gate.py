@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from forklift.config import Config
 from forklift.errors import ConfigError
@@ -17,6 +18,9 @@ from forklift.series.files import read_overlay
 from forklift.series.model import Series, load_series, read_series_part
 from forklift.series.render import series_patches_md
 from forklift.source.hashing import file_sha256
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class CompiledMarkers:
@@ -82,13 +86,17 @@ def published_digests(config: Config, series: Series) -> Published | None:
     return Published(where=path, sums=sums, actual=actual, required=required)
 
 
-def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -> GateResult:
+def run_check(
+    config: Config, receipts_dir: Path | None = None, progress: Console | None = None, verify_cache: bool = False
+) -> GateResult:
+    """`verify_cache` re-hashes every cached file the check reads (`forklift check --verify-cache`)."""
     from forklift.source import default_cache, materialize
 
     series = configured_series(config)
     overlay_files = configured_overlay(config)
     published = published_digests(config, series)
-    tree = materialize(config.data.upstream, config.root, progress=progress)
+    cache = default_cache(verify=verify_cache)
+    tree = materialize(config.data.upstream, config.root, cache=cache, progress=progress)
     committed = None
     if config.patches_md is not None and config.patches_md.exists():
         committed = config.patches_md.read_text(encoding="utf-8")
@@ -99,10 +107,10 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         tree=tree.label,
         digest=tree.digest,
         committed_patches_md=committed,
-        compiled=CompiledMarkers(default_cache().root / "compiled"),
+        compiled=CompiledMarkers(cache.root / "compiled"),
         overlay_files=overlay_files,
         published=published,
-        diffs=CachedDiffs(default_cache().root / "diffs"),
+        diffs=CachedDiffs(cache.root / "diffs"),
     )
     receipt = new_receipt(
         "check",
@@ -123,7 +131,9 @@ def write_patches_md(config: Config) -> Path:
     return config.patches_md
 
 
-def run_tree(config: Config, out: Path, force: bool = False, progress=None) -> tuple[Path, dict]:
+def run_tree(
+    config: Config, out: Path, force: bool = False, progress: Console | None = None
+) -> tuple[Path, dict[str, Any]]:
     """`forklift tree OUT`: the pinned tree with the series and the overlay, written to OUT with its record."""
     from forklift.series.tree import patched_tree, tree_record, write_tree
     from forklift.source import materialize

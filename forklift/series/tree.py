@@ -14,6 +14,7 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from forklift.errors import ForkliftError, UsageError
 from forklift.fsio import Executable, Link, make_folder, unwritable
@@ -37,7 +38,9 @@ def patched_tree(series: Series, read: Reader, overlay_files: dict[str, bytes]) 
     return overlay, apply_overlay(overlay, overlay_files)
 
 
-def tree_record(pin: dict, label: str, series: Series, overlay: Overlay, rows: list[OverlayRow]) -> dict:
+def tree_record(
+    pin: dict[str, Any], label: str, series: Series, overlay: Overlay, rows: list[OverlayRow]
+) -> dict[str, Any]:
     """FORKLIFT-TREE.json: what the tree is made of, so an image built from it can say so."""
     changed = overlay.changed()
     return {
@@ -55,7 +58,9 @@ def tree_record(pin: dict, label: str, series: Series, overlay: Overlay, rows: l
     }
 
 
-def write_tree(pristine: Path, out: Path, changes: dict[str, bytes | None], record: dict, force: bool = False) -> Path:
+def write_tree(
+    pristine: Path, out: Path, changes: dict[str, bytes | None], record: dict[str, Any], force: bool = False
+) -> Path:
     """Write pristine + `changes` to `out` atomically (a temporary sibling renamed into place).
 
     A non-empty `out` is refused unless `force`; then it is replaced whole, never merged into.

@@ -194,9 +194,12 @@ class Cache:
         return dest
 
 
-def default_cache() -> Cache:
-    """The user's cache: ``$FORKLIFT_CACHE`` when set, else platformdirs' user cache folder for forklift."""
-    verify = os.environ.get("FORKLIFT_VERIFY_CACHE", "") == "1" or os.environ.get("CI", "").lower() == "true"
+def default_cache(verify: bool = False) -> Cache:
+    """The user's cache: ``$FORKLIFT_CACHE`` when set, else platformdirs' user cache folder for forklift.
+
+    With `verify` (`forklift check --verify-cache`), and always when the user asks for it in the
+    environment (FORKLIFT_VERIFY_CACHE=1, or CI=true), every hit is re-hashed."""
+    verify = verify or os.environ.get("FORKLIFT_VERIFY_CACHE", "") == "1" or os.environ.get("CI", "").lower() == "true"
     override = os.environ.get("FORKLIFT_CACHE")
     if override:
         return Cache(Path(override).expanduser(), verify)

@@ -12,8 +12,9 @@ from typing import Any
 
 import aiohttp
 
+from forklift.client.records import Endpoint
 from forklift.errors import ForkliftError, UsageError
-from forklift.workload.items import PRESETS, Endpoint, WorkItem, Workload
+from forklift.workload.items import PRESETS, WorkItem, Workload
 
 # Plain words most tokenizers keep whole: filler text that tokenizes predictably.
 FILLER_WORDS = [
@@ -125,18 +126,21 @@ class ServerTokenizer:
                         f"{self.base_url}{path} answered HTTP {response.status} ({text}); synthetic prompts "
                         "need the server's tokenizer endpoint (vLLM's /tokenize)"
                     )
-                return await response.json()
+                answer: dict[str, Any] = await response.json()
+                return answer
         except aiohttp.ClientError as exc:
             raise ForkliftError(f"{self.base_url}{path}: {exc}") from None
 
     async def encode(self, text: str) -> list[int]:
-        return (await self._post("/tokenize", {"prompt": text, "add_special_tokens": False}))["tokens"]
+        return [
+            int(t) for t in (await self._post("/tokenize", {"prompt": text, "add_special_tokens": False}))["tokens"]
+        ]
 
     async def decode(self, ids: list[int]) -> str:
-        return (await self._post("/detokenize", {"tokens": ids}))["prompt"]
+        return str((await self._post("/detokenize", {"tokens": ids}))["prompt"])
 
     async def count(self, endpoint: Endpoint, text: str) -> int:
-        return (await self._post("/tokenize", as_request(endpoint, text)))["count"]
+        return int((await self._post("/tokenize", as_request(endpoint, text)))["count"])
 
 
 async def fit_prompt(
