@@ -109,12 +109,12 @@ class StreamClient:
         record.send = time.perf_counter() - zero
         body = {**request.body, "stream": True, "stream_options": STREAM_OPTIONS}
         try:
-            async with asyncio.timeout(self.timeout):  # exact, where aiohttp's own rounds up to whole seconds
-                await self._exchange(PATHS[request.endpoint], body, record, zero)
+            # one exact deadline over the whole exchange (aiohttp's own rounds up to whole seconds)
+            await asyncio.wait_for(self._exchange(PATHS[request.endpoint], body, record, zero), self.timeout)
         except asyncio.CancelledError:
             _fail(record, "interrupted", "cancelled mid-request")
             raise
-        except TimeoutError:
+        except asyncio.TimeoutError:
             _fail(record, "timeout", f"no complete answer within {self.timeout:g}s")
         except TooLarge as exc:
             _fail(record, "too_large", str(exc))
