@@ -4,9 +4,10 @@ Only `data:` fields matter to an OpenAI stream; comment lines (": keep-alive", s
 proxies and some servers) and other fields are dropped here so they can never be
 mistaken for a (zero-token) chunk.
 
-The decoder is linear in its input: each read is normalised and searched once (a line
-ending split across two reads is held back, never re-scanned), so a server that sends
-megabytes without a blank line costs what it sends, not its square. An event larger
+The decoder is linear in its input: a read that ends no event is kept as it is, and the
+reads of an event are joined once, when its blank line arrives (a line ending split
+across two reads is held back), so a server that sends megabytes without a blank line
+costs what it sends, not its square. An event larger
 than the decoder's limit is a failure (`TooLarge`), not memory spent without bound.
 """
 
@@ -25,7 +26,8 @@ class SSEDecoder:
 
     def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self.max_event_bytes = max_event_bytes
-        self._buffer = bytearray()  # the start of an event whose blank line has not arrived, line endings as LF
+        self._pending: list[bytes] = []  # reads since the last blank line, line endings as LF
+        self._pending_bytes = 0
         self._cr = False  # the last read ended on CR: a LF first in the next read is the same line ending
 
     def feed(self, data: bytes) -> list[bytes]:
@@ -35,30 +37,38 @@ class SSEDecoder:
             if data.endswith(b"\r"):
                 data, self._cr = data[:-1], True
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        buffer = self._buffer
-        search = max(len(buffer) - 1, 0)  # a blank line may start on the buffer's last byte, not before
-        buffer += data
-        payloads: list[bytes] = []
-        start = 0
-        while (end := buffer.find(b"\n\n", search)) >= 0:
-            if end - start > self.max_event_bytes:
-                raise TooLarge(f"an SSE event of {end - start} bytes exceeds the {self.max_event_bytes}-byte limit")
-            payload = _data(bytes(buffer[start:end]))
-            if payload is not None:
+        if not data:
+            return []
+        pending = self._pending
+        if pending:
+            if b"\n\n" not in data and not (data[:1] == b"\n" and pending[-1].endswith(b"\n")):
+                self._keep(data, self._pending_bytes + len(data))  # no event ends here: kept, not re-joined
+                return []
+            data = b"".join([*pending, data])  # each byte is joined once, when its event ends
+            pending.clear()
+        *events, rest = data.split(b"\n\n")
+        if len(data) > self.max_event_bytes and events and (size := max(map(len, events))) > self.max_event_bytes:
+            raise TooLarge(f"an SSE event of {size} bytes exceeds the {self.max_event_bytes}-byte limit")
+        if rest:
+            self._keep(rest, len(rest))
+        payloads = []
+        for event in events:
+            if event.startswith(b"data: ") and b"\n" not in event:  # the common case, one line
+                payloads.append(event[6:])
+            elif (payload := _data(event)) is not None:
                 payloads.append(payload)
-            start = search = end + 2
-        del buffer[:start]  # CPython advances a bytearray's start in place: no copy of the rest
-        if len(buffer) > self.max_event_bytes:
-            raise TooLarge(
-                f"an SSE event over {self.max_event_bytes} bytes without a blank line: exceeds the event limit"
-            )
         return payloads
+
+    def _keep(self, piece: bytes, pending_bytes: int) -> None:
+        """Hold the start of an unended event, within the event limit."""
+        if pending_bytes > self.max_event_bytes:
+            raise TooLarge(f"an SSE event over {self.max_event_bytes} bytes without a blank line: exceeds the limit")
+        self._pending.append(piece)
+        self._pending_bytes = pending_bytes
 
 
 def _data(event: bytes) -> bytes | None:
     """The event's data (its `data:` lines joined by LF), or None for an event without any."""
-    if event.startswith(b"data: ") and b"\n" not in event:  # the common case, one line
-        return event[6:]
     lines = [line for line in event.split(b"\n") if line.startswith(b"data:")]
     if not lines:
         return None
