@@ -60,8 +60,8 @@ class SSEDecoder:
         return payloads
 
     def _keep(self, piece: bytes, pending_bytes: int) -> None:
-        """Hold the start of an unended event, within the event limit."""
-        if pending_bytes > self.max_event_bytes:
+        """Hold the start of an unended event, within the event limit (a last LF may be half a blank line)."""
+        if pending_bytes - piece.endswith(b"\n") > self.max_event_bytes:
             raise TooLarge(f"an SSE event over {self.max_event_bytes} bytes without a blank line: exceeds the limit")
         self._pending.append(piece)
         self._pending_bytes = pending_bytes

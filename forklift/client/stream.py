@@ -220,6 +220,10 @@ class _StreamState:
         if usage:
             if not isinstance(usage, dict):  # finish() reads it after the stream
                 raise TypeError("usage is not an object")
+            for key in ("prompt_tokens", "completion_tokens"):  # into the record as they are: counts or nothing
+                count = usage.get(key)
+                if count is not None and (type(count) is not int or count < 0):
+                    raise TypeError(f"usage {key} is {str(count)[:40]!r}, not a count")
             self.usage = usage
         choices = obj.get("choices")
         if not choices:
