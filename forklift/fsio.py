@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UsageError
 
 # A reader of a tree's files by relative path; None means the file is absent.
 Reader = Callable[[str], "bytes | None"]
@@ -37,6 +37,15 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append to a file others append to as well (a CI job summary): no rename, which would drop their part."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot append: {exc.strerror or exc}") from None
 
 
 def _mode_for(path: Path) -> int:

@@ -20,9 +20,14 @@ from forklift.bench.importer import import_vllm_result
 from forklift.bench.recorder import BenchRecorder
 from forklift.bench.runner import BenchPlan, Progress, run_bench
 from forklift.bench.schema import BenchBody
+from forklift.config import Config
 from forklift.errors import ForkliftError
+from forklift.launch.boot import profile_record
+from forklift.launch.plan import make_plan as launch_plan
+from forklift.launch.session import launched
+from forklift.launch.supervise import OnPoll, Server
 from forklift.receipts import new_receipt, write_receipt
-from forklift.receipts.envelope import Status
+from forklift.receipts.envelope import Labels, Status
 
 
 @dataclass
@@ -77,11 +82,13 @@ def bench(
     setting: str | None = None,
     label: str | None = None,
     boot: dict[str, Any] | None = None,
-    receipt_fields: dict[str, Any] | None = None,
+    labels: Labels | None = None,
+    profile: dict[str, Any] | None = None,
     kind: str = "bench",
 ) -> BenchOutcome:
     """Run the plan. Ctrl-C ends it with status interrupted: the outcome, not an exception.
 
+    `labels` and `profile` go into the receipt's envelope (a launched engine's, or --build's).
     `kind` names the receipt: a ladder's burst is measured like a bench but is not one to compare.
     """
     body = BenchBody(
@@ -94,7 +101,8 @@ def bench(
         boot=boot,
         client=client_facts(plan),
     )
-    recorder = BenchRecorder(new_receipt(kind, **(receipt_fields or {})), body, folder)
+    envelope = (labels or Labels()).fields() | ({"profile": profile} if profile else {})
+    recorder = BenchRecorder(new_receipt(kind, **envelope), body, folder)
     try:
         status: Status = asyncio.run(run_bench(plan, recorder, progress))
     except KeyboardInterrupt:
@@ -110,7 +118,7 @@ def bench(
 
 
 def bench_launched(
-    config: Any,
+    config: Config,
     profile: str,
     sets: list[str],
     make_plan: Callable[[str, str], BenchPlan],
@@ -119,8 +127,8 @@ def bench_launched(
     folder: Path,
     logs: Path,
     progress: Progress | None = None,
-    on_start: Callable[[Any], None] | None = None,
-    on_poll: Callable[[float, str], None] | None = None,
+    on_start: Callable[[Server], None] | None = None,
+    on_poll: OnPoll | None = None,
     label: str | None = None,
     build: str | None = None,
 ) -> BenchOutcome:
@@ -130,40 +138,32 @@ def bench_launched(
     boot facts (KV pool, ...) go into the bench receipt; the boot receipt is written beside it,
     and both carry the launch's labels (build, setting).
     """
-    from forklift.launch.boot import profile_record
-    from forklift.launch.run import launch
-    from forklift.launch.run import make_plan as launch_plan
-
     planned = launch_plan(config, profile, sets)
     resolved = planned.resolved
-    outcomes: list[BenchOutcome] = []
-
-    def on_ready(booted: Any) -> None:
-        outcomes.append(
-            bench(
-                make_plan(resolved.url, resolved.served_name),
-                mode=mode,
-                folder=folder,
-                progress=progress,
-                setting=booted.labels["setting"],
-                label=label,
-                boot=booted.body.model_dump(mode="json"),
-                receipt_fields={"profile": profile_record(resolved), **booted.labels},
-            )
-        )
-
-    launch(
+    outcome: BenchOutcome | None = None
+    with launched(
         config,
         planned,
         folder,
         logs,
-        on_ready=on_ready,
-        serve=False,
         on_start=on_start,
         on_poll=on_poll,
-        labels={"build": build} if build else None,
-    )
-    return outcomes[0]
+        labels=Labels(build=build) if build else None,
+    ) as booted:
+        outcome = bench(
+            make_plan(resolved.url, resolved.served_name),
+            mode=mode,
+            folder=folder,
+            progress=progress,
+            setting=booted.labels.setting,
+            label=label,
+            boot=booted.body.model_dump(mode="json"),
+            labels=booted.labels,
+            profile=profile_record(resolved),
+        )
+    if outcome is None:  # Ctrl-C between the boot and the first request
+        raise KeyboardInterrupt
+    return outcome
 
 
 def import_file(path: Path, folder: Path) -> BenchOutcome:

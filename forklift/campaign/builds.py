@@ -16,6 +16,7 @@ from forklift.campaign.schema import BuildSpec, CampaignFile
 from forklift.config import Config, load_config
 from forklift.engines import adapter as engine_adapter
 from forklift.errors import ForkliftError
+from forklift.receipts.envelope import Labels
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class Build:
     overlay_hash: str | None
     pin: dict[str, Any] | None
     proof: str  # what was verified, in one line
-    labels: dict[str, Any] = field(default_factory=dict)
+    labels: Labels = field(default_factory=Labels)
 
 
 def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Config) -> Build:
@@ -41,7 +42,7 @@ def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Co
     pin = config.data.upstream.model_dump()
     if spec.python is None:
         proof = "not verified: a command build (forklift cannot see which engine it runs)"
-        return Build(name, None, spec.command, None, None, pin, proof, {"build": name, "pin": pin})
+        return Build(name, None, spec.command, None, None, pin, proof, Labels(build=name, pin=pin))
     python = str(campaign.at(spec.python)) if not Path(spec.python).is_absolute() else spec.python
     adapter = engine_adapter(config.data.engine.kind)
     package = locate(Path(python), adapter.package, adapter.serve_script)
@@ -55,7 +56,7 @@ def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Co
     version = engine_version(python, adapter)
     what = "pristine" if spec.pristine else f"{len(series.patches)} patches of {config.series_dir} applied"
     proof = f"{package.dist_info.name}: {state.checked} files checked, {what}"
-    labels = {"build": name, "pin": pin, "engine_version": version, "overlay_hash": overlay}
+    labels = Labels(build=name, pin=pin, engine_version=version, overlay_hash=overlay)
     return Build(name, python, None, version, overlay, pin, proof, labels)
 
 

@@ -67,7 +67,7 @@ class LadderJob:
 
 
 @dataclass(frozen=True)
-class Plan:
+class CampaignPlan:
     slots: list[Slot]
     ladders: list[LadderJob]
     served: list[tuple[Suite, Prepared]]
@@ -83,7 +83,7 @@ def slug(text: str) -> str:
 
 def settings(campaign: CampaignFile, config: Config) -> list[Setting]:
     """Every setting: each entry's profile with each combination of its axis choices."""
-    from forklift.launch.run import make_plan as launch_plan
+    from forklift.launch.plan import make_plan as launch_plan
 
     out = []
     for index, spec in enumerate(campaign.settings):
@@ -140,7 +140,7 @@ def build_order(builds: list[str], order: str, aa: bool) -> list[tuple[str, int 
     return marks
 
 
-def make_plan(campaign: CampaignFile, config: Config) -> Plan:
+def make_plan(campaign: CampaignFile, config: Config) -> CampaignPlan:
     chosen = suite_options(campaign, config)
     served = [(s, o) for s, o in chosen if not s.boots]
     booting = [(s, o) for s, o in chosen if s.boots]
@@ -167,4 +167,4 @@ def make_plan(campaign: CampaignFile, config: Config) -> Plan:
         if options.runs_on(setting.name)
         for build in builds
     ]
-    return Plan(slots, ladders, served)
+    return CampaignPlan(slots, ladders, served)

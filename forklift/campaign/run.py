@@ -17,15 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from forklift.campaign.builds import Build
-from forklift.campaign.plan import LadderJob, Plan, Slot
+from forklift.campaign.plan import CampaignPlan, LadderJob, Slot
 from forklift.campaign.schema import CampaignFile
 from forklift.campaign.suites import Endpoint, LadderContext
 from forklift.config import Config
 from forklift.errors import ForkliftError
-from forklift.launch.boot import Booted, check_control, control_variable
-from forklift.launch.run import Plan as LaunchPlan
-from forklift.launch.run import launch, make_plan
+from forklift.launch.boot import check_control, control_variable
+from forklift.launch.plan import LaunchPlan, make_plan
+from forklift.launch.session import launched
 from forklift.receipts import new_receipt, write_receipt
+from forklift.receipts.envelope import Labels
 
 CELL_KIND = "campaign-cell"
 
@@ -50,7 +51,7 @@ class Runner:
     campaign: CampaignFile
     config: Config
     builds: dict[str, Build]
-    plan: Plan
+    plan: CampaignPlan
     say: Callable[[str], None] = print
     _plans: dict[tuple[str, str], LaunchPlan] = field(default_factory=dict)
 
@@ -86,8 +87,8 @@ class Runner:
             ran += 1
         return ran, skipped
 
-    def _finish(self, key: str, status: str, body: dict[str, Any], labels: dict[str, Any]) -> None:
-        receipt = new_receipt(CELL_KIND, status=status, body={"key": key, **body}, **labels)
+    def _finish(self, key: str, status: str, body: dict[str, Any], labels: Labels) -> None:
+        receipt = new_receipt(CELL_KIND, status=status, body={"key": key, **body}, **labels.fields())
         write_receipt(receipt, self.receipts / key)
         self.say(f"{key}: {status}")
 
@@ -97,53 +98,48 @@ class Runner:
         plan = self.launch_plan(build, setting.profile, setting.sets, setting.name)
         folder = self.receipts / slot.key
         folder.mkdir(parents=True, exist_ok=True)
-        labels = {**build.labels, "setting": setting.name, **({"aa": slot.aa} if slot.aa else {})}
+        labels = Labels(setting=setting.name, aa=slot.aa).over(build.labels)
         variable = control_variable(plan.adapter) if self.campaign.control else None
         results: list[dict[str, Any]] = []
-        control: dict[str, Any] = {}
+        control: dict[str, str] = {}
         self.say(f"{slot.key}: booting {build.name} / {setting.name}")
-
-        def on_ready(booted: Booted) -> None:
-            if variable:
+        with launched(
+            self.config,
+            plan,
+            folder,
+            self.logs,
+            labels=labels,
+            extra_env={variable: "1"} if variable else None,
+            raise_failed=False,
+        ) as booted:
+            if booted.ready and variable:
                 try:
                     check_control(booted.body, variable)
                     control["held"] = f"the engine warned about {variable}"
                 except ForkliftError as exc:
                     control["failed"] = str(exc)
-                    return  # an engine that ignores unknown knobs cannot be trusted with the known ones
-            endpoint = Endpoint(
-                url=plan.resolved.url,
-                model=plan.resolved.served_name,
-                folder=folder,
-                setting=setting.name,
-                labels=booted.labels,
-                boot=booted.body.model_dump(mode="json"),
-                log_path=booted.server.log_path,
-                engine=plan.adapter.name,
-                engine_roots=engine_roots(build, plan.adapter.package),
-            )
-            for chosen, options in self.plan.served:
-                if not options.runs_on(setting.name):
-                    continue
-                try:
-                    status = chosen.run(endpoint, options.ready)
-                except ForkliftError as exc:  # the suite could not run (its receipt says so): the cell failed
-                    status = f"failed: {exc}"
-                results.append({"kind": chosen.name, "name": options.title, "status": status})
-
-        booted = launch(
-            self.config,
-            plan,
-            folder,
-            self.logs,
-            on_ready=on_ready,
-            serve=False,
-            labels=labels,
-            extra_env={variable: "1"} if variable else None,
-            raise_failed=False,
-        )
-        ready = booted.body.outcome == "ready"
-        whole = ready and "failed" not in control and all(r["status"] == "ok" for r in results)
+            # an engine that ignores unknown knobs cannot be trusted with the known ones
+            if booted.ready and "failed" not in control:
+                endpoint = Endpoint(
+                    url=plan.resolved.url,
+                    model=plan.resolved.served_name,
+                    folder=folder,
+                    setting=setting.name,
+                    labels=booted.labels,
+                    boot=booted.body.model_dump(mode="json"),
+                    log_path=booted.server.log_path,
+                    engine=plan.adapter.name,
+                    engine_roots=engine_roots(build, plan.adapter.package),
+                )
+                for chosen, options in self.plan.served:
+                    if not options.runs_on(setting.name):
+                        continue
+                    try:
+                        status = chosen.run(endpoint, options.ready)
+                    except ForkliftError as exc:  # the suite could not run (its receipt says so): the cell failed
+                        status = f"failed: {exc}"
+                    results.append({"kind": chosen.name, "name": options.title, "status": status})
+        whole = booted.ready and "failed" not in control and all(r["status"] == "ok" for r in results)
         body = {
             "repeat": slot.repeat,
             "position": slot.position,
@@ -157,7 +153,7 @@ class Runner:
         build = self.builds[job.build]
         folder = self.receipts / job.key
         folder.mkdir(parents=True, exist_ok=True)
-        labels = {**build.labels}
+        labels = build.labels
         self.say(f"{job.key}: ladder on {build.name} / {job.setting.name}")
         context = LadderContext(
             self.config,
@@ -170,7 +166,7 @@ class Runner:
             labels,
         )
         status = job.suite.run(context, job.options.ready)
-        self._finish(job.key, status, {"ladder": job.options.ready.axis}, {**labels, "setting": job.setting.name})
+        self._finish(job.key, status, {"ladder": job.options.ready.axis}, Labels(setting=job.setting.name).over(labels))
 
 
 def engine_roots(build: Build, package: str) -> tuple[Path, ...]:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from forklift.errors import UsageError
+from forklift.receipts.envelope import Labels
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Endpoint:
     model: str
     folder: Path
     setting: str
-    labels: dict[str, Any]  # envelope fields for every receipt (build, setting, aa, pin, ...)
+    labels: Labels  # envelope fields for every receipt (build, setting, aa, pin, ...)
     boot: dict[str, Any]  # the boot body (KV pool and other facts)
     log_path: Path | None = None
     engine: str = "vllm"
@@ -142,7 +143,7 @@ def run_bench_suite(endpoint: Endpoint, options: BenchOptions) -> str:
         folder=endpoint.folder,
         setting=endpoint.setting,
         boot=endpoint.boot,
-        receipt_fields=endpoint.labels,
+        labels=endpoint.labels,
     )
     if outcome.status == "interrupted":
         raise KeyboardInterrupt
@@ -169,7 +170,7 @@ class LadderContext:
     logs: Path
     python: str | None
     command: list[str] | None
-    labels: dict[str, Any]
+    labels: Labels
 
 
 def run_ladder_suite(context: LadderContext, options: LadderOptions) -> str:
@@ -245,7 +246,7 @@ def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[E
             endpoint.folder,
             setting=endpoint.setting,
             boot=endpoint.boot,
-            receipt_fields=endpoint.labels,
+            labels=endpoint.labels,
         )
         return outcome.status
 

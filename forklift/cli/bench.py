@@ -231,6 +231,7 @@ def bench(
     from forklift.bench.options import BenchOptions
     from forklift.bench.session import bench as run
     from forklift.bench.session import bench_launched
+    from forklift.receipts.envelope import Labels
 
     options = BenchOptions(
         url=url,
@@ -285,7 +286,7 @@ def bench(
                 folder=folder,
                 progress=progress,
                 label=label,
-                receipt_fields={"build": build} if build else None,
+                labels=Labels(build=build) if build else None,
             )
     render(outcome.body)
     say(f"receipt: {outcome.path} ({outcome.status})")

@@ -90,6 +90,10 @@ def _skipped_row(table, skip, digests: bool) -> None:
 def check(
     as_json: JsonOption = False,
     junit: Annotated[Path | None, typer.Option("--junit", help="also write a JUnit XML file for CI")] = None,
+    summary: Annotated[
+        Path | None,
+        typer.Option("--summary", help="also append the result as markdown here (a CI job summary)"),
+    ] = None,
     receipts: ReceiptsOption = None,
     digests: Annotated[bool, typer.Option("--digests", help="show each patch file's sha256 in the table")] = False,
     verify_cache: Annotated[
@@ -112,6 +116,11 @@ def check(
         from forklift.series.junit import junit_xml
 
         write_atomic(junit, junit_xml(report))
+    if summary:
+        from forklift.fsio import append_text
+        from forklift.series.summary import check_markdown
+
+        append_text(summary, check_markdown(report))
     if as_json:
         print_json({"ok": report.ok, "receipt": str(result.receipt), **report.model_dump(mode="json")})
     else:

@@ -53,7 +53,7 @@ def render(report) -> None:
 
 @app.command(rich_help_panel=FLIP)
 def flip(
-    version: Annotated[str, typer.Argument(help="the upstream version (PyPI) or tag (git) to move to")],
+    version: Annotated[str | None, typer.Argument(help="the upstream version (PyPI) or tag (git) to move to")] = None,
     write: Annotated[
         bool, typer.Option("--write", help="move the pin and the series (only when nothing conflicts)")
     ] = False,
@@ -68,16 +68,33 @@ def flip(
             "--repo", help="with --write: the fork, which gets the new release's commit the series' base line names"
         ),
     ] = None,
+    git_ref: Annotated[
+        str | None,
+        typer.Option(
+            "--git-ref",
+            metavar="<ref>",
+            help="instead of a release: a branch or tag of the git pin's repository (upstream main), a dry run",
+        ),
+    ] = None,
 ) -> None:
     """Dry run by default: which patches apply, moved, are upstream (retire), conflict; knobs before/after."""
+    from forklift.errors import UsageError
     from forklift.flip.report import render_markdown
     from forklift.flip.run import run_flip
     from forklift.fork.repo import Git
     from forklift.fsio import write_atomic
 
+    if (version is None) == (git_ref is None):
+        raise UsageError("give the release to flip to (VERSION) or --git-ref REF, not both")
     fork = Git(repo) if repo is not None else None
     result = run_flip(
-        load(), version, receipts_dir(receipts), progress=None if as_json else console, write=write, fork=fork
+        load(),
+        version or git_ref or "",
+        receipts_dir(receipts),
+        progress=None if as_json else console,
+        write=write,
+        fork=fork,
+        git_ref=git_ref is not None,
     )
     report = result.report
     if report_file:

@@ -56,6 +56,7 @@ def ladder(
     from forklift.errors import ForkliftError, UsageError
     from forklift.ladder import Burst, parse_axis
     from forklift.ladder.run import Engine, run_ladder
+    from forklift.receipts.envelope import Labels
 
     parsed = parse_axis(axis)
     if requests < 1 or concurrency < 1 or input_tokens < 1 or output_tokens < 1 or timeout <= 0:
@@ -85,7 +86,7 @@ def ladder(
             margin=margin,
             stop_at_fail=stop_at_fail,
             check=check,
-            engine=Engine(labels={"build": build} if build else None),
+            engine=Engine(labels=Labels(build=build) if build else None),
             on_cell=shown,
         )
     except KeyboardInterrupt:

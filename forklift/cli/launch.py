@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import ENGINE, ReceiptsOption, app, console, load, receipts_dir, say, warn
 from forklift.cli.progress import BootStatus
+
+if TYPE_CHECKING:
+    from forklift.launch.boot import Booted
 
 SetsOption = Annotated[
     list[str] | None,
@@ -79,9 +82,10 @@ def launch(
     ] = None,
 ) -> None:
     """Boot a profile as a supervised server (Ctrl-C or `forklift stop` ends it), or --print its command."""
+    from forklift.launch.plan import make_plan
     from forklift.launch.resolve import printed_lines
-    from forklift.launch.run import launch as run_launch
-    from forklift.launch.run import make_plan
+    from forklift.launch.session import launch as run_launch
+    from forklift.receipts.envelope import Labels
 
     config = load()
     plan = make_plan(config, profile, sets or [], port=port, check=check)
@@ -113,7 +117,7 @@ def launch(
             say(f"note: engine not installed here: flags not checked; {knobs}", err=True)
         return
 
-    def ready(booted) -> None:
+    def ready(booted: Booted) -> None:
         status.stop()
         facts = booted.body.facts
         say(f"ready in {booted.body.boot_seconds:.1f} s at {booted.server.url} (log {booted.server.log_path})")
@@ -140,10 +144,9 @@ def launch(
             logs or config.root / "logs",
             control=control,
             on_ready=ready,
-            serve=not control,
             on_start=status.on_start,
             on_poll=status.on_poll,
-            labels={"build": build} if build else None,
+            labels=Labels(build=build) if build else None,
         )
     say("stopped: the engine's process group is gone")
     if booted.body.after_stop:

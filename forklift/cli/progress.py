@@ -15,7 +15,7 @@ PLAIN_EVERY_S = 10.0
 
 
 class BootStatus:
-    """Hooks for launch.run.launch(on_start=..., on_poll=...); use as a context manager."""
+    """Hooks for launch.session.launched(on_start=..., on_poll=...); use as a context manager."""
 
     def __init__(self, console: Console, label: str) -> None:
         self.console = console

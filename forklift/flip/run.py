@@ -42,18 +42,30 @@ def run_flip(
     progress=None,
     write: bool = False,
     fork: Git | None = None,
+    git_ref: bool = False,
 ) -> FlipResult:
-    from forklift.source import default_cache, materialize
+    """Flip to release `version`; with `git_ref`, `version` names a branch or tag of a git pin's repository
+    (upstream main, say): which patches would break before the release, a dry run only."""
+    from forklift.source import default_cache, materialize, materialize_ref
 
     pin = config.data.upstream
+    if git_ref and not isinstance(pin, GitPin):
+        raise UsageError(f"{config.path}: --git-ref needs a git pin (upstream.source = 'git'), not {pin.source!r}")
     if isinstance(pin, PathPin):
         raise UsageError(f"{config.path}: upstream.source is 'path': a local pin has no versions to flip to")
+    if git_ref and write:
+        raise UsageError("--git-ref is a dry run: a branch head is no release to pin (flip to its tag once released)")
     if version == (pin.version if isinstance(pin, PypiPin) else pin.tag):
         raise UsageError(f"{config.path}: the pin is already at {version}")
     series = configured_series(config)
-    target = new_pin(pin, version, config.root)
     old_tree = materialize(pin, config.root, progress=progress)
-    new_tree = materialize(target, config.root, progress=progress)
+    target: PypiPin | GitPin
+    if git_ref and isinstance(pin, GitPin):
+        new_tree, commit = materialize_ref(pin, version, config.root, progress=progress)
+        target = pin.model_copy(update={"tag": version, "commit": commit})
+    else:
+        target = new_pin(pin, version, config.root)
+        new_tree = materialize(target, config.root, progress=progress)
     old_read, new_read = tree_reader(old_tree.path), tree_reader(new_tree.path)
     overlay_files = configured_overlay(config)  # lands over both releases' patched trees
     verdicts, new_overlay = triage(old_read, new_read, series.patches, series.applier)

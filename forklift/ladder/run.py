@@ -14,18 +14,23 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from forklift.bench.runner import BenchPlan, cell_specs
+from forklift.bench.session import BenchOutcome, bench
 from forklift.config import Config
+from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
 from forklift.ladder.axis import Axis, recommend
 from forklift.ladder.memory import MemoryWatch, samplers_for
 from forklift.ladder.schema import Burst, LadderBody, LadderCell
-from forklift.launch.boot import Booted, engine_reason, setting_name
+from forklift.launch.boot import engine_reason, setting_name
 from forklift.launch.bootlog import parse_boot_log
-from forklift.launch.run import Plan, launch, make_plan
+from forklift.launch.plan import LaunchPlan, make_plan
 from forklift.launch.schema import BootBody
+from forklift.launch.session import launched
 from forklift.receipts import Receipt, new_receipt, write_receipt
+from forklift.receipts.envelope import Labels, Status
+from forklift.workload import synthetic_workload
 
 ENGINE_FIELDS = ("pin", "engine_version", "overlay_hash", "build")
 
@@ -36,14 +41,14 @@ class Engine:
 
     python: str | None = None
     command: list[str] | None = None
-    labels: dict[str, Any] | None = None  # envelope fields every receipt gets (build, ...)
+    labels: Labels | None = None  # envelope fields every receipt gets (build, ...)
 
 
-def name_engine(receipt: Receipt, boot_labels: dict[str, Any]) -> Receipt:
+def name_engine(receipt: Receipt, boot_labels: Labels) -> Receipt:
     """The receipt, naming the engine as a boot recorded it: pin, version, overlay hash and build (--build's, if given)."""
     for name in ENGINE_FIELDS:
-        if boot_labels.get(name) is not None:
-            setattr(receipt, name, boot_labels[name])
+        if getattr(boot_labels, name) is not None:
+            setattr(receipt, name, getattr(boot_labels, name))
     return receipt
 
 
@@ -54,7 +59,7 @@ def boot_failure(body: BootBody) -> str | None:
     return f"{body.outcome}: {engine_reason(body) or 'no fatal line in the log'}"
 
 
-def plans(config: Config, profile: str, sets: list[str], axis: Axis, engine: Engine, check: bool) -> list[Plan]:
+def plans(config: Config, profile: str, sets: list[str], axis: Axis, engine: Engine, check: bool) -> list[LaunchPlan]:
     """Every cell's plan, made before the first boot: a value the engine refuses stops the ladder at once."""
     return [
         make_plan(config, profile, [*sets, axis.set_item(v)], check=check, python=engine.python, command=engine.command)
@@ -68,10 +73,7 @@ def cold_env(adapter_cache_env: tuple[str, ...], folder: Path) -> dict[str, str]
     return {name: str(root / name.lower()) for name in adapter_cache_env}
 
 
-def burst_plan(url: str, model: str, burst: Burst, nonce: str):
-    from forklift.bench.runner import BenchPlan, cell_specs
-    from forklift.workload import synthetic_workload
-
+def burst_plan(url: str, model: str, burst: Burst, nonce: str) -> BenchPlan:
     workload = synthetic_workload(
         input_tokens=burst.input_tokens,
         output_tokens=burst.output_tokens,
@@ -84,7 +86,7 @@ def burst_plan(url: str, model: str, burst: Burst, nonce: str):
     return BenchPlan(url=url, model=model, workload=workload, cells=cells, runs=1, warmup=0, timeout=burst.timeout_s)
 
 
-def _late_fatal(log_path: Path, offset: int, adapter) -> str | None:
+def _late_fatal(log_path: Path, offset: int, adapter: EngineAdapter) -> str | None:
     """A fatal line the engine logged after it became healthy (the burst's own failures)."""
     with open(log_path, encoding="utf-8", errors="replace") as fh:
         fh.seek(offset)
@@ -93,7 +95,7 @@ def _late_fatal(log_path: Path, offset: int, adapter) -> str | None:
 
 def run_cell(
     config: Config,
-    plan: Plan,
+    plan: LaunchPlan,
     axis: Axis,
     value: str,
     burst: Burst,
@@ -102,46 +104,36 @@ def run_cell(
     logs: Path,
     cold: bool,
     engine: Engine,
-) -> tuple[LadderCell, dict[str, Any]]:
+) -> tuple[LadderCell, Labels]:
     """One boot + burst + stop; the cell and its boot's envelope fields (pin, version, build, ...).
 
     KeyboardInterrupt propagates after the cell is recorded as interrupted."""
-    from forklift.bench.session import bench
-
     resolved = plan.resolved
     setting = setting_name(resolved)
     extra_env = cold_env(plan.adapter.cache_env, logs) if cold else None
     cell = LadderCell(key=axis.key, value=value, setting=setting, outcome="interrupted", cold=cold)
-    burst_result: dict[str, Any] = {}
-
-    def on_ready(booted: Booted) -> None:
-        offset = booted.server.log_path.stat().st_size
-        with MemoryWatch(samplers_for(booted.server.pid)) as watch:
-            outcome = bench(
-                burst_plan(resolved.url, resolved.served_name, burst, nonce=f"ladder-{value}"),
-                mode="batch",
-                folder=receipts,
-                setting=setting,
-                boot=booted.body.model_dump(mode="json"),
-                receipt_fields=booted.labels,
-                kind="ladder-burst",
-            )
-        burst_result.update(
-            outcome=outcome, memory=watch.peak(), fatal=_late_fatal(booted.server.log_path, offset, plan.adapter)
-        )
+    outcome: BenchOutcome | None = None
+    peak: dict[str, float] = {}
+    fatal: str | None = None
 
     logs.mkdir(parents=True, exist_ok=True)
-    booted = launch(
-        config,
-        plan,
-        receipts,
-        logs,
-        on_ready=on_ready,
-        serve=False,
-        labels=engine.labels,
-        extra_env=extra_env,
-        raise_failed=False,
-    )
+    with launched(
+        config, plan, receipts, logs, labels=engine.labels, extra_env=extra_env, raise_failed=False
+    ) as booted:
+        if booted.ready:
+            offset = booted.server.log_path.stat().st_size
+            with MemoryWatch(samplers_for(booted.server.pid)) as watch:
+                outcome = bench(
+                    burst_plan(resolved.url, resolved.served_name, burst, nonce=f"ladder-{value}"),
+                    mode="batch",
+                    folder=receipts,
+                    setting=setting,
+                    boot=booted.body.model_dump(mode="json"),
+                    labels=booted.labels,
+                    kind="ladder-burst",
+                )
+            peak = watch.peak()
+            fatal = _late_fatal(booted.server.log_path, offset, plan.adapter)
     body = booted.body
     cell.boot_outcome, cell.boot_seconds = body.outcome, body.boot_seconds
     cell.kv_pool_tokens, cell.kv_memory_gib = body.facts.kv_pool_tokens, body.facts.kv_memory_gib
@@ -151,11 +143,10 @@ def run_cell(
     if reason is not None:
         cell.outcome, cell.reason = "boot-failed", reason
         return cell, booted.labels
-    outcome = burst_result.get("outcome")
     if outcome is None:
         raise ForkliftError(f"ladder {axis.key}={value}: the engine stopped before the burst (log: {body.log_path})")
     cell.burst_receipt = outcome.path.name
-    cell.memory = burst_result["memory"]
+    cell.memory = peak
     records = [r for c in outcome.body.cells for r in c.requests]
     cell.requests, cell.requests_ok = len(records), sum(r.ok for r in records)
     for record in records:
@@ -164,8 +155,8 @@ def run_cell(
             cell.failures[kind] = cell.failures.get(kind, 0) + 1
     if outcome.status == "interrupted":
         raise KeyboardInterrupt
-    if burst_result["fatal"]:
-        cell.outcome, cell.reason = "fatal-in-log", burst_result["fatal"]
+    if fatal:
+        cell.outcome, cell.reason = "fatal-in-log", fatal
     elif cell.requests_ok < burst.requests:
         cell.outcome = "requests-failed"
         kinds = ", ".join(f"{k} {n}" for k, n in cell.failures.items())
@@ -204,13 +195,14 @@ def run_ladder(
         cold=cold,
         margin=margin,
     )
-    receipt = new_receipt("ladder", status="partial", setting=body.setting, **(engine.labels or {}))
+    labels = engine.labels or Labels()
+    receipt = new_receipt("ladder", status="partial", **Labels(setting=body.setting).over(labels).fields())
     path = write_receipt(receipt, receipts)
 
-    def record(status: str) -> None:
+    def record(status: Status) -> None:
         result = recommend(axis, {c.value: c.outcome == "pass" for c in body.cells}, margin)
         body.highest_pass, body.recommended, body.note = result.highest_pass, result.recommended, result.note
-        receipt.status = status  # type: ignore[assignment]
+        receipt.status = status
         receipt.body = body.model_dump(mode="json")
         write_receipt(receipt, receipts, path)
 
@@ -221,8 +213,10 @@ def run_ladder(
             )
             body.cells.append(cell)
             name_engine(receipt, boot_labels)
-            labels = {**(engine.labels or {}), "setting": cell.setting}
-            cell_receipt = new_receipt("ladder-cell", status="ok", body=cell.model_dump(mode="json"), **labels)
+            cell_labels = Labels(setting=cell.setting).over(labels)
+            cell_receipt = new_receipt(
+                "ladder-cell", status="ok", body=cell.model_dump(mode="json"), **cell_labels.fields()
+            )
             write_receipt(name_engine(cell_receipt, boot_labels), receipts)
             record("partial")
             if on_cell:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from forklift.launch.resolve import REDACTED, Resolved, is_secret, printed_lines
 from forklift.launch.schema import BootBody, BootFacts
 from forklift.launch.supervise import OnPoll, Server, boot_body, start, stop, wait_healthy
 from forklift.receipts import new_receipt, write_receipt
-from forklift.receipts.envelope import Status
+from forklift.receipts.envelope import Labels, Status
 
 STATUS: dict[str, Status] = {"ready": "ok", "interrupted": "interrupted", "booting": "partial"}
 
@@ -28,7 +28,11 @@ class Booted:
     server: Server
     body: BootBody
     receipt_path: Path | None
-    labels: dict[str, Any] = field(default_factory=dict)  # the receipt's envelope fields (pin, build, setting...)
+    labels: Labels  # the receipts' envelope fields (pin, build, setting...)
+
+    @property
+    def ready(self) -> bool:
+        return self.body.outcome == "ready"
 
 
 def profile_record(resolved: Resolved) -> dict[str, Any]:
@@ -61,7 +65,7 @@ def boot(
     *,
     extra_env: dict[str, str] | None = None,
     warnings: list[str] | None = None,
-    receipt_fields: dict[str, Any] | None = None,
+    labels: Labels | None = None,
     on_start: Callable[[Server], None] | None = None,
     on_poll: OnPoll | None = None,
 ) -> Booted:
@@ -70,14 +74,14 @@ def boot(
     KeyboardInterrupt (Ctrl-C, or SIGTERM from `forklift stop` turned into one) stops the
     server, marks the receipt interrupted and propagates.
     """
-    receipt_fields = {"setting": setting_name(resolved), **(receipt_fields or {})}
-    setting = receipt_fields["setting"]
+    labels = (labels or Labels()).over(Labels(setting=setting_name(resolved)))
+    setting = labels.setting
     receipt = new_receipt(
         "boot",
         status="partial",
         profile=profile_record(resolved),
         body=BootBody(outcome="booting", setting=setting, log_path=str(log_path)).model_dump(),
-        **receipt_fields,
+        **labels.fields(),
     )
     path = write_receipt(receipt, receipts) if receipts else None
 
@@ -107,7 +111,7 @@ def boot(
     if body.outcome != "ready":
         stop(server)  # a dead leader can leave workers behind; a timed-out one is still running
     record(body)
-    return Booted(server, body, path, receipt_fields)
+    return Booted(server, body, path, labels)
 
 
 def engine_reason(body: BootBody) -> str | None:

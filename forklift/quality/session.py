@@ -14,11 +14,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from forklift.config import Config
+from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
+from forklift.launch.boot import profile_record
+from forklift.launch.plan import make_plan
+from forklift.launch.preflight import engine_python
+from forklift.launch.resolve import Resolved
+from forklift.launch.session import launched
 from forklift.quality.endpoint import Endpoint
 from forklift.quality.schema import SuiteBody
 from forklift.receipts import new_receipt, write_receipt
-from forklift.receipts.envelope import Status
+from forklift.receipts.envelope import Labels, Status
 
 
 @dataclass(frozen=True)
@@ -44,11 +51,15 @@ def run_suite(
     *,
     setting: str | None = None,
     boot: dict[str, Any] | None = None,
-    receipt_fields: dict[str, Any] | None = None,
+    labels: Labels | None = None,
+    profile: dict[str, Any] | None = None,
 ) -> Outcome:
-    """Run one suite and write its receipt; status ok only when the suite passed."""
+    """Run one suite and write its receipt; status ok only when the suite passed.
+
+    `labels` and `profile` go into the receipt's envelope (a launched engine's)."""
     started = SuiteBody(suite=suite.name, url=endpoint.url, model=endpoint.model, setting=setting, boot=boot)
-    receipt = new_receipt(suite.kind, status="partial", body=started.model_dump(mode="json"), **(receipt_fields or {}))
+    envelope = (labels or Labels()).fields() | ({"profile": profile} if profile else {})
+    receipt = new_receipt(suite.kind, status="partial", body=started.model_dump(mode="json"), **envelope)
     path = write_receipt(receipt, folder)
     try:
         body = suite.run(endpoint)
@@ -68,10 +79,9 @@ def run_suite(
     return Outcome(receipt.status, path, body)
 
 
-def engine_roots(resolved: Any, adapter: Any) -> tuple[Path, ...]:
+def engine_roots(resolved: Resolved, adapter: EngineAdapter) -> tuple[Path, ...]:
     """Where the profile's engine package is installed: a corpus there changes with the pin."""
     from forklift.installed.package import site_from_python
-    from forklift.launch.preflight import engine_python
 
     python = engine_python(resolved, adapter)
     if not python or not Path(python).exists():
@@ -80,7 +90,7 @@ def engine_roots(resolved: Any, adapter: Any) -> tuple[Path, ...]:
 
 
 def run_launched(
-    config: Any,
+    config: Config,
     profile: str,
     sets: list[str],
     suites: list[Suite],
@@ -92,17 +102,13 @@ def run_launched(
     """Launch the profile, run every suite once it is healthy, stop it; one receipt per suite.
 
     `endpoint` carries options of the caller (timeout, model name); url, log and engine
-    roots come from the launch.
+    roots come from the launch. Ctrl-C ends the run with the suites finished so far.
     """
-    from forklift.launch.boot import profile_record
-    from forklift.launch.run import launch, make_plan
-
     planned = make_plan(config, profile, sets)
     resolved = planned.resolved
     base = endpoint or Endpoint(url="", model="")
     outcomes: list[Outcome] = []
-
-    def on_ready(booted: Any) -> None:
+    with launched(config, planned, folder, logs) as booted:
         target = replace(
             base,
             url=resolved.url,
@@ -111,18 +117,16 @@ def run_launched(
             engine=planned.adapter.name,
             engine_roots=engine_roots(resolved, planned.adapter),
         )
-        fields = {"profile": profile_record(resolved), **booted.labels}  # build, setting, pin, version, overlay
         for suite in suites:
             outcomes.append(
                 run_suite(
                     suite,
                     target,
                     folder,
-                    setting=booted.labels["setting"],
+                    setting=booted.labels.setting,
                     boot=booted.body.model_dump(mode="json"),
-                    receipt_fields=fields,
+                    labels=booted.labels,
+                    profile=profile_record(resolved),
                 )
             )
-
-    launch(config, planned, folder, logs, on_ready=on_ready, serve=False)
     return outcomes

@@ -61,6 +61,27 @@ class Receipt(BaseModel):
     body: dict[str, Any] = Field(default_factory=dict)
 
 
+class Labels(BaseModel):
+    """The envelope fields one launched engine gives every receipt it measures: what compare and report group by."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pin: dict[str, Any] | None = None
+    engine_version: str | None = None
+    overlay_hash: str | None = None
+    build: str | None = None
+    setting: str | None = None
+    aa: int | None = None
+
+    def over(self, base: Labels) -> Labels:
+        """`base` with the labels given here (a None given on purpose included) put over it."""
+        return base.model_copy(update={name: getattr(self, name) for name in self.model_fields_set})
+
+    def fields(self) -> dict[str, Any]:
+        """As new_receipt's keyword fields."""
+        return self.model_dump()
+
+
 def _cpu_name() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:

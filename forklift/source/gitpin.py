@@ -44,6 +44,23 @@ def remote_tag_commit(url: str, tag: str) -> str:
     return commit
 
 
+def remote_ref_commit(url: str, ref: str) -> str:
+    """The commit a branch or tag `ref` names at `url` now, asked with one ls-remote: a full ``refs/...`` name
+    as given, else the branch ``refs/heads/REF``, else the tag ``refs/tags/REF`` (peeled), as git resolves it."""
+    names = [ref] if ref.startswith("refs/") else [f"refs/heads/{ref}", f"refs/tags/{ref}"]
+    wanted = [n for name in names for n in (name, name + "^{}")]
+    result = run_git(["ls-remote", "--", url, *wanted], check=False)
+    if result.returncode != 0:
+        raise UnreachableError(f"cannot reach the git repository {redact(url)}: {_why(result.stderr)}")
+    refs = {
+        name: sha for sha, name in (line.split("\t", 1) for line in result.stdout.decode().splitlines() if "\t" in line)
+    }
+    for name in names:
+        if commit := refs.get(name + "^{}") or refs.get(name):
+            return commit
+    raise ForkliftError(f"ref {ref!r} (a branch or tag) not found at {redact(url)}")
+
+
 def update_mirror(url: str, cache: Cache) -> Path:
     """The cache's bare mirror of `url`, cloned or fetched (tags forced, so a moved tag shows)."""
     mirror = cache.mirror_path(url)
@@ -65,7 +82,7 @@ def update_mirror(url: str, cache: Cache) -> Path:
 def verify_pin(mirror: Path, url: str, tag: str, commit: str) -> None:
     """Fail closed unless `tag` resolves to `commit` in the freshly fetched mirror."""
     git = ["--git-dir", str(mirror)]
-    if run_git([*git, "cat-file", "-e", f"{commit}^{{commit}}"], check=False).returncode != 0:
+    if not has_commit(mirror, commit):
         raise ForkliftError(f"commit {commit} is missing from {redact(url)} (pinned for tag {tag!r})")
     found = run_git([*git, "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}"], check=False)
     if found.returncode != 0:
@@ -81,6 +98,10 @@ def verify_pin(mirror: Path, url: str, tag: str, commit: str) -> None:
         f"commit {commit} is not an ancestor of tag {tag!r} at {redact(url)} (the tag resolves to {now}):"
         " history was rewritten or the pin is wrong"
     )
+
+
+def has_commit(mirror: Path, commit: str) -> bool:
+    return run_git(["--git-dir", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"], check=False).returncode == 0
 
 
 def checkout_commit(mirror: Path, commit: str, dest: Path) -> None:

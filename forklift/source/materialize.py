@@ -79,20 +79,41 @@ def _pypi(pin: PypiPin, cache: Cache, progress, index_url: str | None) -> Tree:
 
 def _git(pin: GitPin, root: Path, cache: Cache, progress) -> Tree:
     url = gitpin.resolve_url(pin.url, root)
-    key = f"git-{pin.commit}"
     label = f"{redact(pin.url)} {pin.tag} @ {pin.commit[:12]}"
-    if gitpin.remote_tag_commit(url, pin.tag) != pin.commit or cache.cached_tree(key) is None:
-        with _status(progress, f"fetching {redact(url)}"):
-            mirror = gitpin.update_mirror(url, cache)
+    if gitpin.remote_tag_commit(url, pin.tag) != pin.commit or cache.cached_tree(f"git-{pin.commit}") is None:
+        mirror = _mirror(url, cache, progress)
         gitpin.verify_pin(mirror, url, pin.tag, pin.commit)
+        _checkout(mirror, pin.commit, label, cache, progress)
+    return Tree(cache.tree_path(f"git-{pin.commit}"), pin.commit, label, "git")
 
-        def build(dest: Path) -> None:
-            with _status(progress, f"checking out {pin.commit[:12]}"):
-                gitpin.checkout_commit(mirror, pin.commit, dest)
-            refuse_escaping_links(dest, f"git tree {label}")
 
-        cache.build_tree(key, build)
-    return Tree(cache.tree_path(key), pin.commit, label, "git")
+def materialize_ref(pin: GitPin, ref: str, root: Path, cache: Cache | None = None, progress=None) -> tuple[Tree, str]:
+    """The tree a branch or tag `ref` of the pin's repository names now (upstream main, say), and its commit:
+    an early look at the next release, never a pin (a branch head moves)."""
+    cache = cache or default_cache()
+    url = gitpin.resolve_url(pin.url, root)
+    commit = gitpin.remote_ref_commit(url, ref)
+    label = f"{redact(pin.url)} {ref} @ {commit[:12]}"
+    if cache.cached_tree(f"git-{commit}") is None:
+        mirror = _mirror(url, cache, progress)
+        if not gitpin.has_commit(mirror, commit):
+            raise ForkliftError(f"{ref!r} moved while fetching {redact(url)}: {commit[:12]} is not in the fetch")
+        _checkout(mirror, commit, label, cache, progress)
+    return Tree(cache.tree_path(f"git-{commit}"), commit, label, "git"), commit
+
+
+def _mirror(url: str, cache: Cache, progress) -> Path:
+    with _status(progress, f"fetching {redact(url)}"):
+        return gitpin.update_mirror(url, cache)
+
+
+def _checkout(mirror: Path, commit: str, label: str, cache: Cache, progress) -> None:
+    def build(dest: Path) -> None:
+        with _status(progress, f"checking out {commit[:12]}"):
+            gitpin.checkout_commit(mirror, commit, dest)
+        refuse_escaping_links(dest, f"git tree {label}")
+
+    cache.build_tree(f"git-{commit}", build)
 
 
 def _path(pin: PathPin, root: Path, cache: Cache, progress) -> Tree:

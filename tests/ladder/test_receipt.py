@@ -13,6 +13,7 @@ from pathlib import Path
 from forklift.ladder.run import name_engine
 from forklift.ladder.schema import LadderBody
 from forklift.receipts import Receipt, new_receipt, read_receipts, write_receipt
+from forklift.receipts.envelope import Labels
 from forklift.report.cells import ladder_tables
 
 LADDER = Path(__file__).resolve().parents[2] / "docs" / "gpu-report" / "receipts" / "ladder"
@@ -24,8 +25,8 @@ def stored(kind: str) -> list[Receipt]:
     return [r for r in receipts if r.kind == kind]
 
 
-def boot_labels(boot: Receipt) -> dict:
-    return boot.model_dump(include={"pin", "engine_version", "overlay_hash", "build", "setting"})
+def boot_labels(boot: Receipt) -> Labels:
+    return Labels.model_validate(boot.model_dump(include={"pin", "engine_version", "overlay_hash", "build", "setting"}))
 
 
 def title(folder: Path) -> str:
@@ -46,7 +47,7 @@ def test_the_ladder_receipt_names_the_engine_its_boots_recorded(tmp_path):
 
 def test_a_build_label_given_survives_and_a_boot_that_knows_nothing_erases_nothing():
     receipt = new_receipt("ladder-cell", build="campaign-a", engine_version="0.26.0")
-    name_engine(receipt, {"build": None, "engine_version": None, "overlay_hash": None, "pin": None})
+    name_engine(receipt, Labels(build=None, engine_version=None, overlay_hash=None, pin=None))
     assert (receipt.build, receipt.engine_version) == ("campaign-a", "0.26.0")
 
 

@@ -1,10 +1,10 @@
-"""The README's fork workflow, run exactly as written: import, export, replay, bind, flip, rebase, export, check.
+"""The fork workflow page, run exactly as written: import, export, replay, bind, flip, rebase, export, check.
 
-The test takes the first ```sh block of the README's "The fork workflow" section and runs it with
-tests/test_readme.py's runner (one bash, `set -e`), `forklift` being this checkout's CLI, in a scratch
+The test takes the first ```sh block of docs/commands/fork.md and runs it with
+tests/test_docs.py's runner (one bash, `set -e`), `forklift` being this checkout's CLI, in a scratch
 folder holding only a link to examples/. Every output line the README shows (the `#   ` lines) must be
 printed, in order, by its command; commit ids the rebase makes depend on the clock, so ids and digests
-are compared by shape (test_readme's rule).
+are compared by shape (test_docs's rule).
 """
 
 from __future__ import annotations
@@ -15,19 +15,17 @@ import sys
 import pytest
 
 from tests.cli import REPO
-from tests.test_readme import README_BLOCKS, Block, assert_steps_shown, run_sh
+from tests.test_docs import DOC_BLOCKS, Block, assert_steps_shown, run_sh
 
 pytestmark = pytest.mark.network
 
 
 def workflow() -> Block:
-    """The first sh block after the heading "## The fork workflow"."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    heading = text[: text.index("## The fork workflow")].count("\n")
-    return next(block for block in README_BLOCKS if block.lang == "sh" and block.line > heading)
+    """The first sh block of the fork workflow page."""
+    return next(block for block in DOC_BLOCKS if block.lang == "sh" and block.page == "docs/commands/fork.md")
 
 
-def test_the_readme_fork_workflow_runs_as_written(tmp_path, vllm_032_tree, vllm_033_tree):
+def test_the_fork_workflow_page_runs_as_written(tmp_path, vllm_032_tree, vllm_033_tree):
     block = workflow()
     script = "\n".join(command for command, _ in block.steps)
     assert "forklift -c dist rebase 0.33.0" in script and "git -C vllm-fork remote add origin" in script

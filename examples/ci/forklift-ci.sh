@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# forklift in a distribution's CI, one job a call (the workflow beside this file calls it; so can any CI):
+#   forklift-ci.sh check          every push: the series on the pin at fuzz 0, JUnit + a markdown summary
+#   forklift-ci.sh upstream-main  nightly: the series tried on upstream's branch head (a git pin's repository),
+#                                 so a break shows before the release; a dry run, nothing is written
+# Run from the distribution's folder (where forklift.toml is). Outputs:
+#   $FORKLIFT_CI_OUT (default forklift-ci/): check.xml (JUnit), flip.md; receipts/ under it
+#   $GITHUB_STEP_SUMMARY (default $FORKLIFT_CI_OUT/summary.md): the markdown job summary, appended to
+# $FORKLIFT_UPSTREAM_REF: the branch upstream-main tries (default main). Exit status: forklift's own.
+set -euo pipefail
+out=${FORKLIFT_CI_OUT:-forklift-ci}
+mkdir -p "$out"
+summary=${GITHUB_STEP_SUMMARY:-$out/summary.md}
+case ${1:-} in
+  check)
+    exec forklift check --junit "$out/check.xml" --summary "$summary" --receipts "$out/receipts"
+    ;;
+  upstream-main)
+    status=0
+    forklift flip --git-ref "${FORKLIFT_UPSTREAM_REF:-main}" --report "$out/flip.md" --receipts "$out/receipts" || status=$?
+    [ -f "$out/flip.md" ] && cat "$out/flip.md" >>"$summary"
+    exit "$status"
+    ;;
+  *)
+    echo "usage: forklift-ci.sh check|upstream-main" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,187 @@
+"""One launched session: boot a planned setting, hand it to the caller, stop it whatever happens.
+
+Every stage that measures a server it boots itself (bench, quality and canary, ladder,
+campaign) runs inside `launched(...)`: the engine is findable by `forklift stop` from its
+first second, `forklift stop` (SIGTERM) ends the session like Ctrl-C, and on the way out the
+engine's whole process group is stopped and the GPUs checked idle, on an exception too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+from forklift.config import Config
+from forklift.errors import ForkliftError
+from forklift.launch import gpus as gpu_state
+from forklift.launch.boot import Booted, boot, check_control, control_variable, failure_message
+from forklift.launch.pidfiles import Running, register, unregister
+from forklift.launch.plan import LaunchPlan, receipt_labels
+from forklift.launch.preflight import preflight
+from forklift.launch.supervise import OnPoll, Server, start_time, stop
+from forklift.receipts import write_receipt
+from forklift.receipts.envelope import Labels
+from forklift.receipts.store import read_receipt
+
+__all__ = ["launch", "launched"]
+
+
+def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:  # `forklift stop` sends SIGTERM
+    raise KeyboardInterrupt
+
+
+def _group_pids(pgid: int) -> set[int]:
+    """Every live process of the engine's group (the ranks included), read before it is stopped."""
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid:
+                    pids.add(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def _record_after_stop(
+    booted: Booted, gpus: list[int], before: dict[int, int], group: set[int], receipts: Path
+) -> None:
+    """The GPU idle check after stop, written into the boot receipt; a GPU left busy fails the launch."""
+    after = gpu_state.memory_used()
+    failure: ForkliftError | None = None
+    try:
+        if after is None:
+            verdict = gpu_state.NO_SMI
+        else:
+            verdict = gpu_state.idle_verdict(gpus, before, after, gpu_state.processes(), group)
+    except ForkliftError as exc:
+        verdict, failure = f"not idle: {exc}", exc
+    booted.body.after_stop = verdict
+    if booted.receipt_path is not None:
+        receipt = read_receipt(booted.receipt_path)
+        receipt.body = {**receipt.body, "after_stop": verdict}
+        if failure is not None:
+            receipt.status = "failed"
+        write_receipt(receipt, receipts, booted.receipt_path)
+    if failure is not None:
+        raise failure
+
+
+@contextmanager
+def launched(
+    config: Config,
+    plan: LaunchPlan,
+    receipts: Path,
+    logs: Path,
+    *,
+    control: bool = False,
+    labels: Labels | None = None,
+    extra_env: dict[str, str] | None = None,
+    raise_failed: bool = True,
+    on_start: Callable[[Server], None] | None = None,
+    on_poll: OnPoll | None = None,
+) -> Iterator[Booted]:
+    """Preflight and boot the plan, yield the booted engine, stop it on the way out.
+
+    With control, a made-up engine variable is exported and the boot fails unless the engine
+    warned about exactly that one. `labels` are put over the launch's own envelope fields (a
+    campaign's build); `extra_env` is exported unchecked (a fresh compile cache). A boot that
+    never got ready raises, or with raise_failed=False is yielded already stopped (`booted.ready`
+    is False). Ctrl-C or `forklift stop` inside the block ends the session, not the caller: the
+    engine is stopped and the with statement completes.
+    """
+    resolved, adapter = plan.resolved, plan.adapter
+    python = preflight(resolved, adapter)
+    fields = (labels or Labels()).over(receipt_labels(config, plan, python))
+    variable = control_variable(adapter) if control else None
+    log_path = logs / f"{time.strftime('%Y%m%dT%H%M%S')}-{resolved.profile}-{resolved.port}.log"
+    main_thread = threading.current_thread() is threading.main_thread()  # signals can only be set there
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if main_thread else None
+    entries: list[Running] = []
+
+    def started(server: Server) -> None:  # findable by `forklift stop` from the first second of the boot
+        entries.append(
+            Running(
+                resolved.profile,
+                resolved.url,
+                resolved.port,
+                os.getpid(),
+                server.pid,
+                str(log_path),
+                supervisor_started=start_time(os.getpid()),
+                server_started=start_time(server.pid),
+            )
+        )
+        register(entries[0])
+        if on_start:
+            on_start(server)
+
+    gpus = resolved.gpus or ([0] if gpu_state.memory_used() else [])  # a GPU box: the profile's GPUs, else GPU 0
+    before = gpu_state.memory_used() or {}
+    try:
+        booted = boot(
+            resolved,
+            adapter,
+            log_path,
+            receipts,
+            extra_env={**(extra_env or {}), **({variable: "1"} if variable else {})},
+            warnings=plan.warnings,
+            labels=fields,
+            on_start=started,
+            on_poll=on_poll,
+        )
+        if not booted.ready:
+            if raise_failed:
+                raise ForkliftError(failure_message(booted.body))
+            yield booted  # boot() already stopped it
+            return
+        try:
+            if variable:
+                check_control(booted.body, variable)
+            yield booted
+        except KeyboardInterrupt:
+            pass
+        finally:
+            group = _group_pids(booted.server.pid)
+            stop(booted.server)
+            _record_after_stop(booted, gpus, before, group, receipts)
+    finally:
+        for entry in entries:
+            unregister(entry)
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def launch(
+    config: Config,
+    plan: LaunchPlan,
+    receipts: Path,
+    logs: Path,
+    *,
+    control: bool = False,
+    on_ready: Callable[[Booted], None] | None = None,
+    labels: Labels | None = None,
+    on_start: Callable[[Server], None] | None = None,
+    on_poll: OnPoll | None = None,
+) -> Booted:
+    """`forklift launch`: boot, report, then serve in the foreground until Ctrl-C / `forklift stop`.
+
+    With control the session ends once the positive control held (nothing to serve)."""
+    with launched(
+        config, plan, receipts, logs, control=control, labels=labels, on_start=on_start, on_poll=on_poll
+    ) as booted:
+        if on_ready:
+            on_ready(booted)
+        if not control:
+            while booted.server.process.poll() is None:
+                time.sleep(0.5)
+            raise ForkliftError(
+                f"engine exited with code {booted.server.process.returncode} while serving (log: {booted.server.log_path})"
+            )
+    return booted
