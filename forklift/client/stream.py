@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
+from forklift.client.bodies import read_start, refuse_encoded
 from forklift.client.records import Endpoint, RequestRecord
 from forklift.client.sse import MAX_EVENT_BYTES, SSEDecoder, TooLarge
 
@@ -153,8 +154,7 @@ class StreamClient:
             if response.status != 200:
                 _fail(record, "http", f"HTTP {response.status}: {await self._error_text(response, encoding)}")
                 return
-            if encoding.lower() != "identity":
-                raise ValueError(f"stream sent with Content-Encoding {encoding[:40]!r} though identity was asked")
+            refuse_encoded(response)
             stream = _StreamState(record, zero)
             decoder = SSEDecoder(self.limits.event_bytes)
             limit = self.limits.response_bytes
@@ -178,11 +178,7 @@ class StreamClient:
         """The start of an error body, read no further than the error-body limit."""
         if encoding.lower() != "identity":
             return f"(a {encoding[:40]!r}-encoded body, not read)"
-        body = bytearray()
-        async for data in response.content.iter_any():
-            body += data[: self.limits.error_bytes - len(body)]
-            if len(body) >= self.limits.error_bytes:
-                break
+        body = await read_start(response, self.limits.error_bytes)
         return body.decode(errors="replace")[:ERROR_TEXT_CHARS].replace("\n", " ")
 
 

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 from aiohttp import web
 
+from forklift.bench.metrics import scrape, server_version
 from forklift.client.records import RequestRecord
 from forklift.client.stream import Limits, PreparedRequest, StreamClient
 from tests.bench.test_faults import run
@@ -272,3 +273,38 @@ def test_a_bench_of_empty_answers_is_a_failed_receipt(tmp_path, sse_server):
     assert receipt.status == "failed"
     assert [r["error_kind"] for r in cell["requests"]] == ["empty"] * 3
     assert cell["aggregate"]["failures"] == {"empty": 3} and cell["aggregate"]["ok"] == 0
+
+
+def test_metrics_and_version_are_read_within_limits_and_never_through_a_redirect():
+    """/metrics that never ends and /version that redirects (a fake, as above): the bench reads neither."""
+
+    async def endless_metrics(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        with contextlib.suppress(ConnectionError):
+            while True:
+                await response.write(b"# HELP x y\n" * 8192)
+        return response
+
+    async def redirect(request: web.Request) -> web.StreamResponse:
+        raise web.HTTPTemporaryRedirect("/elsewhere")
+
+    async def elsewhere(request: web.Request) -> web.StreamResponse:
+        return web.json_response({"version": "9.9.9"})
+
+    async def go() -> tuple[object, object]:
+        app = web.Application()
+        app.router.add_get("/metrics", endless_metrics)
+        app.router.add_get("/version", redirect)
+        app.router.add_get("/elsewhere", elsewhere)
+        runner = web.AppRunner(app, shutdown_timeout=0.1)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        try:
+            async with StreamClient(url) as client:
+                return await scrape(client.session, url), await server_version(client.session, url)
+        finally:
+            await runner.cleanup()
+
+    assert asyncio.run(go()) == (None, None)
