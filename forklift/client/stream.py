@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -29,6 +30,7 @@ import orjson
 from forklift.client.bodies import read_start, refuse_encoded
 from forklift.client.records import Endpoint, RequestRecord
 from forklift.client.sse import MAX_EVENT_BYTES, SSEDecoder, TooLarge
+from forklift.errors import UsageError
 
 PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
@@ -38,13 +40,36 @@ ERROR_TEXT_CHARS = 300  # of an error body, kept in the record
 
 @dataclass(frozen=True)
 class Limits:
-    """What forklift reads of one answer; a server that sends more is a failed request (`too_large`)."""
+    """What forklift reads of one answer; a server that sends more is a failed request (`too_large`).
 
-    # A 32k-token answer with running usage is about 10 MiB of stream.
-    response_bytes: int = 64 * 2**20
+    Besides these, an answer may not hold more content chunks than the tokens its request asked for
+    (max_tokens x n): every content chunk carries a token at least.
+    """
+
+    # A 32k-token answer with running usage is about 10 MiB of stream; the record of one this size holds ~400k
+    # chunks, which keeps a bench under 512 MiB resident.
+    response_bytes: int = 32 * 2**20
     # An error body is read this far and no further; its first ERROR_TEXT_CHARS characters are kept.
     error_bytes: int = 64 * 2**10
     event_bytes: int = MAX_EVENT_BYTES
+
+    ENV: ClassVar[dict[str, str]] = {
+        "response_bytes": "FORKLIFT_RESPONSE_MAX_BYTES",
+        "error_bytes": "FORKLIFT_ERROR_BODY_MAX_BYTES",
+        "event_bytes": "FORKLIFT_SSE_EVENT_MAX_BYTES",
+    }
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        """The defaults, each replaced by its FORKLIFT_*_MAX_BYTES variable when set (a bad value is one line)."""
+        values = {}
+        for name, var in cls.ENV.items():
+            text = os.environ.get(var, "").strip()
+            if text:
+                if not text.isdigit() or int(text) == 0:
+                    raise UsageError(f"{var}={text[:40]!r}: expected a positive number of bytes")
+                values[name] = int(text)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -66,12 +91,12 @@ class StreamClient:
         timeout: float = 600.0,
         connections: int = 1024,
         api_key: str | None = None,
-        limits: Limits = Limits(),
+        limits: Limits | None = None,
     ):
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.connections = connections
-        self.limits = limits
+        self.limits = limits or Limits.from_env()
         # identity: a compressed answer could decode to far more than its bytes on the wire (a gzip bomb)
         self.headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
         self._session: aiohttp.ClientSession | None = None
@@ -155,7 +180,7 @@ class StreamClient:
                 _fail(record, "http", f"HTTP {response.status}: {await self._error_text(response, encoding)}")
                 return
             refuse_encoded(response)
-            stream = _StreamState(record, zero)
+            stream = _StreamState(record, zero, _tokens_asked(body))
             decoder = SSEDecoder(self.limits.event_bytes)
             limit = self.limits.response_bytes
             received = 0
@@ -185,9 +210,10 @@ class StreamClient:
 class _StreamState:
     """Folds the events of one stream into its record (the client's hot path: keep it lean)."""
 
-    def __init__(self, record: RequestRecord, zero: float):
+    def __init__(self, record: RequestRecord, zero: float, max_chunks: int | None = None):
         self.record = record
         self.zero = zero
+        self.max_chunks = max_chunks
         self.chunks: list[tuple[float, int]] = []
         self.digest = hashlib.sha256()  # of the text, as it arrives: the text itself is not kept
         self.usage: dict[str, Any] | None = None
@@ -241,6 +267,8 @@ class _StreamState:
         else:
             tokens = 1 if text else 0
         if tokens > 0 or text:
+            if len(self.chunks) == self.max_chunks:
+                raise TooLarge(f"more content chunks than the {self.max_chunks} tokens asked for (max_tokens x n)")
             self.chunks.append((now - self.zero, tokens))
             self.digest.update(text.encode(errors="surrogatepass"))
         return False
@@ -264,6 +292,13 @@ class _StreamState:
             _fail(record, "stream_cut", "stream ended before [DONE] and without a finish_reason")
         elif not self.chunks and not record.completion_tokens:
             _fail(record, "empty", "empty answer: the stream ended without text or tokens")
+
+
+def _tokens_asked(body: dict[str, Any]) -> int | None:
+    """The most tokens the request allows (max_tokens x n), when it says."""
+    most = body.get("max_tokens") or body.get("max_completion_tokens")
+    n = body.get("n") or 1
+    return most * n if type(most) is int and type(n) is int and most > 0 and n > 0 else None
 
 
 def _fail(record: RequestRecord, kind: str, message: str) -> None:

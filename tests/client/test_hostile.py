@@ -22,6 +22,7 @@ from aiohttp import web
 from forklift.bench.metrics import scrape, server_version
 from forklift.client.records import RequestRecord
 from forklift.client.stream import Limits, PreparedRequest, StreamClient
+from forklift.errors import UsageError
 from tests.bench.test_faults import run
 from tests.fixtures.sse import Plan
 
@@ -63,9 +64,9 @@ async def raw_server(answer: Callable[[asyncio.StreamWriter], Awaitable[None]]) 
         server.close()
 
 
-async def ask(url: str, **kw: object) -> RequestRecord:
+async def ask(url: str, request: PreparedRequest = CHAT, **kw: object) -> RequestRecord:
     async with StreamClient(url, **kw) as client:  # type: ignore[arg-type]
-        return await client.send(CHAT, zero=time.perf_counter())
+        return await client.send(request, zero=time.perf_counter())
 
 
 def test_a_redirect_to_another_port_is_not_followed_but_a_failure_of_its_own():
@@ -149,25 +150,54 @@ def test_an_endless_error_body_is_read_to_its_limit_and_no_further():
     assert record.error_kind == "http" and record.error == "HTTP 500: " + "x" * 300
 
 
-def test_an_answer_over_the_response_limit_is_too_large():
-    """A well-formed stream that goes on past the byte limit: a failed request, with what arrived kept."""
-    event = b'data: {"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}\n\n'
-
-    async def flood(request: web.Request) -> web.StreamResponse:
+def flood(event: bytes, times: int) -> Handler:
+    async def answer(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         with contextlib.suppress(ConnectionError):
-            for _ in range(2**16):  # 5 MiB, five times the limit
+            for _ in range(times):
                 await response.write(event)
         return response
 
+    return answer
+
+
+ONE_TOKEN = b'data: {"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}\n\n'
+
+
+def test_an_answer_over_the_response_limit_is_too_large():
+    """A well-formed stream that goes on past the byte limit (a request without max_tokens): a failed request,
+    with what arrived kept."""
+    unbounded = PreparedRequest("q1", "chat", {"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+
     async def go() -> RequestRecord:
-        async with serve(flood) as url:
-            return await ask(url, limits=Limits(response_bytes=2**20))
+        async with serve(flood(ONE_TOKEN, 2**16)) as url:  # 5 MiB, five times the limit
+            return await ask(url, unbounded, limits=Limits(response_bytes=2**20))
 
     record = asyncio.run(go())
     assert record.error_kind == "too_large" and "1048576-byte response limit" in record.error
-    assert 0 < len(record.chunks) <= 2**20 // len(event)
+    assert 0 < len(record.chunks) <= 2**20 // len(ONE_TOKEN)
+
+
+def test_more_content_chunks_than_tokens_asked_for_is_too_large():
+    """max_tokens 4, n 2: a ninth content chunk cannot be a token the request asked for."""
+    request = PreparedRequest("q1", "chat", {**CHAT.body, "n": 2})
+
+    async def go() -> RequestRecord:
+        async with serve(flood(ONE_TOKEN, 1000)) as url:
+            return await ask(url, request)
+
+    record = asyncio.run(go())
+    assert record.error_kind == "too_large" and len(record.chunks) == 8
+    assert record.error == "more content chunks than the 8 tokens asked for (max_tokens x n)"
+
+
+def test_a_limit_from_the_environment_is_checked(monkeypatch):
+    monkeypatch.setenv("FORKLIFT_RESPONSE_MAX_BYTES", "1024")
+    assert Limits.from_env().response_bytes == 1024
+    monkeypatch.setenv("FORKLIFT_SSE_EVENT_MAX_BYTES", "-5")
+    with pytest.raises(UsageError, match=r"^FORKLIFT_SSE_EVENT_MAX_BYTES='-5': expected a positive number of bytes$"):
+        Limits.from_env()
 
 
 def test_an_event_over_the_event_limit_is_too_large():
