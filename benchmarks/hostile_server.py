@@ -5,7 +5,7 @@ A fake server (raw asyncio on 127.0.0.1, in this process) answers each case belo
 
   record    the error kind the receipt records for the request, and the elapsed it records (end - send);
   wall s    the bench process's wall time, start to exit (boot, the request, the receipt);
-  max RSS   the bench process's peak resident memory (getrusage of the child);
+  max RSS   the bench process's peak resident memory (its VmHWM, read as it exits);
   sent      how much of its answer the server got to write before forklift hung up.
 
 Cases: the deadline ones (a stalled headers phase, headers or body a byte per second, a stream that never ends)
@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FORKLIFT = [str(ROOT / ".venv" / "bin" / "python"), "-m", "forklift"]
+# forklift as `python -m forklift` would run it, writing its peak resident memory (VmHWM) to argv[1] at exit:
+# getrusage of a child would also count the memory of this process, which it was forked from.
+FORKLIFT = [
+    str(ROOT / ".venv" / "bin" / "python"),
+    "-c",
+    "import atexit, runpy, sys; out = sys.argv.pop(1); atexit.register(lambda: open(out, 'w').write("
+    "next(line for line in open('/proc/self/status') if line.startswith('VmHWM:')))); "
+    "runpy.run_module('forklift', run_name='__main__', alter_sys=True)",
+]
 MIB = 2**20
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":" tok"},"finish_reason":null}]}\n\n'
 SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -161,13 +168,12 @@ def bench(url: str, timeout: float, folder: Path) -> tuple[float, int]:
     cohort = folder / "cohort.jsonl"
     # no max_tokens: the byte limits alone bound the answer (with one, its chunks are bounded too)
     cohort.write_text(json.dumps({"id": "p", "messages": [{"role": "user", "content": "hi"}]}) + "\n")
-    argv = [*FORKLIFT, "bench", "--url", url, "--model", "m", "--cohort", str(cohort), "--mode", "single"]
+    peak = folder / "peak"
+    argv = [*FORKLIFT, str(peak), "bench", "--url", url, "--model", "m", "--cohort", str(cohort), "--mode", "single"]
     argv += ["--runs", "1", "--warmup", "0", "--timeout", str(timeout), "--receipts", str(folder / "receipts")]
     start = time.perf_counter()
-    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, _, usage = os.wait4(process.pid, 0)
-    process.returncode = 0  # reaped by wait4 above
-    return time.perf_counter() - start, usage.ru_maxrss * 1024
+    subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start, int(peak.read_text().split()[1]) * 1024  # VmHWM: N kB
 
 
 def recorded(folder: Path) -> tuple[str, float | None]:
