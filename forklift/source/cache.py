@@ -7,6 +7,7 @@ Layout under the cache root (``FORKLIFT_CACHE``, else the platform's user cache 
                                       tarball, top folder stripped), wheel-<sha256>, git-<commit>,
                                       dir-<listing digest>
     trees/<recipe>-<digest>.done      completion marker, written last
+    listings/<hash of a folder>.json  stat memo of a pinned folder (source.hashing): unchanged files are not re-read
     git/<sha256(url)[:24]>.git        bare mirrors of git remotes
     locks/                            filelock files: one writer per artifact, tree or mirror
     compiled/<sha256>                 markers of Python sources known to byte-compile (written by check)
@@ -52,6 +53,10 @@ class Cache:
 
     def mirror_path(self, url: str) -> Path:
         return self.root / "git" / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.git"
+
+    def listing_memo(self, folder: Path) -> Path:
+        """Where the stat memo of a pinned folder lives (source.hashing): keyed by the folder's real path."""
+        return self.root / "listings" / f"{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24]}.json"
 
     def lock(self, name: str) -> FileLock:
         folder = self.root / "locks"

@@ -13,18 +13,28 @@ The directory digest lets a local folder be pinned like an artifact. Its definit
     Directories are not listed (an empty folder does not count, as in git). Lines are sorted
     by the UTF-8 bytes of <path>; the digest is the sha256 of the concatenated UTF-8 lines.
     A fifo, socket or device file, or a name holding a newline, is refused.
+
+A folder pin is hashed on every run (a local folder can change under us). As git's index does, a
+*stat memo* may remember each file's entry by (size, mtime, inode, mode): a file whose stat is unchanged
+is not read again. Entries modified too close to the memo's own time are never remembered ("racily
+clean" in git's words: a write in the same clock tick would not change the stat), so they are re-read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
+import time
 from pathlib import Path
 
 from forklift.errors import ForkliftError
+from forklift.fsio import write_atomic
 
 SKIPPED_NAMES = frozenset({".git"})
+RACY_NS = 2_000_000_000  # files changed this close to the memo's time are re-read next time (coarse mtimes)
+StatKey = tuple[int, int, int, int]  # size, mtime_ns, inode, mode
 
 
 def pinnable_kind(path: Path) -> str:
@@ -48,8 +58,11 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def directory_listing(folder: Path) -> str:
-    """The canonical listing defined in this module's docstring."""
+def directory_listing(folder: Path, memo: Path | None = None) -> str:
+    """The canonical listing defined in this module's docstring; `memo`, a stat memo file (read and rewritten)."""
+    known = _read_memo(memo) if memo else {}
+    remembered: dict[str, list[object]] = {}
+    started = time.time_ns()
     lines = []
     for dirpath, dirnames, filenames in os.walk(folder):
         # os.walk puts symlinks to folders among dirnames; they are entries, never descended into.
@@ -62,17 +75,33 @@ def directory_listing(folder: Path) -> str:
             rel = os.path.relpath(path, folder).replace(os.sep, "/")
             if "\n" in rel:
                 raise ForkliftError(f"{path!r}: a file name with a newline cannot be pinned")
-            lines.append((rel.encode(), f"{_entry(Path(path))} {rel}\n"))
+            st = os.lstat(path)
+            key: StatKey = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+            hit = known.get(rel)
+            entry = hit[1] if hit and hit[0] == key else _entry(Path(path), st.st_mode)
+            if st.st_mtime_ns < started - RACY_NS:
+                remembered[rel] = [*key, entry]
+            lines.append((rel.encode(), f"{entry} {rel}\n"))
     lines.sort()
+    if memo and remembered != {rel: [*k, e] for rel, (k, e) in known.items()}:
+        write_atomic(memo, json.dumps(remembered, separators=(",", ":")))
     return "".join(line for _, line in lines)
 
 
-def directory_digest(folder: Path) -> str:
-    return hashlib.sha256(directory_listing(folder).encode()).hexdigest()
+def directory_digest(folder: Path, memo: Path | None = None) -> str:
+    return hashlib.sha256(directory_listing(folder, memo).encode()).hexdigest()
 
 
-def _entry(path: Path) -> str:
-    mode = path.lstat().st_mode
+def _read_memo(memo: Path) -> dict[str, tuple[StatKey, str]]:
+    """The memo's entries; an unreadable or malformed memo is no memo (every file is read)."""
+    try:
+        raw = json.loads(memo.read_bytes())
+        return {rel: ((int(v[0]), int(v[1]), int(v[2]), int(v[3])), str(v[4])) for rel, v in raw.items()}
+    except (OSError, ValueError, TypeError, IndexError, AttributeError):
+        return {}
+
+
+def _entry(path: Path, mode: int) -> str:
     if stat.S_ISLNK(mode):
         return "l " + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
     if stat.S_ISREG(mode):

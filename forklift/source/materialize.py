@@ -122,7 +122,7 @@ def _path(pin: PathPin, root: Path, cache: Cache, progress) -> Tree:
     if not source.exists():
         raise ForkliftError(f"{source}: no such file or folder (upstream.path in forklift.toml)")
     kind: TreeKind = "dir" if pinnable_kind(source) == "dir" else "tarball"
-    found = directory_digest(source) if kind == "dir" else file_sha256(source)
+    found = directory_digest(source, memo=cache.listing_memo(source)) if kind == "dir" else file_sha256(source)
     if found != pin.sha256:
         raise ForkliftError(f"{source}: sha256 mismatch: forklift.toml pins {pin.sha256}, found {found}")
 
