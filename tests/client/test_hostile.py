@@ -93,18 +93,24 @@ def test_a_redirect_to_another_port_is_not_followed_but_a_failure_of_its_own():
 
 
 @functools.cache
-def bomb(decoded_mib: int) -> bytes:
-    """gzip of `decoded_mib` MiB of one byte: a few KiB on the wire."""
-    return gzip.compress(b"a" * (decoded_mib * 2**20), compresslevel=9)
+def gzip_bomb() -> bytes:
+    """gzip of 64 MiB of one byte: a few KiB on the wire. Made before any server starts: compressing blocks the
+    loop the client shares with the fake server."""
+    return gzip.compress(b"a" * 64 * 2**20, compresslevel=9)
 
 
-def test_a_compressed_stream_is_refused_unread_not_decoded():
+@pytest.fixture
+def bomb() -> bytes:
+    return gzip_bomb()
+
+
+def test_a_compressed_stream_is_refused_unread_not_decoded(bomb):
     """The client asks for identity; a server that gzips anyway (a 64 MiB bomb) is a protocol failure, not read."""
     seen = {}
 
     async def gzipped(request: web.Request) -> web.StreamResponse:
         seen["accept"] = request.headers.get("Accept-Encoding")
-        return web.Response(body=bomb(64), headers={"Content-Encoding": "gzip", "Content-Type": "text/event-stream"})
+        return web.Response(body=bomb, headers={"Content-Encoding": "gzip", "Content-Type": "text/event-stream"})
 
     async def go() -> RequestRecord:
         async with serve(gzipped) as url:
@@ -115,11 +121,11 @@ def test_a_compressed_stream_is_refused_unread_not_decoded():
     assert record.error_kind == "protocol" and "Content-Encoding 'gzip'" in record.error
 
 
-def test_a_compressed_error_body_is_not_decoded():
+def test_a_compressed_error_body_is_not_decoded(bomb):
     """A 500 whose gzip body decodes to 64 MiB: the record says what came, without decoding it."""
 
     async def gzipped(request: web.Request) -> web.StreamResponse:
-        return web.Response(status=500, body=bomb(64), headers={"Content-Encoding": "gzip"})
+        return web.Response(status=500, body=bomb, headers={"Content-Encoding": "gzip"})
 
     async def go() -> RequestRecord:
         async with serve(gzipped) as url:
@@ -248,7 +254,7 @@ async def endless_keepalives(writer: asyncio.StreamWriter) -> None:
 
 
 async def gzip_bomb_stream(writer: asyncio.StreamWriter) -> None:
-    body = bomb(64)
+    body = gzip_bomb()
     writer.write(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
         b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
@@ -267,7 +273,7 @@ async def gzip_bomb_stream(writer: asyncio.StreamWriter) -> None:
         (gzip_bomb_stream, {"protocol"}),  # refused before the deadline: not decoded at all
     ],
 )
-def test_the_timeout_holds_whatever_the_server_sends(answer, kinds):
+def test_the_timeout_holds_whatever_the_server_sends(answer, kinds, bomb):
     """The record says how long the client waited: never more than the timeout and one second."""
     timeout = 2.0
 
