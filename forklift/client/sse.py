@@ -5,9 +5,10 @@ proxies and some servers) and other fields are dropped here so they can never be
 mistaken for a (zero-token) chunk.
 
 The decoder is linear in its input: a read that ends no event is kept as it is, and the
-reads of an event are joined once, when its blank line arrives (a line ending split
-across two reads is held back), so a server that sends megabytes without a blank line
-costs what it sends, not its square. An event larger
+reads of an event are joined once, when its blank line arrives, so a server that sends
+megabytes without a blank line costs what it sends, not its square. A CR ends its line at
+once, even last in a read (a LF first in the next read is then its CRLF's), so an event
+whose blank line ends the stream on a CR is not lost. An event larger
 than the decoder's limit is a failure (`TooLarge`), not memory spent without bound.
 """
 
@@ -28,14 +29,13 @@ class SSEDecoder:
         self.max_event_bytes = max_event_bytes
         self._pending: list[bytes] = []  # reads since the last blank line, line endings as LF
         self._pending_bytes = 0
-        self._cr = False  # the last read ended on CR: a LF first in the next read is the same line ending
+        self._cr = False  # the last read ended on CR: a LF first in the next read belongs to it
 
     def feed(self, data: bytes) -> list[bytes]:
-        if self._cr:
-            data, self._cr = b"\r" + data, False
+        if self._cr and data.startswith(b"\n"):
+            data = data[1:]  # the LF of a CRLF whose CR ended the last read (and its line, then)
+        self._cr = data.endswith(b"\r")
         if b"\r" in data:
-            if data.endswith(b"\r"):
-                data, self._cr = data[:-1], True
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if not data:
             return []

@@ -50,6 +50,7 @@ def decode(stream: bytes, cuts: list[int], limit: int) -> list[bytes] | str:
 @given(stream=STREAM, cuts=st.lists(st.integers(min_value=0), max_size=12))
 @example(stream=b"data: a\r\ndata: b\r\n\r\n", cuts=[8])  # CR LF split between two reads
 @example(stream=b"data: a\n\ndata: b\n\n", cuts=[8])  # a blank line split between two reads
+@example(stream=b"data: \n\r", cuts=[])  # found by the long profile: a CR last in the stream ends its line
 def test_the_events_do_not_depend_on_how_the_stream_is_split(stream, cuts):
     assert decode(stream, cuts, limit=len(stream) + 1) == decode(stream, [], limit=len(stream) + 1)
     assert decode(stream, cuts, limit=len(stream) + 1) == reference(stream)
@@ -59,7 +60,7 @@ def test_the_events_do_not_depend_on_how_the_stream_is_split(stream, cuts):
 def test_an_event_over_the_limit_is_too_large_however_the_stream_is_split(stream, cuts, limit):
     whole = decode(stream, [], limit)
     assert decode(stream, cuts, limit) == whole
-    *events, unended = stream.removesuffix(b"\r").replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n\n")
+    *events, unended = stream.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n\n")
     unended = unended.removesuffix(b"\n")  # may be half a blank line
     assert (whole == "too large") == any(len(event) > limit for event in [*events, unended]), events
 
