@@ -65,16 +65,12 @@ def test_an_event_over_the_limit_is_too_large_however_the_stream_is_split(stream
     assert (whole == "too large") == any(len(event) > limit for event in [*events, unended]), events
 
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12,
-)
 KEYS = st.sampled_from(["choices", "usage", "delta", "text", "content", "finish_reason", "completion_tokens", "error"])
-# Chunks shaped like an OpenAI stream's, any field replaced by any JSON: the fold must not trust a type.
+# Chunks shaped like an OpenAI stream's (its keys, mostly), any field any JSON: the fold must not trust a type.
+# One recursive strategy: nesting one in another makes Hypothesis' replay of a failure flaky.
 EVENT = st.recursive(
-    JSON,
-    lambda inner: st.dictionaries(KEYS, inner, max_size=4) | st.lists(st.dictionaries(KEYS, inner, max_size=3)),
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS | st.text(max_size=8), inner, max_size=4),
     max_leaves=16,
 )
 PAYLOAD = st.one_of(EVENT.map(orjson.dumps), st.binary(max_size=30), st.just(b"[DONE]"))
