@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -151,7 +151,7 @@ def bench_launched(
         labels=Labels(build=build) if build else None,
     ) as booted:
         outcome = bench(
-            make_plan(resolved.url, resolved.served_name),
+            replace(make_plan(resolved.url, resolved.served_name), api_key=resolved.api_key),
             mode=mode,
             folder=folder,
             progress=progress,

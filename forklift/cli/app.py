@@ -7,17 +7,20 @@ is not a terminal (a CI log shows full patch names and intervals).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
+
+from forklift.textsafe import terminal
 
 if TYPE_CHECKING:
     from forklift.config import Config
@@ -90,8 +93,21 @@ app = App(
     add_completion=True,
     help="Carry a patched LLM inference engine across upstream releases, and prove every step.",
 )
-console = Console(highlight=False, markup=False)
-err_console = Console(stderr=True, highlight=False, markup=False)
+
+
+class SafeConsole(Console):
+    """A console whose text cannot drive the terminal: a control character in a printed string (ESC[2J, an
+    OSC 8 link, BEL, a backspace from a receipt's hostname) is shown as a visible escape. Styles are
+    rendered by rich after this, so forklift's own colours stay."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            Segment(terminal(s.text, keep="\n"), s.style, s.control) if not s.control else s for s in buffer
+        )
+
+
+console = SafeConsole(highlight=False, markup=False)
+err_console = SafeConsole(stderr=True, highlight=False, markup=False)
 
 
 class State:
@@ -170,7 +186,9 @@ def warn(message: str) -> None:
 
 def print_json(data: Any) -> None:
     """The one way JSON is printed: indented, plain (no colour, no wrapping), on stdout."""
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    from forklift.fsio import dumps_json
+
+    sys.stdout.write(dumps_json(data) + "\n")
     sys.stdout.flush()
 
 

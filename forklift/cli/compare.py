@@ -10,6 +10,7 @@ from rich.text import Text
 
 from forklift.cli.app import MEASURE, JsonOption, app, console, print_json, say
 from forklift.errors import ForkliftError, UsageError
+from forklift.textsafe import terminal
 
 CLAIM_STYLE = {
     "better": "green",
@@ -38,26 +39,28 @@ def _render(comparison) -> None:
 
     from forklift.report import numbers as fmt
 
+    # one line each: a newline in a receipt's hostname or label is shown as \n, not as a line of its own
     a, b = f"{comparison.label_a} on {comparison.host_a}", f"{comparison.label_b} on {comparison.host_b}"
-    table = Table(title=f"{fmt.setting(comparison)} · {comparison.workload}   A = {a}   B = {b}", title_justify="left")
+    title = terminal(f"{fmt.setting(comparison)} · {comparison.workload}   A = {a}   B = {b}")
+    table = Table(title=title, title_justify="left")
     for column in ("cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"):
         table.add_column(column, justify="right" if column in ("A", "B", "Δ", "95% CI", "MDE") else "left")
     for cell in comparison.cells:
         for i, result in enumerate(cell.metrics):
             table.add_row(
-                cell.cell if i == 0 else "",
+                terminal(cell.cell) if i == 0 else "",
                 *fmt.metric_cells(result),
                 Text(result.verdict, style=CLAIM_STYLE[result.claim]),
             )
         table.add_section()
     console.print(table)
     for cell in comparison.cells:
-        say((cell.cell, "bold"), "\n" + "\n".join(f"  {line}" for line in fmt.cell_notes(cell)))
+        say((terminal(cell.cell), "bold"), "\n" + "\n".join(f"  {terminal(line)}" for line in fmt.cell_notes(cell)))
     for name in comparison.only_a + comparison.only_b:
         side = "A" if name in comparison.only_a else "B"
-        say((f"cell {name} measured by {side} only: not compared", "yellow"))
+        say((terminal(f"cell {name} measured by {side} only: not compared"), "yellow"))
     for partial in comparison.partial:
-        say((f"not a whole receipt: {partial}", "yellow"))
+        say((terminal(f"not a whole receipt: {partial}"), "yellow"))
     if comparison.across_machines:
         say(("across machines: A and B ran on different boxes; this row is not a same-box A/B", "yellow"))
     say(

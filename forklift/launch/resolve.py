@@ -64,6 +64,12 @@ class Resolved:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def api_key(self) -> str | None:
+        """The key the server requires (--api-key): a client of this launch must send it."""
+        flag = next((f for f in self.flags if f.name == "--api-key"), None)
+        return flag.values[0] if flag and flag.values else None
+
 
 def flatten(profiles: dict[str, Profile], name: str) -> Profile:
     """The profile with its `extends` chain merged in (the child wins, key by key)."""
@@ -252,7 +258,9 @@ def rank_lines(resolved: Resolved) -> list[str]:
     if not resolved.gpus:
         return []
     tp = resolved.parallel.get("--tensor-parallel-size", 1)
-    shared = " ".join(f"{k}={v}" for k, v in resolved.env.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM_")))
+    shared = " ".join(
+        f"{k}={v}" for k, v in shown_env(resolved).items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM_"))
+    )
     lines = []
     hosts = [resolved.ray.head, *resolved.ray.workers] if resolved.ray else ["this host"]
     for node, host in enumerate(hosts):
@@ -271,7 +279,7 @@ def ray_commands(resolved: Resolved) -> list[str]:
     if ray is None:
         return []
     env = " ".join(
-        f"{k}={v}" for k, v in resolved.env.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM_", "CUDA_"))
+        f"{k}={v}" for k, v in shown_env(resolved).items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM_", "CUDA_"))
     )
     head = f"on {ray.head}: {env} ray start --head --port {ray.port} --num-gpus {ray.gpus_per_node}"
     workers = [
@@ -309,11 +317,36 @@ def is_secret(name: str) -> bool:
     return bool(_SECRET.search(name))
 
 
+def shown(name: str, value: str) -> str:
+    """The one redaction rule: the value of a flag or variable with a secret-looking name is never shown."""
+    return REDACTED if is_secret(name) else value
+
+
+def shown_argv(resolved: Resolved) -> list[str]:
+    """The argv as receipts and --print show it: a secret flag's values redacted."""
+    words = [*resolved.command, resolved.model]
+    for flag in resolved.flags:
+        words.append(flag.name)
+        words.extend(shown(flag.name, v) for v in flag.values)
+    return words
+
+
+def shown_env(resolved: Resolved) -> dict[str, str]:
+    """The environment as receipts and --print show it: a secret variable's value redacted."""
+    return {k: shown(k, v) for k, v in resolved.env.items()}
+
+
+def setting_name(resolved: Resolved) -> str:
+    """The setting as a label: profile, axis choices, then what --set changed (args and env), secrets redacted."""
+    sets = [
+        f"{f.name[2:]}={' '.join(shown(f.name, v) for v in f.values) or 'true'}"
+        for f in resolved.flags
+        if f.source == "--set"
+    ]
+    sets += [f"{k}={v}" for k, v in shown_env(resolved).items() if resolved.env_sources.get(k) == "--set"]
+    return " ".join([resolved.profile, *(f"{k}={v}" for k, v in resolved.choices.items()), *sets])
+
+
 def printed_lines(resolved: Resolved) -> list[str]:
     """argv words, then NAME=value lines: one per line, secrets redacted (what --print shows)."""
-    lines = [*resolved.command, resolved.model]
-    for flag in resolved.flags:
-        lines.append(flag.name)
-        lines.extend(REDACTED if is_secret(flag.name) else v for v in flag.values)
-    lines.extend(f"{k}={REDACTED if is_secret(k) else v}" for k, v in resolved.env.items())
-    return lines
+    return [*shown_argv(resolved), *(f"{k}={v}" for k, v in shown_env(resolved).items())]

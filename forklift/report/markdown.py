@@ -13,6 +13,7 @@ from forklift.report.campaign import Campaign, Row, Side, boot_state
 from forklift.report.cells import extra_sections
 from forklift.report.control import aa_shift
 from forklift.stats import GroupComparison
+from forklift.textsafe import markdown as md
 
 # The summary's verdict: decode speed when measured, else end-to-end latency (a server that
 # sends a whole answer in one burst has no TPOT).
@@ -36,7 +37,8 @@ and output-length deltas of that cell are confounded by trajectory. Boxes are ne
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    return "\n".join(table(header, rows))
+    """A report table: every cell is text from receipts, shown literally (no markup, no HTML, one line)."""
+    return "\n".join(table(header, rows, escape=md))
 
 
 def _tok_s(side: Side, cell: str) -> str:
@@ -84,7 +86,7 @@ def _summary(campaign: Campaign) -> str:
             + [r.cell, _tok_s(r.old, r.cell), _pool(r.old), r.old.tok_step(r.cell) if r.old.runs else "–"]
             for r in rows
         ]
-        return f"One build ({campaign.builds[0]}): numbers only, nothing to compare.\n\n" + _table(header, body)
+        return f"One build ({md(campaign.builds[0])}): numbers only, nothing to compare.\n\n" + _table(header, body)
     header = [
         *lead,
         f"{words[0]} tok/s",
@@ -101,9 +103,9 @@ def _summary(campaign: Campaign) -> str:
     for build, setting in candidates:
         mine = [r for r in rows if r.new.build == build and (not campaign.by_setting or r.new.setting == setting)]
         if campaign.by_setting:
-            out.append(f"### {campaign.baseline} (A) → {setting} (B), build {build}")
+            out.append(f"### {md(campaign.baseline)} (A) → {md(setting)} (B), build {md(build)}")
         else:
-            out.append(f"### {campaign.baseline} (old) → {build} (new)")
+            out.append(f"### {md(campaign.baseline)} (old) → {md(build)} (new)")
         body = []
         for r in mine:
             tok_step = "–" if (r.old.state or r.new.state) else f"{r.old.tok_step(r.cell)} → {r.new.tok_step(r.cell)}"
@@ -140,8 +142,8 @@ def _summary(campaign: Campaign) -> str:
 
 def _detail(comparison: GroupComparison) -> str:
     title = (
-        f"### {fmt.setting(comparison)} · {comparison.workload}: A = {comparison.build_a} on {comparison.host_a}, "
-        f"B = {comparison.build_b} on {comparison.host_b}"
+        f"### {md(fmt.setting(comparison))} · {md(comparison.workload)}: A = {md(comparison.build_a)} on "
+        f"{md(comparison.host_a)}, B = {md(comparison.build_b)} on {md(comparison.host_b)}"
     )
     body = [
         [cell.cell, *fmt.metric_cells(result), result.verdict] for cell in comparison.cells for result in cell.metrics
@@ -149,10 +151,10 @@ def _detail(comparison: GroupComparison) -> str:
     table = _table(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body)
     notes = []
     for cell in comparison.cells:
-        notes.append(f"- **{cell.cell}**: " + "; ".join(fmt.cell_notes(cell)))
-    notes += [f"- cell {name}: measured by A only" for name in comparison.only_a]
-    notes += [f"- cell {name}: measured by B only" for name in comparison.only_b]
-    notes += [f"- not a whole receipt: `{partial}`" for partial in comparison.partial]
+        notes.append(f"- **{md(cell.cell)}**: " + "; ".join(md(note) for note in fmt.cell_notes(cell)))
+    notes += [f"- cell {md(name)}: measured by A only" for name in comparison.only_a]
+    notes += [f"- cell {md(name)}: measured by B only" for name in comparison.only_b]
+    notes += [f"- not a whole receipt: {md(partial)}" for partial in comparison.partial]
     if comparison.across_machines:
         notes.append("- A and B ran on different boxes")
     return "\n\n".join([title, table, "\n".join(notes)])
@@ -186,7 +188,7 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
         setting = (receipt.profile or {}).get("name") or receipt.body.get("setting") or "–"
         body.append(
             [
-                f"`{os.path.relpath(path, out_dir)}`",
+                os.path.relpath(path, out_dir),
                 receipt.kind,
                 receipt.status,
                 receipt.engine_version or "–",
@@ -201,14 +203,15 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
 
 def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
     hosts = sorted({fmt.box_name(receipt.fingerprint) for _, receipt in campaign.receipts})
-    builds = ", ".join(f"{b} (baseline)" if b == campaign.baseline else b for b in campaign.builds) or "none compared"
+    builds = ", ".join(md(b) + (" (baseline)" if b == campaign.baseline else "") for b in campaign.builds)
     kinds = Counter(receipt.kind for _, receipt in campaign.receipts)
     from forklift.report.quality import sections  # quality and canary tables (imports this module)
 
     parts = [
-        f"# forklift report: {campaign.folder.name}",
-        f"{len(campaign.receipts)} receipts ({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}) from "
-        f"{', '.join(hosts)}; builds: {builds}. Rendered by forklift {forklift.__version__}.",
+        f"# forklift report: {md(campaign.folder.name)}",
+        f"{len(campaign.receipts)} receipts ({', '.join(f'{n} {md(kind)}' for kind, n in sorted(kinds.items()))}) "
+        f"from {', '.join(map(md, hosts))}; builds: {builds or 'none compared'}. "
+        f"Rendered by forklift {forklift.__version__}.",
     ]
     if campaign.rows:
         parts += ["## Summary", _summary(campaign)]
@@ -219,6 +222,8 @@ def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
     parts += extra_sections(campaign.receipts)
     if images:
         parts.append("## Plots")
-        parts += [f"![{title}]({os.path.relpath(path, out_dir)})" for title, path in images.items()]
+        parts += [
+            f"![{md(title)}]({os.path.relpath(path, out_dir)})" for title, path in images.items()
+        ]  # names forklift made
     parts += ["## Receipts", _receipts(campaign, out_dir)]
     return "\n\n".join(parts) + "\n"

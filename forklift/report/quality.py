@@ -12,6 +12,7 @@ from pathlib import Path
 from forklift.receipts import Receipt
 from forklift.report.markdown import _table
 from forklift.stats.quality import SuiteRun, compare_pair, headline, suite_runs
+from forklift.textsafe import markdown as md
 
 NOTES = {
     "Quality": (
@@ -52,7 +53,8 @@ def _block(runs: list[SuiteRun], builds: list[str]) -> str:
             verdict = compare_pair(old, new).verdict if old and new else "not compared: one side not run"
             body.append([*key, headline(old) if old else "not run", headline(new) if new else "not run", verdict])
         out.append(
-            f"{builds[0]} (old) → {build} (new)\n\n" + _table(["suite", "setting", "old", "new", "verdict"], body)
+            f"{md(builds[0])} (old) → {md(build)} (new)\n\n"
+            + _table(["suite", "setting", "old", "new", "verdict"], body)
         )
     return "\n\n".join(out)
 
@@ -69,5 +71,5 @@ def sections(receipts: list[tuple[Path, Receipt]], baseline: str | None = None) 
         parts += [f"## {title}", NOTES[title]]
         for machine in dict.fromkeys(r.machine_id for r in mine):
             on_box = [r for r in mine if r.machine_id == machine]
-            parts += [f"### {on_box[0].hostname}", _block(on_box, builds)]
+            parts += [f"### {md(on_box[0].hostname)}", _block(on_box, builds)]
     return parts

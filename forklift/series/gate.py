@@ -8,12 +8,13 @@ from pathlib import Path
 
 from forklift.config import Config
 from forklift.errors import ConfigError
-from forklift.fsio import tree_reader, write_atomic
+from forklift.fsio import tree_reader, utf8_text, write_atomic
 from forklift.receipts import new_receipt, receipts_folder, write_receipt
 from forklift.series.check import CheckReport, Published, check_series
+from forklift.series.diff import PatchError
 from forklift.series.digests import parse_sums
 from forklift.series.files import read_overlay
-from forklift.series.model import Series, load_series
+from forklift.series.model import Series, load_series, read_series_part
 from forklift.series.render import series_patches_md
 from forklift.source.hashing import file_sha256
 
@@ -69,11 +70,12 @@ def configured_overlay(config: Config) -> dict[str, bytes]:
 def published_digests(config: Config, series: Series) -> Published | None:
     """The SHA256SUMS the patch files are held to: `[series] digests`, else one beside `series` if present."""
     path = config.digests_file
-    if not path.is_file():
+    if not path.exists():
         if config.data.series.digests:
             raise ConfigError(f"{path}: no such file (series.digests in forklift.toml)")
         return None
-    sums = parse_sums(path.read_text(encoding="utf-8"), path)
+    # a folder or a device named SHA256SUMS is refused, not taken as "no digests published"
+    sums = parse_sums(utf8_text(read_series_part(path, "SHA256SUMS"), path, "SHA256SUMS", PatchError), path)
     actual = {name: file_sha256(path.parent / name) if (path.parent / name).is_file() else None for name in sums}
     # every applied patch must be published; a skipped one is held to its line only when listed
     required = [os.path.relpath(series.folder / p.name, path.parent).replace(os.sep, "/") for p in series.patches]

@@ -9,6 +9,7 @@ can change under us, so it is checked every time).
 from __future__ import annotations
 
 import shutil
+import sys
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,15 @@ def _checkout(mirror: Path, commit: str, label: str, cache: Cache, progress) -> 
 def _path(pin: PathPin, root: Path, cache: Cache, progress) -> Tree:
     source = Path(pin.path).expanduser()
     source = source if source.is_absolute() else root / source
+    try:
+        return _path_tree(pin, source, cache, progress)
+    except RecursionError:  # os.walk and shutil.copytree recurse once per folder level
+        raise ForkliftError(
+            f"{source}: folders nested deeper than {sys.getrecursionlimit()} levels; such a tree cannot be pinned"
+        ) from None
+
+
+def _path_tree(pin: PathPin, source: Path, cache: Cache, progress) -> Tree:
     if not source.exists():
         raise ForkliftError(f"{source}: no such file or folder (upstream.path in forklift.toml)")
     kind: TreeKind = "dir" if pinnable_kind(source) == "dir" else "tarball"
