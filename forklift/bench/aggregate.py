@@ -5,6 +5,10 @@ TTFT = first content chunk - send; TPOT = (E2E - TTFT) / (tokens - 1), per reque
 ITL = chunk gaps divided across the tokens each chunk carried; E2E = end - send.
 Latencies are in milliseconds. Aggregate decode = concurrency x 1000 / median TPOT (ms):
 the decode rate C streams sustain, using the median so a few slow requests do not move it.
+With the runs' steady windows (bench/steady.py), TPOT, ITL and decode rates come from the
+requests that lay wholly inside their run's window (all C streams in flight); every request's
+TPOT is kept beside it (tpot_all_ms), and the window's own token rate, ramp-up and drain are
+stated apart. TTFT and E2E keep every request.
 Decode timing (TPOT, ITL, decode rates) is taken over timed requests only: a request whose
 chunks all arrived in one burst measured delivery, not decoding (the same filter compare
 uses), and the table counts them. TTFT keeps them, flagged: a burst's first chunk waited too.
@@ -18,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from forklift.bench.schema import SteadyWindow
+from forklift.bench.steady import inside
 from forklift.client.records import RequestRecord
 
 PERCENTILES = (50, 90, 99)
@@ -32,13 +38,51 @@ def distribution(values_s: Sequence[float]) -> dict[str, float] | None:
     return {"mean": float(ms.mean()), "median": float(median), "p90": float(p90), "p99": float(p99)}
 
 
-def aggregate(records: Sequence[RequestRecord], *, concurrency: int, duration_s: float | None) -> dict[str, Any]:
+def steady_summary(windows: dict[int, SteadyWindow | None]) -> dict[str, Any] | None:
+    """The kept runs' windows together: their length, tokens and rate, and ramp-up and drain apart."""
+    found = [w for w in windows.values() if w is not None]
+    if not found:
+        return None
+    span = sum(w.end_s - w.start_s for w in found)
+    ramp, drain = sum(w.ramp_s for w in found), sum(w.drain_s for w in found)
+    ramp_tokens, drain_tokens = sum(w.ramp_tokens for w in found), sum(w.drain_tokens for w in found)
+    return {
+        "runs": len(found),
+        "window_s": span,
+        "tokens": sum(w.tokens for w in found),
+        "window_tok_s": sum(w.tokens for w in found) / span,
+        "requests_inside": sum(w.requests_inside for w in found),
+        "ramp_s": ramp,
+        "ramp_tok_s": ramp_tokens / ramp if ramp > 0 else None,
+        "drain_s": drain,
+        "drain_tok_s": drain_tokens / drain if drain > 0 else None,
+    }
+
+
+def aggregate(
+    records: Sequence[RequestRecord],
+    *,
+    concurrency: int,
+    duration_s: float | None,
+    windows: dict[int, SteadyWindow | None] | None = None,
+) -> dict[str, Any]:
     ok = [r for r in records if r.ok]
     failures = Counter(r.error_kind for r in records if not r.ok)
     output_tokens = int(sum(r.completion_tokens or 0 for r in ok))
     timed = [r for r in ok if not r.delivered_in_burst]
-    tpots = [t for r in timed if (t := r.tpot) is not None]
-    itls = [gap for r in timed for gap in r.itls]
+    steady = steady_summary(windows or {})
+    decoding = timed
+    if steady is not None:
+        inside_ok = [r for r in ok if (w := (windows or {}).get(r.run)) is not None and inside(r, w.start_s, w.end_s)]
+        within = [r for r in inside_ok if not r.delivered_in_burst]
+        steady["tpot_from"] = (
+            "requests inside the window"
+            if within or inside_ok
+            else "every request (none lay wholly inside the window: too few prompts for C streams)"
+        )
+        decoding = within if inside_ok else timed
+    tpots = [t for r in decoding if (t := r.tpot) is not None]
+    itls = [gap for r in decoding for gap in r.itls]
     out: dict[str, Any] = {
         "requests": len(records),
         "ok": len(ok),
@@ -53,6 +97,9 @@ def aggregate(records: Sequence[RequestRecord], *, concurrency: int, duration_s:
         "tokens_from_client": sum(1 for r in ok if r.tokens_from == "client"),
         "burst_requests": len(ok) - len(timed),  # no decode timing; TTFT and E2E still counted
     }
+    if steady is not None:
+        out["steady"] = steady
+        out["tpot_all_ms"] = distribution([t for r in timed if (t := r.tpot) is not None])
     median_tpot = float(np.median(tpots)) if tpots else 0.0
     if median_tpot > 0:  # zero when a whole answer arrived in one read: no decode rate to state
         out["per_stream_decode_tok_s"] = 1.0 / median_tpot

@@ -43,12 +43,15 @@ def metric_names(engine: str) -> dict[str, str]:
 
 
 def parse_snapshot(text: str) -> Snapshot:
+    """Counters and gauges by family name; a histogram's buckets and sum under `<family>_bucket` (labels hold `le`), `_sum`."""
     snapshot: Snapshot = {}
     for family in text_string_to_metric_families(text):
         values = snapshot.setdefault(family.name, {})
         for sample in family.samples:
             if sample.name in (family.name, family.name + "_total"):
                 values[frozenset(sample.labels.items())] = sample.value
+            elif family.type == "histogram" and sample.name in (family.name + "_bucket", family.name + "_sum"):
+                snapshot.setdefault(sample.name, {})[frozenset(sample.labels.items())] = sample.value
     return snapshot
 
 

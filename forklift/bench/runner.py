@@ -17,6 +17,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from forklift.bench.aggregate import aggregate, run_duration
+from forklift.bench.gpu import GpuSampler
+from forklift.bench.histograms import Buckets, add, run_histograms, server_latency
 from forklift.bench.metrics import (
     add_deltas,
     counter_deltas,
@@ -27,7 +29,8 @@ from forklift.bench.metrics import (
     server_version,
 )
 from forklift.bench.recorder import BenchRecorder
-from forklift.bench.schema import Cell
+from forklift.bench.schema import Cell, RunFacts
+from forklift.bench.steady import steady_window
 from forklift.client.records import RequestRecord
 from forklift.client.stream import PreparedRequest, StreamClient
 from forklift.errors import UsageError
@@ -182,10 +185,29 @@ def cross_check(metrics: dict[str, Any], records: list[RequestRecord]) -> dict[s
     return out
 
 
-def finish_cell(cell: Cell, raw: dict[str, Any] | None, durations: list[float]) -> None:
+def run_facts(
+    records: list[RequestRecord], spec: CellSpec, run: int, hists: dict[str, Buckets], sampler: GpuSampler
+) -> RunFacts:
+    """One run's window, GPU state and server latencies (a paced cell is an open loop: no steady window)."""
+    ends = [r.end for r in records if r.end is not None]
+    return RunFacts(
+        run=run,
+        start_s=min((r.send for r in records), default=None),
+        end_s=max(ends, default=None),
+        steady=None if spec.rate else steady_window(records, spec.concurrency),
+        gpus=sampler.states(),
+        server=server_latency(hists),
+    )
+
+
+def finish_cell(
+    cell: Cell, raw: dict[str, Any] | None, durations: list[float], hists: dict[str, Buckets] | None = None
+) -> None:
     kept = [r for r in cell.requests if r.run in cell.kept_runs]
     cell.duration_s = sum(durations) if durations else None
-    cell.aggregate = aggregate(kept, concurrency=cell.concurrency, duration_s=cell.duration_s)
+    windows = {f.run: f.steady for f in cell.run_facts if f.run in cell.kept_runs}
+    cell.aggregate = aggregate(kept, concurrency=cell.concurrency, duration_s=cell.duration_s, windows=windows)
+    cell.server_latency = server_latency(hists) if hists else None
     cell.metrics_delta = derive(raw) if raw is not None else {}
     cell.cross_check = cross_check(cell.metrics_delta, kept)
 
@@ -221,6 +243,7 @@ async def run_bench(plan: BenchPlan, recorder: BenchRecorder, progress: Progress
             recorder.body.cells.append(cell)
             zero = time.perf_counter()
             raw: dict[str, Any] | None = {}
+            hists: dict[str, Buckets] = {}
             durations: list[float] = []
             unreachable = False
             try:
@@ -236,31 +259,37 @@ async def run_bench(plan: BenchPlan, recorder: BenchRecorder, progress: Progress
                     )
                     progress.start(spec.name, run, len(requests))
                     before = await scrape(client.session, plan.url)
-                    unreachable = await send_all(
-                        client,
-                        requests,
-                        spec,
-                        run=run,
-                        zero=zero,
-                        recorder=recorder,
-                        cell=cell,
-                        progress=progress,
-                        rng=rng,
-                    )
+                    async with GpuSampler() as sampler:
+                        unreachable = await send_all(
+                            client,
+                            requests,
+                            spec,
+                            run=run,
+                            zero=zero,
+                            recorder=recorder,
+                            cell=cell,
+                            progress=progress,
+                            rng=rng,
+                        )
                     after = None if unreachable else await scrape(client.session, plan.url)
+                    moved = run_histograms(before, after, names) if before and after else {}
+                    records = [r for r in cell.requests if r.run == run]
+                    cell.run_facts.append(run_facts(records, spec, run, moved, sampler))
                     if run in cell.kept_runs:
+                        for role, hist in moved.items():
+                            hists[role] = add(hists.get(role, {}), hist)
                         if raw is not None and before is not None and after is not None:
                             raw = add_deltas(raw, counter_deltas(before, after, names))
                         else:
                             raw = None  # a missing scrape makes the deltas unknown, not zero
-                        duration = run_duration([r for r in cell.requests if r.run == run])
+                        duration = run_duration(records)
                         if duration is not None:
                             durations.append(duration)
                     if unreachable:
                         break
                 cell.complete = not unreachable
             finally:
-                finish_cell(cell, raw if cell.complete else None, durations)
+                finish_cell(cell, raw if cell.complete else None, durations, hists)
                 recorder.flush()
             if unreachable:
                 break

@@ -79,7 +79,6 @@ def bench(
     mode: str,
     folder: Path,
     progress: Progress | None = None,
-    setting: str | None = None,
     label: str | None = None,
     boot: dict[str, Any] | None = None,
     labels: Labels | None = None,
@@ -96,7 +95,6 @@ def bench(
         model=plan.model,
         mode=mode,  # type: ignore[arg-type]  # cell_specs refused any other mode
         workload=plan.workload.identity(),
-        setting=setting,
         label=label,
         boot=boot,
         client=client_facts(plan),
@@ -155,7 +153,6 @@ def bench_launched(
             mode=mode,
             folder=folder,
             progress=progress,
-            setting=booted.labels.setting,
             label=label,
             boot=booted.body.model_dump(mode="json"),
             labels=booted.labels,

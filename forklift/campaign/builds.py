@@ -8,14 +8,18 @@ then label every receipt the build measures.
 
 from __future__ import annotations
 
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forklift.campaign.schema import BuildSpec, CampaignFile
+from forklift.campaign.schema import BuildSpec, CampaignFile, expand
 from forklift.config import Config, load_config
 from forklift.engines import adapter as engine_adapter
-from forklift.errors import ForkliftError
+from forklift.errors import ConfigError, ForkliftError
 from forklift.receipts.envelope import Labels
 
 
@@ -29,6 +33,44 @@ class Build:
     pin: dict[str, Any] | None
     proof: str  # what was verified, in one line
     labels: Labels = field(default_factory=Labels)
+    site: str | None = None  # the folder put first on the engine's PYTHONPATH
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What the engine's environment gains for this build (its package folder first on PYTHONPATH)."""
+        if self.site is None:
+            return {}
+        inherited = os.environ.get("PYTHONPATH")
+        return {"PYTHONPATH": os.pathsep.join([self.site, *([inherited] if inherited else [])])}
+
+
+@contextmanager
+def engine_environment(build: Build) -> Iterator[None]:
+    """forklift's own engine probes (version, flags, knobs) run with the build's PYTHONPATH, then it is restored."""
+    saved = {key: os.environ.get(key) for key in build.env}
+    os.environ.update(build.env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def interpreter(name: str, spec_python: str, campaign: CampaignFile) -> str:
+    """The build's interpreter: a path (relative to the campaign file) or a command on PATH; missing is one line."""
+    spec_python = expand(spec_python, f"{campaign.path}: builds.{name}.python")
+    if "/" not in spec_python:
+        found = shutil.which(spec_python)
+        if found is None:
+            raise ConfigError(f"{campaign.path}: builds.{name}.python = {spec_python!r}: no such command on PATH")
+        return found
+    python = Path(spec_python) if Path(spec_python).is_absolute() else campaign.at(spec_python)
+    if not python.is_file() or not os.access(python, os.X_OK):
+        raise ConfigError(f"{campaign.path}: builds.{name}.python = {spec_python!r}: no interpreter at {python}")
+    return str(python)
 
 
 def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Config) -> Build:
@@ -43,21 +85,27 @@ def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Co
     if spec.python is None:
         proof = "not verified: a command build (forklift cannot see which engine it runs)"
         return Build(name, None, spec.command, None, None, pin, proof, Labels(build=name, pin=pin))
-    python = str(campaign.at(spec.python)) if not Path(spec.python).is_absolute() else spec.python
+    python = interpreter(name, spec.python, campaign)
+    site = str(campaign.at(spec.site)) if spec.site else None
+    if site is not None and not Path(site).is_dir():
+        raise ConfigError(f"{campaign.path}: builds.{name}.site = {spec.site!r}: no folder at {site}")
     adapter = engine_adapter(config.data.engine.kind)
-    package = locate(Path(python), adapter.package, adapter.serve_script)
+    package = locate(Path(site or python), adapter.package, adapter.serve_script)
     series = Series(config.series_dir, (), ()) if spec.pristine else configured_series(config)
-    state = verify(package, series)
+    state = verify(package, series, trimmed=spec.trimmed)
     if not state.ok:
         raise ForkliftError(
             f"build {name}: installed {adapter.package} at {python} is not what it claims: {state.summary()}"
         )
     overlay = installed_overlay_hash(package, series) if series.patches else None
-    version = engine_version(python, adapter)
+    build = Build(name, python, None, None, overlay, pin, "", site=site)
+    with engine_environment(build):
+        version = engine_version(python, adapter)
     what = "pristine" if spec.pristine else f"{len(series.patches)} patches of {config.series_dir} applied"
-    proof = f"{package.dist_info.name}: {state.checked} files checked, {what}"
+    where = f" in {site}" if site else ""
+    proof = f"{package.dist_info.name}{where}: {state.checked} files checked, {what}"
     labels = Labels(build=name, pin=pin, engine_version=version, overlay_hash=overlay)
-    return Build(name, python, None, version, overlay, pin, proof, labels)
+    return Build(name, python, None, version, overlay, pin, proof, labels, site)
 
 
 def verify_builds(campaign: CampaignFile, default: Config) -> list[Build]:

@@ -8,6 +8,7 @@ cells and the report never mixes a half-measured one in.
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from forklift.campaign.builds import Build
+from forklift.campaign.builds import Build, engine_environment
 from forklift.campaign.plan import CampaignPlan, LadderJob, Slot
 from forklift.campaign.schema import CampaignFile
 from forklift.campaign.suites import Endpoint, LadderContext
@@ -67,12 +68,36 @@ class Runner:
         """Resolved and checked once per build and setting (flags and knobs against that build's engine)."""
         key = (build.name, name)
         if key not in self._plans:
-            self._plans[key] = make_plan(self.config, profile, list(sets), python=build.python, command=build.command)
+            from dataclasses import replace
+
+            with engine_environment(build):
+                plan = make_plan(self.config, profile, list(sets), python=build.python, command=build.command)
+            if build.env:  # the build's package folder, stated in the boot receipt with the rest of the env
+                plan = replace(plan, resolved=replace(plan.resolved, env={**plan.resolved.env, **build.env}))
+            self._plans[key] = plan
         return self._plans[key]
+
+    def write_plan(self) -> None:
+        """The campaign as planned (builds, order, gates) in a receipt, so `forklift report` decides from receipts."""
+        from forklift.report.ship import PLAN_KIND
+
+        body = {
+            "builds": {name: b.labels.fields() for name, b in self.builds.items()},
+            "baseline": (self.campaign.ship.baseline if self.campaign.ship else None) or next(iter(self.builds)),
+            "order": self.campaign.order,
+            "repeats": self.campaign.repeats,
+            "aa": self.campaign.aa,
+            "boots": len(self.plan.slots),
+            "ship": self.campaign.ship.model_dump(mode="json") if self.campaign.ship else None,
+        }
+        for old in self.receipts.glob(f"*-{PLAN_KIND}-*.json"):
+            old.unlink()  # one plan per folder: the latest run's (a resumed campaign states it again)
+        write_receipt(new_receipt(PLAN_KIND, body=body), self.receipts)
 
     def run(self) -> tuple[int, int]:
         """Every unfinished cell; returns (cells run now, cells skipped as finished)."""
         ran = skipped = 0
+        self.write_plan()
         for key in self.plan.keys:
             moved = set_aside(self.receipts, key)
             if moved:
@@ -85,7 +110,73 @@ class Runner:
                 continue
             run_cell()
             ran += 1
+        for slot in self.added_slots():
+            if finished(self.receipts / slot.key):
+                skipped += 1
+                continue
+            self.run_slot(slot)
+            ran += 1
         return ran, skipped
+
+    def spent(self) -> list[float]:
+        """Seconds each finished boot cell took (from the receipts, so a resumed campaign counts them too)."""
+        from forklift.receipts.store import read_receipt
+
+        return [
+            float(read_receipt(path).body.get("seconds") or 0.0)
+            for path in sorted(self.receipts.glob(f"*/*-{CELL_KIND}-*.json"))
+        ]
+
+    def added_slots(self) -> list[Slot]:
+        """The repeats a bench suite's target MDE adds after the planned ones (the pilot), within the budget.
+
+        Decided once, from the pilot's boots (Stein's two-stage rule, forklift.campaign.precision), and
+        said: which target, what the pilot measured, how many boots that asks for, what the budget allows.
+        """
+        from forklift.campaign.plan import build_order, make_plan
+        from forklift.campaign.precision import boots_wanted, parse_budget, parse_percent, repeats_to_add
+        from forklift.campaign.suites import BenchOptions
+
+        targets = [o.ready for _, o in self.plan.served if isinstance(o.ready, BenchOptions) and o.ready.target_mde]
+        if not targets or not self.plan.slots:
+            return []
+        campaign, builds = self.campaign, list(self.builds)
+        baseline = (campaign.ship.baseline if campaign.ship else None) or builds[0]
+        order = build_order(builds, campaign.order, campaign.aa)
+        per_repeat = min(sum(1 for b, _ in order if b == build) for build in builds if build != baseline)
+        boots_now = campaign.repeats * per_repeat
+        slots_per_repeat = len(self.plan.slots) // campaign.repeats
+        seconds = [s for s in self.spent() if s > 0]
+        affordable = 10**6
+        if campaign.budget is not None:
+            left = parse_budget(campaign.budget, str(campaign.path)) - sum(seconds)
+            per_boot = sum(seconds) / len(seconds) if seconds else math.inf  # unknown: add nothing
+            affordable = max(0, math.floor(left / (slots_per_repeat * per_boot)))
+            self.say(
+                f"budget {campaign.budget}: {sum(seconds):.0f} s spent over {len(seconds)} timed boots, "
+                f"room for {affordable} more repeat(s) of {slots_per_repeat} boots"
+            )
+        add = 0
+        for options in targets:
+            target = parse_percent(str(options.target_mde), "target_mde")
+            cells = [f"c{c}" for c in options.concurrency] if (options.mode or "sweep") == "sweep" else ["single"]
+            max_boots = boots_now + min(affordable, 64) * per_repeat
+            for need in boots_wanted(self.receipts, baseline, cells, options.target_metric, target, max_boots):
+                more = repeats_to_add(need.boots, boots_now, per_repeat, affordable)
+                self.say(
+                    f"target MDE {target:.2%} ({options.target_metric}): {need.line(target)}; "
+                    + (f"adding {more} repeat(s) of {slots_per_repeat} boots" if more else "no boots to add")
+                    + (
+                        " (capped by the budget)"
+                        if more == affordable and need.boots > boots_now + more * per_repeat
+                        else ""
+                    )
+                )
+                add = max(add, more)
+        if not add:
+            return []
+        extended = make_plan(campaign.model_copy(update={"repeats": campaign.repeats + add}), self.config)
+        return [s for s in extended.slots if s.repeat > campaign.repeats]
 
     def _finish(self, key: str, status: str, body: dict[str, Any], labels: Labels) -> None:
         receipt = new_receipt(CELL_KIND, status=status, body={"key": key, **body}, **labels.fields())
@@ -103,15 +194,19 @@ class Runner:
         results: list[dict[str, Any]] = []
         control: dict[str, str] = {}
         self.say(f"{slot.key}: booting {build.name} / {setting.name}")
-        with launched(
-            self.config,
-            plan,
-            folder,
-            self.logs,
-            labels=labels,
-            extra_env={variable: "1"} if variable else None,
-            raise_failed=False,
-        ) as booted:
+        started = time.monotonic()
+        with (
+            engine_environment(build),
+            launched(
+                self.config,
+                plan,
+                folder,
+                self.logs,
+                labels=labels,
+                extra_env={variable: "1"} if variable else None,
+                raise_failed=False,
+            ) as booted,
+        ):
             if booted.ready and variable:
                 try:
                     check_control(booted.body, variable)
@@ -140,7 +235,9 @@ class Runner:
                         status = f"failed: {exc}"
                     results.append({"kind": chosen.name, "name": options.title, "status": status})
         whole = booted.ready and "failed" not in control and all(r["status"] == "ok" for r in results)
+        seconds = time.monotonic() - started
         body = {
+            "seconds": seconds,
             "repeat": slot.repeat,
             "position": slot.position,
             "boot": booted.body.outcome,
@@ -148,6 +245,15 @@ class Runner:
             "suites": results,
         }
         self._finish(slot.key, "ok" if whole else "failed", body, booted.labels)
+        if self.campaign.budget is not None:
+            from forklift.campaign.precision import parse_budget
+
+            budget = parse_budget(self.campaign.budget, str(self.campaign.path))
+            if seconds > budget:
+                raise ForkliftError(
+                    f"{self.campaign.path}: budget = {self.campaign.budget!r} is less than one boot "
+                    f"({slot.key} took {seconds:.1f} s): give the campaign at least that"
+                )
 
     def run_ladder(self, job: LadderJob) -> None:
         build = self.builds[job.build]

@@ -14,6 +14,9 @@ pristine = true                 # no series in it: verified pristine against its
 python = "/opt/vllm-0.33/bin/python"
 config = "../dist-0.33"         # built from this pin + series: verified applied
 
+[ship]                          # the decision: every other build against the first (or ship.baseline)
+gates = [{ metric = "decode_tps", worse = "2%" }, { metric = "ttft", worse = "10%" }]
+
 [[settings]]
 profile = "serve"
 axes = { spec = ["off", "ngram"] }   # one setting per choice (per combination of several axes)
@@ -26,6 +29,8 @@ concurrency = [1, 4]
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from forklift.config.load import describe
 from forklift.config.toml import tomllib
 from forklift.errors import ConfigError
+from forklift.report.ship import ShipSpec, check_gates
 
 
 class _Strict(BaseModel):
@@ -41,17 +47,26 @@ class _Strict(BaseModel):
 
 
 class BuildSpec(_Strict):
-    """One engine install: its interpreter (or command), and the distribution it was built from."""
+    """One engine install: its interpreter (or command), and the distribution it was built from.
 
-    python: str | None = None
+    `site` is for one interpreter with the engine in several package folders (each build's vLLM
+    copied and patched with `forklift apply --installed FOLDER`): the folder goes first on the
+    engine's PYTHONPATH, so its package shadows the interpreter's own.
+    """
+
+    python: str | None = Field(default=None, description="the engine's interpreter: a path, or a command on PATH")
+    site: str | None = Field(default=None, description="folder holding this build's engine package (needs python)")
     command: list[str] | None = None
     config: str | None = Field(default=None, description="forklift.toml (or its folder) this build was built from")
     pristine: bool = Field(default=False, description="the install carries no series (verified pristine)")
+    trimmed: bool = Field(default=False, description="files of the wheel's RECORD may be absent (a trimmed install)")
 
     @model_validator(mode="after")
     def _one_engine(self) -> BuildSpec:
         if (self.python is None) == (self.command is None):
             raise ValueError("give exactly one of python (the engine's interpreter) or command")
+        if self.site is not None and self.python is None:
+            raise ValueError("site needs python: the interpreter that runs the engine from that folder")
         return self
 
 
@@ -75,13 +90,26 @@ class CampaignFile(_Strict):
     builds: dict[str, BuildSpec]
     settings: list[SettingSpec]
     suites: list[dict[str, Any]]
+    ship: ShipSpec | None = Field(default=None, description="the gates that decide SHIP, HOLD or UNDECIDED")
+    budget: str | None = Field(
+        default=None, description="time the campaign may spend ('20m', '1200s'): boots a target MDE adds stop there"
+    )
 
     @property
     def root(self) -> Path:
         return self.path.parent
 
     def at(self, relative: str) -> Path:
-        return (self.root / relative).resolve()
+        """A path of campaign.toml: $VARIABLES expanded (an unset one is one line), relative to the file's folder."""
+        return (self.root / expand(relative, str(self.path))).resolve()
+
+
+def expand(text: str, where: str) -> str:
+    """`$NAME` / `${NAME}` from the environment, so one campaign.toml runs on hosts that keep things elsewhere."""
+    for match in re.finditer(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", text):
+        if match.group(1) not in os.environ:
+            raise ConfigError(f"{where}: {text!r}: environment variable {match.group(1)} is not set")
+    return os.path.expandvars(text)
 
 
 def load_campaign_file(path: Path) -> CampaignFile:
@@ -102,4 +130,10 @@ def load_campaign_file(path: Path) -> CampaignFile:
         raise ConfigError(f"{path}: settings: name at least one setting")
     if not campaign.suites:
         raise ConfigError(f"{path}: suites: name at least one suite")
+    if campaign.ship is not None:
+        check_gates(campaign.ship, list(campaign.builds), str(path))
+    if campaign.budget is not None:
+        from forklift.campaign.precision import parse_budget
+
+        parse_budget(campaign.budget, str(path))
     return campaign

@@ -85,10 +85,20 @@ class BenchOptions(_Options):
     runs: int = Field(default=4, ge=1, description="kept runs of each cell (compare needs 2+ a side to claim)")
     warmup: int = Field(default=1, ge=0, description="runs before the kept ones, discarded")
     timeout: float = Field(default=600.0, gt=0)
+    target_mde: str | None = Field(
+        default=None, description="add boots (whole repeats, within the campaign's budget) until this MDE, e.g. '1%'"
+    )
+    target_metric: Literal["decode_tps", "tpot", "ttft", "e2e"] = Field(
+        default="decode_tps", description="the metric target_mde is held to"
+    )
 
 
 def bench_options(options: BenchOptions, config: Any, root: Path) -> BenchOptions:
-    """A cohort path in campaign.toml is relative to the campaign file."""
+    """A cohort path in campaign.toml is relative to the campaign file; a target MDE must be a percent."""
+    if options.target_mde is not None:
+        from forklift.campaign.precision import parse_percent
+
+        parse_percent(options.target_mde, "target_mde")
     return options if options.cohort is None else options.model_copy(update={"cohort": str(root / options.cohort)})
 
 
@@ -141,7 +151,6 @@ def run_bench_suite(endpoint: Endpoint, options: BenchOptions) -> str:
         plan,
         mode=mode,
         folder=endpoint.folder,
-        setting=endpoint.setting,
         boot=endpoint.boot,
         labels=endpoint.labels,
     )
@@ -244,7 +253,6 @@ def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[E
             Ready(kind, name, partial(run, options=options)),
             target,
             endpoint.folder,
-            setting=endpoint.setting,
             boot=endpoint.boot,
             labels=endpoint.labels,
         )

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "launch",
     "knobs",
     "installed",
+    "ship",
     "bench",
     "quality",
     "canary",

@@ -63,6 +63,37 @@ def _num(value, fmt: str = "{:.1f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
+def _server(cell, role: str) -> str:
+    """The engine's own figure beside forklift's: histogram mean (exact) and median (within its bucket)."""
+    latency = cell.server_latency
+    mean = getattr(latency, f"{role}_mean_ms", None) if latency else None
+    if mean is None:
+        return "-"
+    median, bucket = getattr(latency, f"{role}_ms"), getattr(latency, f"{role}_bucket_ms")
+    return f"{mean:.1f} / {median:.1f} in [{bucket[0]:g}, {bucket[1]:g}]"
+
+
+def _steady(cell) -> str:
+    steady = cell.aggregate.get("steady")
+    if not steady:
+        return "-"
+    ramp, drain = steady.get("ramp_tok_s"), steady.get("drain_tok_s")
+    return (
+        f"{steady['window_tok_s']:.1f} ({steady['requests_inside']} req inside); ramp {_num(ramp)}, drain {_num(drain)}"
+    )
+
+
+def _gpu(cell) -> str:
+    states = [g for facts in cell.run_facts if facts.run in cell.kept_runs for g in (facts.gpus or [])]
+    if not states:
+        return "-"
+    clocks = [g.sm_clock_mhz for g in states if g.sm_clock_mhz is not None]
+    reasons = sorted({r for g in states for r in g.throttle_reasons})
+    hottest = max((g.temperature_c for g in states if g.temperature_c is not None), default=None)
+    shown = f"SM {min(clocks):.0f}-{max(clocks):.0f} MHz" if clocks else "SM -"
+    return f"{shown}, {_num(hottest, '{:.0f}')} C" + (f", throttled: {', '.join(reasons)}" if reasons else "")
+
+
 def _check(cross: dict) -> str | Text:
     if not cross:
         return "-"
@@ -97,6 +128,11 @@ ROWS = (
         "E2E ms median / p99",
         lambda c: f"{_ms(c.aggregate.get('e2e_ms'), 'median')} / {_ms(c.aggregate.get('e2e_ms'), 'p99')}",
     ),
+    ("vLLM TTFT ms mean / median", lambda c: _server(c, "ttft")),
+    ("vLLM TPOT ms mean / median", lambda c: _server(c, "tpot")),
+    ("vLLM E2E ms mean / median", lambda c: _server(c, "e2e")),
+    ("steady window tok/s", _steady),
+    ("GPU (kept runs)", _gpu),
     ("per-stream decode tok/s", lambda c: _num(c.aggregate.get("per_stream_decode_tok_s"))),
     ("aggregate decode tok/s", lambda c: _num(c.aggregate.get("aggregate_decode_tok_s"))),
     ("e2e tok/s", lambda c: _num(c.aggregate.get("e2e_tok_s"))),
@@ -122,7 +158,10 @@ def render(body) -> None:
         say("server: " + ", ".join(f"{k}={v}" for k, v in body.server_info.items()))
     say(
         "aggregate decode = C x 1000 / median TPOT (ms); statistics over the kept runs only; "
-        "TPOT/ITL/decode over timed requests (burst-delivered ones measured delivery, not decoding)"
+        "TPOT/ITL/decode over timed requests (burst-delivered ones measured delivery, not decoding) that lay "
+        "inside their run's steady window (all C in flight); vLLM's figures: its histograms' delta over the kept "
+        "runs, mean exact, median interpolated within the bucket shown (its TTFT starts when its frontend "
+        "received the request)"
     )
     from forklift.bench.metrics import cache_reuse
 

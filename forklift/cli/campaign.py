@@ -17,7 +17,10 @@ def campaign(
         bool, typer.Option("--dry-run", help="verify the builds and print the plan: every boot's argv")
     ] = False,
 ) -> None:
-    """Run a campaign into one folder of labelled receipts; run it again to resume where it stopped."""
+    """Run a campaign into one folder of labelled receipts, then decide: exit 0 SHIP, 1 HOLD, 3 UNDECIDED.
+
+    Run it again to resume where it stopped.
+    """
     from forklift.campaign import load_campaign_file, make_plan
     from forklift.campaign.builds import verify_builds
     from forklift.campaign.run import Runner, finished, plan_lines
@@ -46,14 +49,26 @@ def campaign(
         say(f"interrupted: {done} of {len(plan.keys)} cells finished; run the same command again to resume")
         raise typer.Exit(130) from None
     say(f"{ran} cells run, {skipped} finished before and skipped; receipts in {runner.receipts}")
-    if spec.report:
-        from forklift.report import render_report
+    from forklift.report import load_campaign, render_report
 
-        _, files = render_report(runner.receipts, spec.at(spec.report), baseline=spec.baseline)
+    if spec.report:
+        result, files = render_report(runner.receipts, spec.at(spec.report), baseline=spec.baseline)
         say(f"report: {files[0]}")
+    else:
+        result = load_campaign(runner.receipts, baseline=spec.baseline)
     failed = [key for key in plan.keys if _status(runner, key) != "ok"]
     if failed:
-        raise ForkliftError(f"campaign: {len(failed)} cell(s) did not pass: {', '.join(failed)} (see the report)")
+        say(f"campaign: {len(failed)} cell(s) did not pass: {', '.join(failed)} (see the report)")
+    if spec.ship is None:
+        if failed:
+            raise ForkliftError(f"campaign: {len(failed)} cell(s) did not pass (see the report)")
+        return
+    from forklift.report.ship import EXIT_CODES, decide, decision_lines, overall
+
+    decisions = decide(result, spec.ship)
+    for line in decision_lines(decisions, result.baseline):
+        say(line)
+    raise typer.Exit(EXIT_CODES[overall(decisions)])
 
 
 def _status(runner, key: str) -> str | None:

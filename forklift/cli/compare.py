@@ -13,28 +13,45 @@ from forklift.errors import ForkliftError, UsageError
 from forklift.textsafe import terminal
 
 CLAIM_STYLE = {
-    "better": "green",
-    "worse": "red",
+    "faster": "green",
+    "slower": "red",
     "different": "yellow",
-    "noise": "dim",
-    "unclaimable": "yellow",
-    "insufficient": "dim",
+    "no practical change": "cyan",
+    "within noise": "dim",
+    "undecided": "yellow",
+    "not claimable": "yellow",
 }
 
 SeedOption = Annotated[int, typer.Option("--seed", help="Bootstrap seed (results are reproducible for a given seed).")]
+MarginOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--margin",
+        help="Practical margin, METRIC=P in percent (tpot=2%), or P for every metric; repeatable. Default 1%.",
+    ),
+]
+TargetOption = Annotated[
+    float | None,
+    typer.Option("--target-mde", help="Say whether this design reaches an MDE of P percent, and the units it needs."),
+]
 
 
-def _side(path: Path):
+def _read(path: Path):
+    """A side's bench runs, and whether it holds quality or canary receipts: each file is read once."""
     from forklift.receipts import read_receipts
     from forklift.stats import bench_runs
 
-    runs = bench_runs(read_receipts([path]))
+    found = read_receipts([path])
+    return bench_runs(found), any(receipt.kind in ("quality", "canary") for _, receipt in found)
+
+
+def _bench(path: Path, runs):
     if not runs:
         raise ForkliftError(f"{path}: no bench receipts")
     return runs
 
 
-def _render(comparison) -> None:
+def _render(comparison, target: float | None) -> None:
     from rich.table import Table
 
     from forklift.report import numbers as fmt
@@ -55,7 +72,8 @@ def _render(comparison) -> None:
         table.add_section()
     console.print(table)
     for cell in comparison.cells:
-        say((terminal(cell.cell), "bold"), "\n" + "\n".join(f"  {terminal(line)}" for line in fmt.cell_notes(cell)))
+        notes = fmt.cell_notes(cell) + (fmt.target_notes(cell, target) if target is not None else [])
+        say((terminal(cell.cell), "bold"), "\n" + "\n".join(f"  {terminal(line)}" for line in notes))
     for name in comparison.only_a + comparison.only_b:
         side = "A" if name in comparison.only_a else "B"
         say((terminal(f"cell {name} measured by {side} only: not compared"), "yellow"))
@@ -64,8 +82,9 @@ def _render(comparison) -> None:
     if comparison.across_machines:
         say(("across machines: A and B ran on different boxes; this row is not a same-box A/B", "yellow"))
     say(
-        "MDE: the smallest change this cohort detects 80% of the time (two-sided 5% test); "
-        "Δ and CI are geometric means of per-prompt B/A ratios.\n"
+        "MDE: the smallest change this design detects 80% of the time (two-sided 5% test); "
+        "Δ: B over A as a ratio of geometric means over the units (boots, or runs of one boot); "
+        "a verdict is 'no practical change' when the whole 95% CI lies inside ±margin.\n"
     )
 
 
@@ -91,23 +110,34 @@ def compare_command(
             "their bench-to-bench spread floors every interval.",
         ),
     ] = None,
+    margin: MarginOption = None,
+    target_mde: TargetOption = None,
 ) -> None:
-    """Paired per-prompt A/B of bench receipts: deltas, 95% intervals, verdicts, divergence, MDE."""
-    from forklift.stats import compare_groups, match
+    """A/B of bench receipts over the right unit (boots, or runs of one boot): Δ, 95% CI, MDE, verdict vs margin."""
+    from forklift.stats import compare_groups, margins, match, parse_margin
 
     if len(receipts) < 2:
         raise UsageError(f"compare needs at least two receipts or folders (A B ...), got {len(receipts)}")
+    for path in [*receipts, *(aa or [])]:
+        if not path.exists():
+            raise UsageError(f"{path}: no such receipt file or folder")
+    if target_mde is not None and not 0 < target_mde < 100:
+        raise UsageError(f"--target-mde {target_mde}: give P in percent, between 0 and 100")
+    per_metric = margins(dict(parse_margin(text) for text in margin or []))
     from forklift.cli.quality import compare_suite_receipts  # quality and canary receipts: their own module
 
-    if compare_suite_receipts(receipts, across_machines=across_machines, as_json=as_json):
+    sides = [_read(path) for path in receipts]
+    if sides[0][1] and compare_suite_receipts(receipts, across_machines=across_machines, as_json=as_json):
         return
-    baseline = _side(receipts[0])
-    aa_runs = [run for path in aa or [] for run in _side(path)]
+    baseline = _bench(receipts[0], sides[0][0])
+    aa_runs = [run for path in aa or [] for run in _bench(path, _read(path)[0])]
     results, unmatched = [], []
-    for other in receipts[1:]:
-        matching = match(baseline, _side(other), across_machines=across_machines)
+    for other, (runs, _) in zip(receipts[1:], sides[1:], strict=True):
+        matching = match(baseline, _bench(other, runs), across_machines=across_machines)
         results += [
-            compare_groups(a, b, across_machines=across_machines, seed=seed, aa_runs=aa_runs or None)
+            compare_groups(
+                a, b, across_machines=across_machines, seed=seed, aa_runs=aa_runs or None, margins=per_metric
+            )
             for a, b in matching.pairs
         ]
         unmatched += [f"A only: {name}" for name in matching.only_a] + [f"{other} only: {n}" for n in matching.only_b]
@@ -115,6 +145,6 @@ def compare_command(
         print_json({"comparisons": [r.model_dump(mode="json") for r in results], "unmatched": unmatched})
         return
     for result in results:
-        _render(result)
+        _render(result, None if target_mde is None else target_mde / 100)
     for line in unmatched:
         say((f"not compared ({line})", "yellow"))

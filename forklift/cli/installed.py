@@ -50,12 +50,24 @@ def verify(
         bool,
         typer.Option("--trimmed", help="a trimmed install: RECORD files absent from disk are counted, not failed"),
     ] = False,
+    image: Annotated[
+        Path | None,
+        typer.Option("--image", help="an OCI image layout or docker/podman save archive (folder or tar), read offline"),
+    ] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="with --image: which image of several")] = None,
     _installed: InstalledFlag = False,
 ) -> None:
-    """Check every file of an installed engine: pristine, patched as the series says, or unexpected."""
-    from forklift.errors import ForkliftError
+    """Check every file of an installed engine (or the one in an image): pristine, patched as the series says, or unexpected."""
+    from forklift.errors import ForkliftError, UsageError
     from forklift.installed.verify import verify as verify_installed
 
+    if image is not None:
+        if path is not None:
+            raise UsageError("give PATH or --image ARCHIVE, not both")
+        _verify_image(image, tag, trimmed, as_json)
+        return
+    if tag is not None:
+        raise UsageError("--tag goes with --image")
     package, series = _package(path)
     state = verify_installed(package, series, trimmed=trimmed)
     if as_json:
@@ -82,3 +94,41 @@ def verify(
             say(f"{state.absent} file(s) of the RECORD absent (trimmed install): not checked")
     if not state.ok:
         raise ForkliftError(f"installed {package.package} does not match the pin plus the series: {state.summary()}")
+
+
+def _verify_image(archive: Path, tag: str | None, trimmed: bool, as_json: bool) -> None:
+    from forklift.errors import ForkliftError
+    from forklift.ship.verify import verify_image
+
+    check = verify_image(load(), archive, tag, trimmed)
+    state = check.state
+    if as_json:
+        print_json(
+            {
+                "ok": check.ok,
+                "image_id": check.image.image_id,
+                "format": check.image.format,
+                "site": check.site,
+                "distribution": state.package.dist_info.name,
+                "checked": state.checked,
+                "patches": [{"name": p.name, "state": p.state} for p in state.patches],
+                "files": [{"path": f.path, "state": f.state, "why": f.why} for f in state.files],
+                "labels": {"expected": check.expected, "found": check.image.labels},
+                "label_problems": check.label_problems,
+            }
+        )
+    else:
+        for patch in state.patches:
+            say(f"{patch.state:12} {patch.name}")
+        for file in state.files:
+            if file.state != "absent":
+                say(f"{file.state:12} {file.path}{'  (' + file.why + ')' if file.why else ''}")
+        for key, want in check.expected.items():
+            found = check.image.labels.get(key)
+            say(f"{'label' if found == want else 'LABEL':12} {key}={found if found is not None else '(missing)'}")
+        say(
+            f"{state.checked} files checked against {state.package.dist_info.name}/RECORD in /{check.site}"
+            f" of image {check.image.image_id} ({check.image.format}, {len(check.image.layers)} layers)"
+        )
+    if not check.ok:
+        raise ForkliftError(f"image {archive}: {check.summary()}")

@@ -131,6 +131,15 @@ class QualityConfig(Strict):
     corpora: dict[str, CorpusConfig] = Field(default_factory=dict, description="`forklift quality --corpus NAME`")
 
 
+class ImageConfig(Strict):
+    """`forklift image --print`: the image the patched wheel is installed into."""
+
+    base: str | None = Field(
+        default=None,
+        description="FROM of the Containerfile (default: the engine's serving image of the pinned version)",
+    )
+
+
 class ForkliftToml(Strict):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     upstream: Pin
@@ -138,3 +147,4 @@ class ForkliftToml(Strict):
     overlay: OverlayConfig | None = None
     profiles: dict[str, Profile] = Field(default_factory=dict, description="launch profiles (forklift launch NAME)")
     quality: QualityConfig = Field(default_factory=QualityConfig)
+    image: ImageConfig = Field(default_factory=ImageConfig)

@@ -74,6 +74,7 @@ class EngineAdapter:
     # Variables naming the engine's compile caches: a cold boot points each at a fresh empty folder.
     cache_env: tuple[str, ...] = ()
     scan_patterns: tuple[ScanPattern, ...] = ()  # what `canary logscan` counts
+    serving_image: str = ""  # the engine's own serving image, "{version}" filled in (`forklift image --print`)
     scan_until: re.Pattern[str] | None = None  # a deliberate stop begins: what follows is teardown, not faults
 
     def serve_argv(self, python: str | None) -> list[str]:

@@ -209,6 +209,7 @@ VLLM = EngineAdapter(
     registry_dict="environment_variables",
     serve_module="vllm.entrypoints.cli.main",
     serve_script="vllm",
+    serving_image="vllm/vllm-openai:v{version}",
     health_path="/health",
     fact_patterns=FACTS,
     fatal_patterns=FATALS,
@@ -237,6 +238,11 @@ VLLM = EngineAdapter(
         "generation_tokens": "vllm:generation_tokens",
         "prompt_tokens": "vllm:prompt_tokens",
         "cache_config": "vllm:cache_config_info",  # an info gauge: its labels carry kv_cache_size_tokens
+        # latency histograms (the same names in 0.26.0 and 0.32.0, v1/metrics/loggers.py)
+        "ttft_histogram": "vllm:time_to_first_token_seconds",
+        "tpot_histogram": "vllm:request_time_per_output_token_seconds",
+        "itl_histogram": "vllm:inter_token_latency_seconds",
+        "e2e_histogram": "vllm:e2e_request_latency_seconds",
     },
     # vllm/envs.py VLLM_CACHE_ROOT holds torch_compile_cache; inductor and triton keep their own.
     cache_env=("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"),

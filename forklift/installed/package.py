@@ -7,6 +7,7 @@ import csv
 import hashlib
 import io
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.errors import ForkliftError, UsageError
+from forklift.installed.stamp import Stamp, pristine_record, read_stamp
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,16 @@ class InstalledPackage:
     site: Path  # the site-packages folder holding the package
     package: str  # top-level import name, e.g. "vllm"
     dist_info: Path  # the dist-info whose RECORD lists the package
-    record: dict[str, str | None]  # path under site (package files only) -> sha256 hex, None if unhashed
+    record: dict[str, str | None]  # path under site (package files only) -> upstream sha256 hex, None if unhashed
+    stamp: Stamp | None = None  # forklift.json of a wheel `forklift wheel` built
+
+    @property
+    def version(self) -> str | None:
+        """The installed distribution's version, from its METADATA (a patched wheel's carries its local label)."""
+        try:
+            return metadata_version((self.dist_info / "METADATA").read_bytes())
+        except OSError:
+            return None
 
     @property
     def distribution(self) -> str:
@@ -43,6 +54,15 @@ class InstalledPackage:
                 if not name.endswith(".pyc"):
                     out.append((Path(dirpath) / name).relative_to(self.site).as_posix())
         return sorted(out)
+
+
+_VERSION_LINE = re.compile(rb"^Version:[ \t]*(\S+)[ \t]*$", re.MULTILINE)
+
+
+def metadata_version(metadata: bytes) -> str | None:
+    """The Version header of a METADATA file."""
+    match = _VERSION_LINE.search(metadata)
+    return match.group(1).decode("ascii", "replace") if match else None
 
 
 def sha256_hex(data: bytes) -> str:
@@ -153,5 +173,6 @@ def locate(path: Path | None, package: str, script: str) -> InstalledPackage:
             continue
         record = parse_record(text, record_path, package)
         if wanted in record:
-            return InstalledPackage(site, package, dist_info, record)
+            stamp = read_stamp(dist_info)  # a patched wheel's RECORD lists patched bytes: put upstream's back
+            return InstalledPackage(site, package, dist_info, pristine_record(record, stamp), stamp)
     raise ForkliftError(f"{site}: no *.dist-info/RECORD lists {wanted}: cannot verify an install without its RECORD")

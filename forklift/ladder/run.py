@@ -127,7 +127,6 @@ def run_cell(
                     burst_plan(resolved.url, resolved.served_name, burst, nonce=f"ladder-{value}"),
                     mode="batch",
                     folder=receipts,
-                    setting=setting,
                     boot=booted.body.model_dump(mode="json"),
                     labels=booted.labels,
                     kind="ladder-burst",

@@ -68,12 +68,11 @@ def boot(
     server, marks the receipt interrupted and propagates.
     """
     labels = (labels or Labels()).over(Labels(setting=setting_name(resolved)))
-    setting = labels.setting
     receipt = new_receipt(
         "boot",
         status="partial",
         profile=profile_record(resolved),
-        body=BootBody(outcome="booting", setting=setting, log_path=str(log_path)).model_dump(),
+        body=BootBody(outcome="booting", log_path=str(log_path)).model_dump(),
         **labels.fields(),
     )
     path = write_receipt(receipt, receipts) if receipts else None
@@ -88,15 +87,15 @@ def boot(
     try:
         server = start(resolved, log_path, extra_env)
     except ForkliftError as exc:  # nothing started: the receipt says why, not "partial" forever
-        record(BootBody(outcome="refused", setting=setting, log_path=str(log_path), facts=BootFacts(fatal=str(exc))))
+        record(BootBody(outcome="refused", log_path=str(log_path), facts=BootFacts(fatal=str(exc))))
         raise
     try:
         if on_start:
             on_start(server)
-        body = wait_healthy(server, adapter, resolved.health_timeout, setting, on_poll)
+        body = wait_healthy(server, adapter, resolved.health_timeout, on_poll)
     except KeyboardInterrupt:
         stop(server)
-        record(boot_body(server, adapter, "interrupted", setting))
+        record(boot_body(server, adapter, "interrupted"))
         raise
     except BaseException:
         stop(server)  # never leave an engine running that nobody supervises

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from forklift.errors import ForkliftError
 from forklift.launch.boot import setting_name
 from forklift.launch.resolve import Resolved, parse_sets, resolve
 from forklift.receipts.envelope import Labels
+
+CONTAINERENV = Path("/run/.containerenv")  # podman's: the container's name, id, image and imageid
 
 
 @dataclass
@@ -91,9 +94,27 @@ def receipt_labels(config: Config, plan: LaunchPlan, python: str | None) -> Labe
         pin=config.data.upstream.model_dump(),
         engine_version=version,
         overlay_hash=overlay,
+        image=running_image(),
         build=default_build(version, overlay),
         setting=setting_name(plan.resolved),
     )
+
+
+def running_image(environ: dict[str, str] | None = None, containerenv: Path = CONTAINERENV) -> str | None:
+    """The ID of the image forklift runs in: FORKLIFT_IMAGE (`podman run -e FORKLIFT_IMAGE=<image ID>`), else the
+    imageid podman writes in /run/.containerenv; None outside a container, or when neither says."""
+    given = (os.environ if environ is None else environ).get("FORKLIFT_IMAGE", "").strip()
+    if given:
+        return given
+    try:
+        text = containerenv.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "imageid" and value.strip().strip('"'):
+            return value.strip().strip('"')
+    return None
 
 
 def installed_overlay(config: Config, python: str, adapter: EngineAdapter) -> str | None:

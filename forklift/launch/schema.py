@@ -65,7 +65,6 @@ class BootBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     outcome: Outcome
-    setting: str | None = None
     boot_seconds: float | None = None
     exit_code: int | None = Field(default=None, description="the engine's own exit code, when it exited during boot")
     log_path: str | None = None

@@ -83,9 +83,7 @@ def read_facts(server: Server, adapter: EngineAdapter):
 OnPoll = Callable[[float, str], None]
 
 
-def wait_healthy(
-    server: Server, adapter: EngineAdapter, timeout: float, setting: str | None = None, on_poll: OnPoll | None = None
-) -> BootBody:
+def wait_healthy(server: Server, adapter: EngineAdapter, timeout: float, on_poll: OnPoll | None = None) -> BootBody:
     """Poll the health endpoint until ready, the child exits (died) or the timeout passes.
 
     A log line saying the engine is going down counts as died once the child has had
@@ -125,14 +123,13 @@ def wait_healthy(
             if time.monotonic() >= deadline:
                 break
             time.sleep(POLL_S)
-    return boot_body(server, adapter, outcome, setting)
+    return boot_body(server, adapter, outcome)
 
 
-def boot_body(server: Server, adapter: EngineAdapter, outcome: Outcome, setting: str | None) -> BootBody:
+def boot_body(server: Server, adapter: EngineAdapter, outcome: Outcome) -> BootBody:
     body = BootBody(
         outcome=outcome,
         exit_code=server.process.poll(),
-        setting=setting,
         boot_seconds=round(time.monotonic() - server.started, 2),
         log_path=str(server.log_path),
         last_lines=[] if outcome == "ready" else last_lines(server.log_path, adapter),

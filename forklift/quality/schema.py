@@ -18,7 +18,6 @@ class SuiteBody(BaseModel):
     suite: str = Field(description="ppl, gsm8k, tools, json, needle, cold-pair, soak, logscan")
     url: str
     model: str
-    setting: str | None = None
     boot: dict[str, Any] | None = Field(default=None, description="the boot body, when forklift launched the server")
     options: dict[str, Any] = Field(default_factory=dict)
     passed: bool | None = Field(default=None, description="None while the suite runs")

@@ -49,7 +49,6 @@ def run_suite(
     endpoint: Endpoint,
     folder: Path,
     *,
-    setting: str | None = None,
     boot: dict[str, Any] | None = None,
     labels: Labels | None = None,
     profile: dict[str, Any] | None = None,
@@ -57,7 +56,7 @@ def run_suite(
     """Run one suite and write its receipt; status ok only when the suite passed.
 
     `labels` and `profile` go into the receipt's envelope (a launched engine's)."""
-    started = SuiteBody(suite=suite.name, url=endpoint.url, model=endpoint.model, setting=setting, boot=boot)
+    started = SuiteBody(suite=suite.name, url=endpoint.url, model=endpoint.model, boot=boot)
     envelope = (labels or Labels()).fields() | ({"profile": profile} if profile else {})
     receipt = new_receipt(suite.kind, status="partial", body=started.model_dump(mode="json"), **envelope)
     path = write_receipt(receipt, folder)
@@ -72,7 +71,7 @@ def run_suite(
         receipt.status, receipt.body = "failed", started.model_dump(mode="json")
         write_receipt(receipt, folder, path)
         raise
-    body.setting, body.boot = setting, boot
+    body.boot = boot
     receipt.status = "ok" if body.passed else "failed"
     receipt.body = body.model_dump(mode="json")
     write_receipt(receipt, folder, path)
@@ -123,7 +122,6 @@ def run_launched(
                     suite,
                     target,
                     folder,
-                    setting=booted.labels.setting,
                     boot=booted.body.model_dump(mode="json"),
                     labels=booted.labels,
                     profile=profile_record(resolved),

@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import forklift
 
-SCHEMA = "forklift.receipt/1"
+# /2 stores the setting once, in the envelope; /1 receipts are still read (store.from_schema_1).
+SCHEMA = "forklift.receipt/2"
 
 Status = Literal["ok", "failed", "partial", "interrupted"]
 
@@ -53,6 +54,7 @@ class Receipt(BaseModel):
     pin: dict[str, Any] | None = Field(default=None, description="the upstream pin, as in forklift.toml")
     overlay_hash: str | None = None
     engine_version: str | None = None
+    image: str | None = Field(default=None, description="the container image the engine ran in (its ID), when known")
     profile: dict[str, Any] | None = Field(default=None, description="name, choices, argv and redacted env")
     # Labels compare and report group by, so a folder of receipts needs no flags and no relabelling.
     build: str | None = Field(default=None, description="the engine build: --build NAME, else version+overlay hash")
@@ -69,6 +71,7 @@ class Labels(BaseModel):
     pin: dict[str, Any] | None = None
     engine_version: str | None = None
     overlay_hash: str | None = None
+    image: str | None = None
     build: str | None = None
     setting: str | None = None
     aa: int | None = None
@@ -142,10 +145,20 @@ def fingerprint() -> Fingerprint:
     )
 
 
+def setting_label(receipt: Receipt, absent: str = "default") -> str:
+    """The one reading of a receipt's setting: the envelope's (schema /2 stores it nowhere else)."""
+    return receipt.setting or absent
+
+
 def default_build(version: str | None, overlay_hash: str | None) -> str:
-    """The build label when none is given: engine version, plus the overlay hash's head when patched."""
+    """The build label when none is given: engine version, plus the overlay hash's head when patched.
+
+    A wheel from `forklift wheel` already names its overlay (0.32.0+forklift.e6745a56): that is the label."""
     version = version or "unknown"
-    return f"{version}+{overlay_hash.removeprefix('sha256:')[:8]}" if overlay_hash else version
+    head = overlay_hash.removeprefix("sha256:")[:8] if overlay_hash else None
+    if head is None or version.endswith(f"forklift.{head}"):
+        return version
+    return f"{version}+{head}"
 
 
 def new_receipt(kind: str, **fields: Any) -> Receipt:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from forklift.errors import ForkliftError, validation_line
 from forklift.fsio import read_json, write_atomic
 from forklift.receipts.envelope import SCHEMA, Receipt
+
+SCHEMA_1 = "forklift.receipt/1"
+LADDER_KINDS = ("ladder", "ladder-cell")  # their bodies name the ladder's setting and each cell's: a ladder's data
 
 
 def receipts_folder(given: Path | None, config_file: Path | None) -> Path:
@@ -31,12 +34,27 @@ def write_receipt(receipt: Receipt, folder: Path, path: Path | None = None) -> P
     return path
 
 
+def from_schema_1(raw: dict[str, Any]) -> dict[str, Any]:
+    """A /1 receipt as /2: the setting, which /1 could state in the envelope, the body (and the
+    boot facts inside it) and as the profile's name, kept once in the envelope, in that order."""
+    body = raw.get("body")
+    body = dict(body) if isinstance(body, dict) else body
+    stated = body.pop("setting", None) if isinstance(body, dict) and raw.get("kind") not in LADDER_KINDS else None
+    if isinstance(body, dict) and isinstance(body.get("boot"), dict):
+        body["boot"] = {k: v for k, v in body["boot"].items() if k != "setting"}
+    profile = raw.get("profile")
+    named = profile.get("name") if isinstance(profile, dict) else None
+    return {**raw, "schema": SCHEMA, "setting": raw.get("setting") or stated or named, "body": body}
+
+
 def read_receipt(path: Path) -> Receipt:
     raw = read_json(path, "receipt")
+    if isinstance(raw, dict) and raw.get("schema") == SCHEMA_1:
+        raw = from_schema_1(raw)
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         found = raw.get("schema") if isinstance(raw, dict) else type(raw).__name__
         shown = repr(found) if len(repr(found)) <= 60 else repr(found)[:60] + "..."
-        raise ForkliftError(f"{path}: schema {shown} is not {SCHEMA!r}")
+        raise ForkliftError(f"{path}: schema {shown} is not {SCHEMA!r} (or {SCHEMA_1!r})")
     try:
         return Receipt.model_validate(raw)
     except ValidationError as exc:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -21,7 +22,9 @@ from forklift.errors import ForkliftError, UsageError
 from forklift.launch.boot import engine_reason
 from forklift.launch.schema import BootBody
 from forklift.receipts import Receipt, read_receipts, validated_body
+from forklift.receipts.envelope import setting_label
 from forklift.report.numbers import box_name
+from forklift.report.ship import PLAN_KIND, ShipSpec
 from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
 from forklift.stats.runs import build_label
 from forklift.stats.sample import output_throughput, server_tok_step
@@ -35,8 +38,7 @@ class Boot:
 
     @property
     def setting(self) -> str:
-        """Labelled as bench receipts are (BenchRun.setting): the stated setting, else the profile name."""
-        return self.receipt.setting or self.body.setting or (self.receipt.profile or {}).get("name") or "default"
+        return setting_label(self.receipt)
 
     @property
     def build(self) -> str:
@@ -123,6 +125,12 @@ class Campaign:
     by_setting: bool
     rows: list[Row]
     comparisons: list[GroupComparison]
+    plan: dict[str, Any] | None = None  # the campaign-plan receipt's body: builds, order, [ship] gates
+
+    @property
+    def ship(self) -> ShipSpec | None:
+        gates = (self.plan or {}).get("ship")
+        return ShipSpec.model_validate(gates) if gates else None
 
 
 def _boots(receipts: list[tuple[Path, Receipt]]) -> list[Boot]:
@@ -158,11 +166,26 @@ def _host(machine_id: str, runs: list[BenchRun], boots: list[Boot]) -> str:
     return machine_id
 
 
+def workload_labels(runs: list[BenchRun]) -> dict[str, str]:
+    """Workload hash -> the name rows show: its name, with its prompt count where two workloads share a name
+    (a campaign's C1 and C16 suites send the same shape, 16 and 128 prompts: never one side)."""
+    names: dict[str, set[str]] = {}
+    for run in runs:
+        names.setdefault(run.body.workload.name, set()).add(run.body.workload.hash)
+    out = {}
+    for run in runs:
+        identity = run.body.workload
+        shared = len(names[identity.name]) > 1
+        out[identity.hash] = f"{identity.name} ({identity.prompts} prompts)" if shared else identity.name
+    return out
+
+
 def _side(build: str, setting: str, machine: str, workload: str, runs: list[BenchRun], boots: list[Boot]) -> Side:
+    """`workload` is a workload hash (or the dash of a side with no bench)."""
     mine = [
         r
         for r in runs
-        if (r.build, r.setting, r.machine_id, r.body.workload.name) == (build, setting, machine, workload)
+        if (r.build, r.setting, r.machine_id, r.body.workload.hash) == (build, setting, machine, workload)
     ]
     boot = next(
         (
@@ -201,7 +224,12 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
     runs, boots = bench_runs(receipts), _boots(receipts)
     if not runs and not boots and not any(r.kind in ("quality", "canary", "ladder") for _, r in receipts):
         raise ForkliftError(f"{folder}: no bench, boot, ladder, quality or canary receipts to report")
+    plans = sorted((r for _, r in receipts if r.kind == PLAN_KIND), key=lambda r: r.created)
+    plan = plans[-1].body if plans else None
     builds = _build_order(runs, boots)
+    planned = (plan or {}).get("baseline")
+    if baseline is None and planned in builds:  # the campaign's own baseline first, as it was planned
+        builds = [planned, *(b for b in builds if b != planned)]
     settings = list(dict.fromkeys([r.setting for r in runs] + [b.setting for b in boots]))
     by_setting = baseline is not None and baseline not in builds
     if by_setting and baseline not in settings:
@@ -211,7 +239,8 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
     if baseline is None and len(builds) > 1:
         baseline = builds[0]
     machines = list(dict.fromkeys([r.machine_id for r in runs] + [b.receipt.fingerprint.machine_id for b in boots]))
-    workloads = list(dict.fromkeys(r.body.workload.name for r in runs)) or ["–"]
+    labels = workload_labels(runs)
+    workloads = list(dict.fromkeys(r.body.workload.hash for r in runs)) or ["–"]
     rows: list[Row] = []
     comparisons: list[GroupComparison] = []
     for machine in machines:
@@ -229,11 +258,12 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
                 new = _side(new_build, new_setting, machine, workload, runs, boots)
                 if not (old.runs or new.runs or old.boot or new.boot):
                     continue
+                shown = labels.get(workload, workload)
                 if baseline is None:  # one build: numbers, nothing to compare against
-                    rows += [Row(host, workload, name, old, Side(new_build, new_setting)) for name in _cells(old.runs)]
+                    rows += [Row(host, shown, name, old, Side(new_build, new_setting)) for name in _cells(old.runs)]
                     continue
-                new_rows, comparison = _rows(old, new, host, workload, seed)
+                new_rows, comparison = _rows(old, new, host, shown, seed)
                 rows += new_rows
                 if comparison is not None:
                     comparisons.append(comparison)
-    return Campaign(folder, receipts, runs, boots, builds, baseline, by_setting, rows, comparisons)
+    return Campaign(folder, receipts, runs, boots, builds, baseline, by_setting, rows, comparisons, plan)

@@ -15,7 +15,7 @@ def aa_groups(runs: list[BenchRun]) -> tuple[list[BenchRun], list[BenchRun]]:
 
 
 def aa_shift(runs: list[BenchRun], cell: str, metrics: tuple[str, ...], seed: int = 0) -> str | None:
-    """'E2E +2.1% (CI -1.0%..5.3%)' for the first metric measured, or None without both copies."""
+    """'E2E: within noise (Δ +2.1%, CI -1.0%..+5.3%, margin ±1.0%)' for the first metric judged, or None."""
     first, second = aa_groups(runs)
     if not (first and second):
         return None
@@ -25,7 +25,6 @@ def aa_shift(runs: list[BenchRun], cell: str, metrics: tuple[str, ...], seed: in
         return f"not compared: {refused}"
     result = next((c for c in comparison.cells if c.cell == cell), None)
     judged = next((m for m in map(result.metric, metrics) if m and m.estimate), None) if result else None
-    if judged is None or judged.estimate is None:
+    if judged is None:
         return None
-    est = judged.estimate
-    return f"{judged.label} {est.change:+.1%} (CI {est.low:+.1%}..{est.high:+.1%})"
+    return f"{judged.label}: {judged.verdict}"

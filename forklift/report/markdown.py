@@ -8,6 +8,7 @@ from pathlib import Path
 
 import forklift
 from forklift.mdtable import table
+from forklift.receipts.envelope import setting_label
 from forklift.report import numbers as fmt
 from forklift.report.campaign import Campaign, Row, Side, boot_state
 from forklift.report.cells import extra_sections
@@ -20,17 +21,18 @@ from forklift.textsafe import markdown as md
 SUMMARY_METRICS = ("decode_tps", "e2e")
 
 METHODS = """\
-**How to read this.** Requests are paired by prompt id and kept run: the same prompt on A and B is one pair.
-Δ is the geometric mean of the per-prompt ratios B/A, minus one (log ratios: swapping A and B flips the sign
-exactly, and pure noise is not biased). With several kept runs a side the run is the unit: the 95% interval is
-Student's t over the runs' mean log ratios, so run-to-run variation of the box is inside it. With one kept run a
-side it is a seeded percentile bootstrap over prompts (Hesterberg's expanded percentile for small cohorts), which
-cannot see that variation: an effect is then reported as "not claimable" unless an A/A control (benches of one
-build on the same box) floors the interval. A verdict names a winner only when a claimable interval excludes
-zero; otherwise it reads "within noise (±Y%)", Y being the interval's half-width. Higher tok/s and tok/step are
-better; lower TTFT, TPOT and E2E are better ("faster" = lower latency). MDE is the smallest true change this
-design would catch 80% of the time at the 5% level: (t₀.₉₇₅ + t₀.₈₀) × SE with the interval's own degrees of
-freedom (none is given for two runs a side: t with one degree of freedom makes it meaningless).
+**How to read this.** Each cell and metric is judged over the unit A and B really are: the run when both ran on
+one server boot, the boot otherwise (two builds, or two boots of one build, are always two boots). A unit's value
+is its mean log value over the prompts every unit measured, so prompt mix cancels; Δ is B over A as a ratio of
+geometric means, minus one, and the 95% interval is Welch's t over the units a side (the notes say which, and
+how many). With one unit a side the interval over the finer unit (runs of one boot, or prompts of one run) is
+shown and read "not claimable" unless an A/A control of the missing unit floors it. The verdict judges that
+interval against the metric's practical margin (default ±1%): "no practical change" when the whole interval lies
+inside ±margin; "B slower/faster by X%" when it excludes zero and is not inside the margin; "undecided" when it
+holds zero and the MDE exceeds the margin (the design could not tell); "within noise" otherwise. Higher tok/s and
+tok/step are better; lower TTFT, TPOT and E2E are better ("faster" = lower latency). MDE is the smallest true
+change this design catches 80% of the time at the 5% level: (t₀.₉₇₅ + t₀.₈₀) × SE with the interval's own degrees
+of freedom. Notes give each side's run-to-run and boot-to-boot spread and flag a trend over the runs of a boot.
 When both sides decode greedily and a prompt's output hash differs, the texts diverged: tok/step, acceptance
 and output-length deltas of that cell are confounded by trajectory. Boxes are never averaged: each is its own row.
 """
@@ -185,7 +187,6 @@ def _boots(campaign: Campaign) -> str:
 def _receipts(campaign: Campaign, out_dir: Path) -> str:
     body = []
     for path, receipt in campaign.receipts:
-        setting = (receipt.profile or {}).get("name") or receipt.body.get("setting") or "–"
         body.append(
             [
                 os.path.relpath(path, out_dir),
@@ -193,7 +194,7 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
                 receipt.status,
                 receipt.engine_version or "–",
                 receipt.overlay_hash[:12] if receipt.overlay_hash else "–",
-                str(setting),
+                setting_label(receipt, absent="–"),
                 fmt.box_name(receipt.fingerprint),
                 f"{receipt.created:%Y-%m-%d %H:%M:%S}",
             ]
@@ -213,6 +214,10 @@ def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
         f"from {', '.join(map(md, hosts))}; builds: {builds or 'none compared'}. "
         f"Rendered by forklift {forklift.__version__}.",
     ]
+    if campaign.ship is not None:
+        from forklift.report.ship import decide, decision_table
+
+        parts += ["## Decision", decision_table(decide(campaign, campaign.ship), campaign.baseline)]
     if campaign.rows:
         parts += ["## Summary", _summary(campaign)]
     if campaign.comparisons:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from forklift.stats import CellResult, GroupComparison, MetricResult
+from forklift.stats.design import target_note
+from forklift.stats.verdict import interval_phrase, not_claimable_reason, signed_percent
 
 
 def box_name(fingerprint) -> str:
@@ -28,10 +30,6 @@ def number(value: float | None) -> str:
     return f"{value:.2f}"
 
 
-def signed_percent(value: float) -> str:
-    return f"{value * 100:+.1f}%"
-
-
 def change(result: MetricResult) -> str:
     return "–" if result.estimate is None else signed_percent(result.estimate.change)
 
@@ -43,8 +41,6 @@ def interval(result: MetricResult) -> str:
 
 def mde(result: MetricResult) -> str:
     est = result.estimate
-    if est is not None and est.mde is None and est.unit == "run":
-        return "too few runs"  # t with one degree of freedom: an MDE of several hundred percent says nothing
     return "–" if est is None or est.mde is None else f"±{est.mde * 100:.1f}%"
 
 
@@ -63,32 +59,30 @@ def setting(comparison: GroupComparison) -> str:
     return comparison.setting_a if same else f"{comparison.setting_a} → {comparison.setting_b}"
 
 
-def pairing(paired: bool, pairs: int, requests_a: int, requests_b: int, runs: int | None = None) -> str:
+def pairing(paired: bool, pairs: int, requests_a: int, requests_b: int) -> str:
     if paired:
         alone = (
             f" (left out, no partner: A {requests_a - pairs}, B {requests_b - pairs})"
             if (requests_a > pairs or requests_b > pairs)
             else ""
         )
-        unit = (
-            f"; intervals: Student's t over {runs} kept runs a side (a run, not a request, is the unit)"
-            if runs
-            else "; one kept run a side: intervals over prompts cannot see run-to-run variation"
-        )
-        return f"paired by prompt: {pairs} pairs{alone}{unit}"
-    return f"unpaired bootstrap (prompts differ: {pairs} shared ids; A {requests_a}, B {requests_b} requests)"
+        return f"paired by prompt: {pairs} pairs{alone}"
+    return f"unpaired (prompts differ: {pairs} shared ids; A {requests_a}, B {requests_b} requests)"
+
+
+def headline(cell: CellResult) -> MetricResult | None:
+    """The metric a cell's notes describe its design by: the first with an interval."""
+    return next((m for m in cell.metrics if m.estimate is not None), None)
 
 
 def cell_notes(cell: CellResult) -> list[str]:
     """What a reader needs beside a cell's table: pairing, throughput, divergence, determinism, caveats."""
+    first = headline(cell)
+    design = [f"{first.label} {interval_phrase(first.estimate)}"] if first and first.estimate else []
+    if first and first.components_a and first.components_b:
+        design.append(f"{first.label} units: A {first.components_a.summary()}; B {first.components_b.summary()}")
     notes = [
-        pairing(
-            cell.paired,
-            cell.pairs,
-            cell.requests_a,
-            cell.requests_b,
-            next((m.estimate.runs for m in cell.metrics if m.estimate and m.estimate.runs), None),
-        )
+        "; ".join([pairing(cell.paired, cell.pairs, cell.requests_a, cell.requests_b), *design])
         + f"; output tok/s (cell, no interval): A {number(cell.throughput_a)}, B {number(cell.throughput_b)}",
         cell.divergence.summary,
         f"A {cell.determinism_a.summary}; B {cell.determinism_b.summary}",
@@ -110,11 +104,28 @@ def cell_notes(cell: CellResult) -> list[str]:
             "A/A floor applied (bench-to-bench spread of one build on this box)"
             + (f"; it widened: {', '.join(widened)}" if widened else "; no interval was narrower than it")
         )
-    if any(m.claim == "unclaimable" for m in cell.metrics):
+    short = next((m.estimate for m in cell.metrics if m.estimate and not m.estimate.claimable), None)
+    if short is not None:
+        notes.append(f"not claimable: {not_claimable_reason(short)}")
+    drifting = [
+        f"{m.label} on {side}"
+        for m in cell.metrics
+        for side, comps in (("A", m.components_a), ("B", m.components_b))
+        if comps and comps.drifting
+    ]
+    if drifting:
         notes.append(
-            "not claimable: with one kept run a side the interval cannot include the box's run-to-run drift "
-            "(same-server benches here have moved 20-35%); bench --runs 2+ a side or pass --aa"
+            f"trend within a boot (runs drift, p < 0.05): {', '.join(drifting)}; "
+            "interleave the builds (ABBA) so drift lands on both sides"
         )
+    for side, flags in (("A", cell.gpu_flags_a), ("B", cell.gpu_flags_b)):
+        if flags:
+            notes.append(f"GPU state differs from its neighbours on {side}: " + "; ".join(flags))
     if cell.failed_a or cell.failed_b:
         notes.append(f"failed requests: A {cell.failed_a}, B {cell.failed_b} (left out of pairs)")
     return notes
+
+
+def target_notes(cell: CellResult, target: float) -> list[str]:
+    """compare --target-mde: per metric with an interval, this design's MDE and what reaching `target` needs."""
+    return [f"{m.label}: {target_note(m.estimate, target)}" for m in cell.metrics if m.estimate is not None]

@@ -20,13 +20,15 @@ from forklift.stats.sample import kept_requests, output_throughput
 HORIZONTAL = {"orientation": "horizontal"} if Version(matplotlib.__version__) >= Version("3.10") else {"vert": False}
 LINE_STYLES = ("-", "--", ":", "-.")
 CLAIM_COLOUR = {
-    "better": "#2e7d32",
-    "worse": "#c62828",
+    "faster": "#2e7d32",
+    "slower": "#c62828",
     "different": "#f9a825",
-    "noise": "#757575",
-    "unclaimable": "#ffcc80",
-    "insufficient": "#bdbdbd",
+    "no practical change": "#1565c0",
+    "within noise": "#757575",
+    "undecided": "#ffcc80",
+    "not claimable": "#ffcc80",
 }
+NO_ESTIMATE = "#bdbdbd"
 
 
 def _hosts(campaign: Campaign) -> list[str]:
@@ -142,7 +144,7 @@ def forest(campaign: Campaign, path: Path, most: int = 3) -> Path | None:
                     textcoords="offset points",
                     va="center",
                     fontsize=8,
-                    color=CLAIM_COLOUR["insufficient"],
+                    color=NO_ESTIMATE,
                 )
                 continue
             est = result.estimate
@@ -164,6 +166,8 @@ def forest(campaign: Campaign, path: Path, most: int = 3) -> Path | None:
         label = next((m.label for _, cell in results if (m := cell.metric(key)) is not None), key)
         ax.set_xlabel(f"{label}: B vs A, % (95% CI)")
         ax.grid(axis="x", alpha=0.3)
-    fig.suptitle("Paired change per setting (green better, red worse, grey within noise)", fontsize=10)
+    fig.suptitle(
+        "Change per setting (green better, red worse, blue no practical change, grey within noise)", fontsize=10
+    )
     fig.savefig(path, dpi=110)
     return path

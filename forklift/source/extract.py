@@ -90,7 +90,7 @@ def extract_archive(
         is_zip = handle.read(4) == b"PK\x03\x04"
     packed = max(archive.stat().st_size, 1)
     dest.mkdir(parents=True)
-    writer = _Writer(dest, label, limits)
+    writer = TreeWriter(dest, label, limits)
     try:
         if is_zip:
             _extract_zip(archive, writer, strip_top, packed)
@@ -101,7 +101,7 @@ def extract_archive(
         writer.close()
 
 
-def _extract_tar(archive: Path, writer: _Writer, strip_top: bool, packed: int) -> None:
+def _extract_tar(archive: Path, writer: TreeWriter, strip_top: bool, packed: int) -> None:
     label = writer.label
     try:
         with tarfile.open(archive, "r:*") as tar:
@@ -110,7 +110,7 @@ def _extract_tar(archive: Path, writer: _Writer, strip_top: bool, packed: int) -
             while (member := tar.next()) is not None:  # headers only, bounded as they are read
                 budget.add(member.name, member.size if member.isreg() else 0)
                 members.append(member)
-            paths = [_clean(m.name, label) for m in members]
+            paths = [clean_member(m.name, label) for m in members]
             top = _single_top(paths) if strip_top else None
             plan = []
             for member, path in zip(members, paths, strict=True):
@@ -125,7 +125,7 @@ def _extract_tar(archive: Path, writer: _Writer, strip_top: bool, packed: int) -
                     _check_symlink(rel, member.linkname, member.name, label)
                 link = ""
                 if member.islnk():
-                    link = _strip(_clean(member.linkname, label, member.name), top)
+                    link = _strip(clean_member(member.linkname, label, member.name), top)
                     if not link:
                         raise UnsafeMember(f"unsafe {label}: member {member.name!r} links outside the tree")
                 plan.append((member, rel, link))
@@ -145,7 +145,7 @@ def _extract_tar(archive: Path, writer: _Writer, strip_top: bool, packed: int) -
         raise ForkliftError(f"cannot extract {label}: {' '.join(str(exc).split())}") from None
 
 
-def _extract_zip(archive: Path, writer: _Writer, strip_top: bool, packed: int) -> None:
+def _extract_zip(archive: Path, writer: TreeWriter, strip_top: bool, packed: int) -> None:
     label = writer.label
     try:
         with zipfile.ZipFile(archive) as zf:
@@ -153,7 +153,7 @@ def _extract_zip(archive: Path, writer: _Writer, strip_top: bool, packed: int) -
             budget = _Budget(writer, packed)
             for info in infos:
                 budget.add(info.filename, info.file_size)
-            paths = [_clean(info.filename, label) for info in infos]
+            paths = [clean_member(info.filename, label) for info in infos]
             top = _single_top(paths) if strip_top else None
             plan = []
             for info, path in zip(infos, paths, strict=True):
@@ -175,7 +175,7 @@ def _extract_zip(archive: Path, writer: _Writer, strip_top: bool, packed: int) -
 class _Budget:
     """Member count, declared bytes and compression ratio, checked as each header is read."""
 
-    def __init__(self, writer: _Writer, packed: int) -> None:
+    def __init__(self, writer: TreeWriter, packed: int) -> None:
         self.writer, self.packed, self.count, self.total = writer, packed, 0, 0
 
     def add(self, name: str, size: int) -> None:
@@ -192,7 +192,7 @@ class _Budget:
             )
 
 
-class _Writer:
+class TreeWriter:
     """Writes members under `dest` through directory descriptors, never following a symlink."""
 
     def __init__(self, dest: Path, label: str, limits: Limits) -> None:
@@ -377,7 +377,7 @@ def refuse_escaping_links(tree: Path, label: str) -> None:
                     raise UnsafeMember(f"unsafe {label}: {rel!r} is a symlink escaping the tree through other links")
 
 
-def _clean(name: str, label: str, member: str | None = None) -> str:
+def clean_member(name: str, label: str, member: str | None = None) -> str:
     """`name` as a relative POSIX path without ``.`` parts; absolute, ``..`` or over-long paths are refused."""
     member = member or name
     if name.startswith("/") or (len(name) > 1 and name[1] == ":"):

@@ -13,7 +13,7 @@ import sys
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.errors import ForkliftError
@@ -23,6 +23,9 @@ from forklift.source.download import download
 from forklift.source.extract import Limits, extract_archive, refuse_escaping_links
 from forklift.source.hashing import SKIPPED_NAMES, directory_digest, file_sha256, pinnable_kind
 from forklift.source.index import redact, resolve_pypi_file
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 TreeKind = Literal["sdist", "wheel", "git", "tarball", "dir"]
 
@@ -66,16 +69,22 @@ def _pypi(pin: PypiPin, cache: Cache, progress, index_url: str | None) -> Tree:
     kind: TreeKind = "wheel" if (pin.filename or "").endswith(".whl") else "sdist"
 
     def build(dest: Path) -> None:
-        artifact = cache.artifact_path(pin.sha256)
-        if not artifact.is_file():
-            file = resolve_pypi_file(pin.package, pin.version, pin.filename, index_url)
-            artifact = download(file, pin.sha256, cache, progress)
+        artifact = pypi_artifact(pin, cache, progress, index_url)
         name = pin.filename or f"{pin.package} {pin.version} sdist"
         with _status(progress, f"extracting {name}"):
             _extract_verified(artifact, pin, dest, strip_top=kind == "sdist", name=name)
 
     path = cache.build_tree(f"{'wheel' if kind == 'wheel' else 'archive'}-{pin.sha256}", build)
     return Tree(path, pin.sha256, f"{pin.package} {pin.version} {kind}", kind)
+
+
+def pypi_artifact(pin: PypiPin, cache: Cache, progress: Console | None = None, index_url: str | None = None) -> Path:
+    """The pinned file itself in the cache, downloaded (and its sha256 checked) when absent."""
+    artifact = cache.artifact_path(pin.sha256)
+    if artifact.is_file():
+        return artifact
+    file = resolve_pypi_file(pin.package, pin.version, pin.filename, index_url)
+    return download(file, pin.sha256, cache, progress)
 
 
 def _git(pin: GitPin, root: Path, cache: Cache, progress) -> Tree:

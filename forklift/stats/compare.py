@@ -1,14 +1,11 @@
 """Compare two groups of bench receipts (A the baseline, B the candidate) cell by cell, metric by metric.
 
-Requests are paired by prompt id and kept-run ordinal (forklift.stats.sample).
-A cell is compared paired when at least half of the smaller side's kept
-requests found a partner; otherwise (different prompts, e.g. imported
-archives or per-run synthetic ids) it falls back to an unpaired bootstrap
-and says so. A verdict is a claim ("B faster by 4.1% (CI 1.2%..7.0%)")
-only when the 95 % interval excludes zero and includes run-to-run variation of
-the box (several kept runs a side, or an A/A floor); an interval over the
-prompts of one run a side reports its effect as "not claimable". Otherwise
-"within noise (+-Y%)" where Y is the interval's half-width.
+Each metric's interval is over the unit A and B really are (forklift.stats.units): the run when
+both sides ran on one server boot, the boot otherwise (two builds are always two boots). A unit is
+its mean log value over the prompts every unit measured, so the pairing by prompt survives and
+prompt mix cancels. With fewer than two units a side the finer interval (runs of one boot, or
+prompts of one run) is shown and marked "not claimable" unless an A/A control of the missing unit
+floors it. The verdict judges that interval against a practical margin (forklift.stats.verdict).
 """
 
 from __future__ import annotations
@@ -18,19 +15,15 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
-from forklift.client.records import RequestRecord
 from forklift.stats.control import aa_floor
 from forklift.stats.divergence import Determinism, Divergence, determinism, divergence, is_greedy
+from forklift.stats.gpustate import cell_gpu_runs, odd_runs
 from forklift.stats.guards import check_comparable, check_group
-from forklift.stats.interval import Estimate, paired_change, unpaired_change, with_floor
+from forklift.stats.interval import Estimate, paired_change, unpaired_change, welch_change, with_floor
 from forklift.stats.metrics import METRICS, Metric
-from forklift.stats.sample import BenchRun, Key, kept_requests, output_throughput, requests_by_text, server_tok_step
-
-Claim = Literal["better", "worse", "different", "noise", "unclaimable", "insufficient"]
-
-NOT_CLAIMABLE = "not claimable: one run a side (bench --runs 2 or more, or give compare an A/A control with --aa)"
-# Unpaired cells (the sides sent different prompts) compare pooled requests: runs cannot be paired either.
-NOT_CLAIMABLE_UNPAIRED = "not claimable: the sides sent different prompts, so no run-to-run floor (give --aa)"
+from forklift.stats.sample import BenchRun, output_throughput, requests_by_text, server_tok_step
+from forklift.stats.units import Components, SideColumns, components, unit_tables
+from forklift.stats.verdict import DEFAULT_MARGIN, Kind, Verdict, judge
 
 
 class MetricResult(BaseModel):
@@ -39,10 +32,19 @@ class MetricResult(BaseModel):
     unit: str
     a: float | None  # geometric mean over the values compared, in display units
     b: float | None
-    estimate: Estimate | None
-    claim: Claim
-    verdict: str
+    estimate: Estimate | None  # the interval shown; `decision` judges exactly this one
+    decision: Verdict
+    components_a: Components | None = None  # how A's units vary (runs, boots, trend)
+    components_b: Components | None = None
     confounded: bool = False  # trajectory-sensitive metric and the texts diverged
+
+    @property
+    def claim(self) -> Kind:
+        return self.decision.kind
+
+    @property
+    def verdict(self) -> str:
+        return self.decision.words
 
 
 class CellResult(BaseModel):
@@ -64,6 +66,8 @@ class CellResult(BaseModel):
     divergence: Divergence
     determinism_a: Determinism
     determinism_b: Determinism
+    gpu_flags_a: list[str] = []  # kept runs whose GPU throttled or ran another clock (forklift.stats.gpustate)
+    gpu_flags_b: list[str] = []
 
     def metric(self, key: str) -> MetricResult | None:
         return next((m for m in self.metrics if m.metric == key), None)
@@ -91,88 +95,96 @@ class GroupComparison(BaseModel):
     aa: list[str] = []  # the A/A receipts whose spread floors the intervals
 
 
-def _percent(value: float) -> str:
-    return f"{value * 100:.1f}%"
+def _geomean(logs: np.ndarray, scale: float) -> float | None:
+    finite = logs[~np.isnan(logs)]
+    return float(np.exp(finite.mean()) * scale) if len(finite) else None
 
 
-def verdict(metric: Metric, estimate: Estimate | None, n_a: int, n_b: int, paired: bool = True) -> tuple[Claim, str]:
-    """The one-phrase judgement, in the metric's own words (faster/slower, higher/lower, longer/shorter)."""
+def _prompt_estimate(a: np.ndarray, b: np.ndarray, paired: bool, seed: int) -> Estimate | None:
+    """The interval over prompts, from (units, prompts) log matrices: shown, never claimed on its own.
+
+    Paired: unit k of A meets unit k of B, prompt by prompt (the k-th kept run on each side).
+    """
+    if paired:
+        both = min(len(a), len(b))
+        x, y = a[:both].ravel(), b[:both].ravel()
+        kept = ~(np.isnan(x) | np.isnan(y))
+        if kept.sum() < 2:
+            return None
+        return paired_change(np.exp(x[kept]), np.exp(y[kept]), seed=seed)
+    x, y = a[~np.isnan(a)], b[~np.isnan(b)]
+    if min(len(x), len(y)) < 2:
+        return None
+    return unpaired_change(np.exp(x), np.exp(y), seed=seed)
+
+
+def unit_estimate(
+    metric: Metric,
+    a: SideColumns,
+    b: SideColumns,
+    *,
+    paired: bool = True,
+    seed: int = 0,
+    aa: SideColumns | None = None,
+) -> tuple[Estimate | None, Components, Components]:
+    """The interval of B vs A over the right unit, floored by an A/A control, and each side's components.
+
+    The unit is the run when every unit of both sides ran on one boot, else the boot (forklift.stats.units).
+    Short of two units a side, the finer interval is shown marked with the unit it lacks.
+    """
+    (table_a, table_b), (matrix_a, matrix_b) = unit_tables(metric, a, b)
+    comps = components(table_a), components(table_b)
+    level: Literal["run", "boot"] = "run" if len(set(table_a.boots) | set(table_b.boots)) == 1 else "boot"
+    if level == "run":
+        estimate = welch_change(table_a.means, table_b.means, "run")
+    else:
+        estimate = welch_change(table_a.boot_means(), table_b.boot_means(), "boot")
+        if estimate is None:
+            estimate = welch_change(table_a.means, table_b.means, "run")
     if estimate is None:
-        counted = f"{n_a} pairs" if paired else f"A {n_a}, B {n_b} values"
-        return "insufficient", f"too few values to judge ({counted}; need 2)"
-    if not estimate.excludes_zero:
-        return "noise", f"within noise (±{_percent(estimate.half_width)})"
-    up = estimate.change > 0
-    word = metric.up_word if up else metric.down_word
-    low, high = sorted((abs(estimate.low), abs(estimate.high)))
-    text = f"B {word} by {_percent(abs(estimate.change))} (CI {_percent(low)}..{_percent(high)})"
-    if not estimate.claimable:
-        return "unclaimable", f"{text}, {NOT_CLAIMABLE if estimate.paired else NOT_CLAIMABLE_UNPAIRED}"
-    if metric.better is None:
-        return "different", text
-    better = up == (metric.better == "higher")
-    return ("better" if better else "worse"), text
-
-
-def _values(metric: Metric, records: list[RequestRecord]) -> list[float]:
-    """Positive values only: a ratio needs them (a TPOT of 0, every token in one burst, cannot enter one)."""
-    values = [metric.value(r) if r.ok else None for r in records]
-    return [v for v in values if v is not None and v > 0]
-
-
-def _geomean(values: np.ndarray, scale: float) -> float | None:
-    return float(np.exp(np.log(values).mean()) * scale) if len(values) else None
-
-
-def _runs(requests: dict[Key, RequestRecord]) -> int:
-    return len({key[1] for key in requests})
+        estimate = _prompt_estimate(matrix_a, matrix_b, paired, seed)
+    if estimate is not None and estimate.unit != level:
+        estimate = estimate.model_copy(update={"unclaimable": level})
+    floor = aa_floor(aa, metric) if aa is not None else None
+    if estimate is not None and floor is not None:
+        n_a, n_b = (comps[0].boots, comps[1].boots) if floor.unit == "boot" else (comps[0].runs, comps[1].runs)
+        estimate = with_floor(estimate, floor, n_a, n_b)
+    return estimate, comps[0], comps[1]
 
 
 def compare_metric(
     metric: Metric,
-    a: dict[Key, RequestRecord],
-    b: dict[Key, RequestRecord],
-    paired: bool,
-    seed: int,
-    aa_runs: list[BenchRun] | None = None,
-    cell_name: str = "",
+    a: SideColumns,
+    b: SideColumns,
+    *,
+    paired: bool = True,
+    seed: int = 0,
+    aa: SideColumns | None = None,
+    margin: float = DEFAULT_MARGIN,
 ) -> MetricResult | None:
     """None when neither side has the metric (e.g. tok/step without per-request speculation stats)."""
-    all_a, all_b = _values(metric, list(a.values())), _values(metric, list(b.values()))
-    if not (all_a or all_b):
+    logs_a, logs_b = a.log_values(metric), b.log_values(metric)
+    if np.isnan(logs_a).all() and np.isnan(logs_b).all():
         return None
-    if paired:
-        pairs = [
-            (metric.value(a[key]), metric.value(b[key]), key[1])  # key[1]: the kept run it came from
-            for key in sorted(a.keys() & b.keys())
-            if a[key].ok and b[key].ok
-        ]
-        pairs = [(x, y, run) for x, y, run in pairs if x is not None and y is not None and x > 0 and y > 0]
-        values_a, values_b = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
-        runs = np.array([p[2] for p in pairs])
-    else:
-        values_a, values_b = np.array(all_a), np.array(all_b)
-    estimate = None
-    if min(len(values_a), len(values_b)) >= 2:
-        estimate = (
-            paired_change(values_a, values_b, runs=runs, seed=seed)
-            if paired
-            else unpaired_change(values_a, values_b, seed=seed)
-        )
-        floor = aa_floor(aa_runs, cell_name, metric) if aa_runs else None
-        if floor is not None:
-            estimate = with_floor(estimate, floor, _runs(a), _runs(b))
-    claim, text = verdict(metric, estimate, len(values_a), len(values_b), paired)
+    estimate, comps_a, comps_b = unit_estimate(metric, a, b, paired=paired, seed=seed, aa=aa)
     return MetricResult(
         metric=metric.key,
         label=metric.label,
         unit=metric.unit,
-        a=_geomean(values_a, metric.scale),
-        b=_geomean(values_b, metric.scale),
+        a=_geomean(logs_a, metric.scale),
+        b=_geomean(logs_b, metric.scale),
         estimate=estimate,
-        claim=claim,
-        verdict=text,
+        decision=judge(metric, estimate, margin),
+        components_a=comps_a,
+        components_b=comps_b,
     )
+
+
+def pairing(a: SideColumns, b: SideColumns) -> tuple[int, bool]:
+    """Requests with a partner (same prompt, same kept-run ordinal), and whether that is enough to pair:
+    at least half of the smaller side's kept requests (else the prompts differ and the sides are unpaired)."""
+    pairs = len(a.keys() & b.keys())
+    return pairs, pairs >= 2 and pairs >= min(len(a.records), len(b.records)) / 2
 
 
 def compare_cell(
@@ -182,22 +194,26 @@ def compare_cell(
     *,
     seed: int = 0,
     aa_runs: list[BenchRun] | None = None,
+    margins: dict[str, float] | None = None,
 ) -> CellResult:
-    a, b = kept_requests(a_runs, cell_name), kept_requests(b_runs, cell_name)
-    pairs = len(a.keys() & b.keys())
-    paired = pairs >= 2 and pairs >= min(len(a), len(b)) / 2
+    """`margins`: the practical margin of each metric key (a fraction; DEFAULT_MARGIN for any not given)."""
+    a, b = SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)
+    aa = SideColumns(aa_runs, cell_name) if aa_runs else None
+    pairs, paired = pairing(a, b)
     texts_a, texts_b = requests_by_text(a_runs, cell_name), requests_by_text(b_runs, cell_name)
     drift = divergence(
         texts_a, texts_b, is_greedy(a_runs[0].body.workload.sampling), is_greedy(b_runs[0].body.workload.sampling)
     )
     metrics = []
     for metric in METRICS:
-        result = compare_metric(metric, a, b, paired, seed, aa_runs, cell_name)
+        margin = (margins or {}).get(metric.key, DEFAULT_MARGIN)
+        result = compare_metric(metric, a, b, paired=paired, seed=seed, aa=aa, margin=margin)
         if result is None:
             continue
         if metric.trajectory_sensitive and drift.diverged:
             result.confounded = True
-            result.verdict += f"; confounded: {len(drift.diverged)} prompts diverged"
+            words = f"{result.decision.words}; confounded: {len(drift.diverged)} prompts diverged"
+            result.decision = result.decision.model_copy(update={"words": words})
         metrics.append(result)
     cell = next(found for run in a_runs + b_runs if (found := run.cell(cell_name)) is not None)
     return CellResult(
@@ -205,12 +221,12 @@ def compare_cell(
         concurrency=cell.concurrency,
         paired=paired,
         pairs=pairs,
-        requests_a=len(a),
-        requests_b=len(b),
-        failed_a=sum(not r.ok for r in a.values()),
-        failed_b=sum(not r.ok for r in b.values()),
-        bursts_a=sum(r.delivered_in_burst for r in a.values()),
-        bursts_b=sum(r.delivered_in_burst for r in b.values()),
+        requests_a=len(a.records),
+        requests_b=len(b.records),
+        failed_a=sum(not r.ok for r in a.records),
+        failed_b=sum(not r.ok for r in b.records),
+        bursts_a=sum(r.delivered_in_burst for r in a.records),
+        bursts_b=sum(r.delivered_in_burst for r in b.records),
         throughput_a=output_throughput(a_runs, cell_name),
         throughput_b=output_throughput(b_runs, cell_name),
         server_tok_step_a=server_tok_step(a_runs, cell_name),
@@ -219,6 +235,8 @@ def compare_cell(
         divergence=drift,
         determinism_a=determinism(texts_a),
         determinism_b=determinism(texts_b),
+        gpu_flags_a=odd_runs(cell_gpu_runs(a_runs, cell_name)),
+        gpu_flags_b=odd_runs(cell_gpu_runs(b_runs, cell_name)),
     )
 
 
@@ -233,11 +251,12 @@ def compare_groups(
     across_machines: bool = False,
     seed: int = 0,
     aa_runs: list[BenchRun] | None = None,
+    margins: dict[str, float] | None = None,
 ) -> GroupComparison:
     """Guard, then compare every cell both sides measured. Each side is one box: boxes are never pooled.
 
     `aa_runs`: an A/A control (benches of one build, same workload, on A's box) whose
-    bench-to-bench spread floors every interval.
+    boot-to-boot (or, on one boot, run-to-run) spread floors every interval. `margins`: per metric key.
     """
     check_group(a_runs)
     check_group(b_runs)
@@ -261,8 +280,53 @@ def compare_groups(
         paths_a=[str(r.path) for r in a_runs],
         paths_b=[str(r.path) for r in b_runs],
         partial=[f"{r.path} ({r.receipt.status})" for r in a_runs + b_runs if r.receipt.status != "ok"],
-        cells=[compare_cell(a_runs, b_runs, name, seed=seed, aa_runs=aa_runs) for name in names_a if name in names_b],
+        cells=[
+            compare_cell(a_runs, b_runs, name, seed=seed, aa_runs=aa_runs, margins=margins)
+            for name in names_a
+            if name in names_b
+        ],
         only_a=[name for name in names_a if name not in names_b],
         only_b=[name for name in names_b if name not in names_a],
         aa=[str(r.path) for r in aa_runs or []],
     )
+
+
+def metric_by_key(key: str) -> Metric:
+    found = next((m for m in METRICS if m.key == key), None)
+    if found is None:
+        raise ValueError(f"unknown metric {key!r} (known: {', '.join(m.key for m in METRICS)})")
+    return found
+
+
+def judge_cell(
+    a_runs: list[BenchRun],
+    b_runs: list[BenchRun],
+    cell_name: str,
+    metric_key: str,
+    *,
+    margin: float = DEFAULT_MARGIN,
+    aa_runs: list[BenchRun] | None = None,
+    seed: int = 0,
+) -> Verdict:
+    """The verdict of one cell and metric, B against A, against `margin` (a fraction): a gate's one call.
+
+    The same computation as compare_groups' for that cell (no guards: the caller chose the sides).
+    """
+    metric = metric_by_key(metric_key)
+    a, b = SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)
+    aa = SideColumns(aa_runs, cell_name) if aa_runs else None
+    result = compare_metric(metric, a, b, paired=pairing(a, b)[1], seed=seed, aa=aa, margin=margin)
+    return result.decision if result is not None else judge(metric, None, margin)
+
+
+def boot_values(
+    a_runs: list[BenchRun], b_runs: list[BenchRun], cell_name: str, metric_key: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each side's boot means (mean log value over the prompts every unit measured), for the two-stage rule.
+
+    forklift.stats.design: `pilot(*boot_values(...))` on the pilot boots, `boots_needed`, then
+    `two_stage_estimate(*boot_values(...), stage)` on every boot, judged with `judge`.
+    """
+    metric = metric_by_key(metric_key)
+    (table_a, table_b), _ = unit_tables(metric, SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name))
+    return table_a.boot_means(), table_b.boot_means()

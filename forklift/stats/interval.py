@@ -46,6 +46,9 @@ from scipy import stats
 LEVEL = 0.95
 POWER = 0.80
 RESAMPLES = 9999
+# Above this many values a percentile bootstrap of a mean is Student's t to the digits shown, at
+# resamples x values the cost: the t interval is used instead.
+BOOTSTRAP_MAX = 20_000
 
 
 class Estimate(BaseModel):
@@ -58,15 +61,16 @@ class Estimate(BaseModel):
     n_a: int
     n_b: int
     mde: float | None = None  # smallest |change| this sample detects with 80 % power; None: too few units
-    runs: int | None = None  # when several runs a side: the interval is over this many runs
-    unit: Literal["prompt", "run"] = "prompt"  # what the interval treats as independent
+    unit: Literal["prompt", "run", "boot"] = "prompt"  # what the interval treats as independent
+    df: float | None = None  # degrees of freedom of the interval's t quantile (None: a bootstrap)
     floor: float | None = None  # half-width (as a fraction) the A/A floor imposes, when one was given
     widened: bool = False  # the floor was wider than the estimate's own interval
+    unclaimable: Literal["prompt", "run", "boot"] | None = None  # the unit the interval is short of, if any
 
     @property
     def claimable(self) -> bool:
-        """Run-to-run variation of the box is inside the interval: several runs a side, or an A/A floor."""
-        return self.unit == "run" or self.floor is not None
+        """The variation between the units A and B really are is inside the interval."""
+        return self.unclaimable is None
 
     @property
     def excludes_zero(self) -> bool:
@@ -108,37 +112,79 @@ def _estimate(mean_log: float, low_log: float, high_log: float, **fields: Any) -
 
 
 class Floor(BaseModel):
-    """Bench-to-bench spread of one build on one box, from N same-build units (an A/A measurement)."""
+    """Unit-to-unit spread of one build on one box, from N same-build units (an A/A measurement)."""
 
     units: int
     sd: float  # standard deviation of a unit's mean log value
+    unit: Literal["run", "boot"] = "run"  # what one of its units is
 
-    def half_width_log(self, runs_a: int, runs_b: int, level: float = LEVEL) -> float:
-        return float(stats.t.ppf(1 - (1 - level) / 2, self.units - 1)) * self.standard_error(runs_a, runs_b)
+    def half_width_log(self, n_a: int, n_b: int, level: float = LEVEL) -> float:
+        return float(stats.t.ppf(1 - (1 - level) / 2, self.units - 1)) * self.standard_error(n_a, n_b)
 
-    def standard_error(self, runs_a: int, runs_b: int) -> float:
-        return self.sd * math.sqrt(1 / runs_a + 1 / runs_b)
+    def standard_error(self, n_a: int, n_b: int) -> float:
+        return self.sd * math.sqrt(1 / n_a + 1 / n_b)
 
 
-def floor_from_units(unit_means: list[float]) -> Floor | None:
+def floor_from_units(unit_means: list[float], unit: Literal["run", "boot"] = "run") -> Floor | None:
     """The floor from each A/A unit's mean log value (None with fewer than two units)."""
     if len(unit_means) < 2:
         return None
-    return Floor(units=len(unit_means), sd=float(np.std(unit_means, ddof=1)))
+    return Floor(units=len(unit_means), sd=float(np.std(unit_means, ddof=1)), unit=unit)
 
 
-def with_floor(estimate: Estimate, floor: Floor, runs_a: int, runs_b: int) -> Estimate:
-    """The estimate with its interval widened to at least the floor's (centre kept), and its MDE to match."""
+UNIT_RANK = {"prompt": 0, "run": 1, "boot": 2}
+
+
+def with_floor(estimate: Estimate, floor: Floor, n_a: int, n_b: int) -> Estimate:
+    """The estimate with its interval widened to at least the floor's (centre kept), and its MDE to match.
+
+    `n_a`, `n_b`: units of the floor's kind a side. A floor whose unit is at least the one the
+    estimate is short of makes it claimable: its spread holds the variation the estimate could not see
+    (a boot-to-boot spread holds run-to-run variation too).
+    """
     centre = math.log1p(estimate.change)
     own = (math.log1p(estimate.high) - math.log1p(estimate.low)) / 2
-    half = floor.half_width_log(runs_a, runs_b)
-    floor_mde = minimum_detectable_effect(floor.standard_error(runs_a, runs_b), floor.units - 1)
-    update: dict = {"floor": math.expm1(half)}
+    half = floor.half_width_log(n_a, n_b)
+    floor_mde = minimum_detectable_effect(floor.standard_error(n_a, n_b), floor.units - 1)
+    mde = floor_mde if estimate.mde is None else max(estimate.mde, floor_mde)
+    update: dict[str, Any] = {"floor": math.expm1(half), "mde": mde}
+    short = estimate.unclaimable
+    if short is not None and UNIT_RANK[floor.unit] >= UNIT_RANK[short]:
+        update["unclaimable"] = None
     if half > own:
         low, high = _interval(centre - half, centre + half)
-        mde = floor_mde if estimate.mde is None else max(estimate.mde, floor_mde)
-        update |= {"low": low, "high": high, "mde": mde, "widened": True}
+        update |= {"low": low, "high": high, "widened": True, "df": floor.units - 1.0}
     return estimate.model_copy(update=update)
+
+
+def welch_change(a: np.ndarray, b: np.ndarray, unit: Literal["run", "boot"]) -> Estimate | None:
+    """B vs A over independent units (each a mean log value): Welch's t; None unless 2+ units a side.
+
+    A unit's value is the mean log of a metric over the prompts every unit measured, so prompt
+    mix cancels and each unit is the state of the box (or of the boot) while it ran.
+    """
+    n_a, n_b = len(a), len(b)
+    if min(n_a, n_b) < 2:
+        return None
+    mean = float(b.mean() - a.mean())
+    var_a, var_b = float(a.var(ddof=1)) / n_a, float(b.var(ddof=1)) / n_b
+    standard_error = math.sqrt(var_a + var_b)
+    if standard_error == 0:
+        df = float(n_a + n_b - 2)
+    else:  # Welch-Satterthwaite
+        df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+    half = float(stats.t.ppf(1 - (1 - LEVEL) / 2, df)) * standard_error
+    return _estimate(
+        mean,
+        mean - half,
+        mean + half,
+        paired=False,
+        n_a=n_a,
+        n_b=n_b,
+        mde=minimum_detectable_effect(standard_error, df),
+        unit=unit,
+        df=df,
+    )
 
 
 def _bootstrap(
@@ -161,59 +207,34 @@ def _mean_difference(a: np.ndarray, b: np.ndarray, axis: int) -> np.ndarray:
     return np.mean(b, axis=axis) - np.mean(a, axis=axis)
 
 
-def _t_interval(units: np.ndarray, pairs: int) -> Estimate:
-    """Student's t over run units; no MDE from two units (t with one degree of freedom says nothing useful)."""
-    n = len(units)
-    mean = float(units.mean())
-    standard_error = float(units.std(ddof=1)) / math.sqrt(n)
-    half = float(stats.t.ppf(1 - (1 - LEVEL) / 2, n - 1)) * standard_error
-    return _estimate(
-        mean,
-        mean - half,
-        mean + half,
-        paired=True,
-        n_a=pairs,
-        n_b=pairs,
-        mde=minimum_detectable_effect(standard_error, n - 1) if n >= 3 else None,
-        runs=n,
-        unit="run",
-    )
+def paired_change(a: np.ndarray, b: np.ndarray, *, seed: int = 0, resamples: int = RESAMPLES) -> Estimate:
+    """B vs A where a[i] and b[i] are the same prompt in one run a side; values must be positive.
 
-
-def paired_change(
-    a: np.ndarray, b: np.ndarray, *, runs: np.ndarray | None = None, seed: int = 0, resamples: int = RESAMPLES
-) -> Estimate:
-    """B vs A where a[i] and b[i] are the same prompt; values must be positive.
-
-    `runs` names the run each pair came from. With several runs a side, requests of
-    one run share that run's state of the box (load, caches, clocks): they are not
-    independent draws, and treating them as such turns a slow run into a "result".
-    The unit of replication is then the run: log ratios are averaged within each run
-    and the interval is taken over the runs (wide with few runs, as it should be).
+    Requests of one run share that run's state of the box (load, caches, clocks): this interval
+    over prompts cannot see run-to-run variation, so it carries no claim on its own.
     """
-    log_ratio = np.log(np.asarray(b, dtype=float)) - np.log(np.asarray(a, dtype=float))
-    pairs = len(log_ratio)
-    if runs is not None and len(set(runs)) > 1:
-        runs = np.asarray(runs)
-        return _t_interval(np.array([log_ratio[runs == run].mean() for run in sorted(set(runs))]), pairs)
-    units = log_ratio
+    units = np.log(np.asarray(b, dtype=float)) - np.log(np.asarray(a, dtype=float))
     n = len(units)
     if n < 2:
         raise ValueError(f"a paired interval needs at least 2 pairs, got {n}")
     mean = float(units.mean())
+    standard_error = float(units.std(ddof=1)) / math.sqrt(n)
     if np.all(units == units[0]):  # no spread: the bootstrap distribution is a point
         low_log = high_log = mean
+    elif n > BOOTSTRAP_MAX:
+        half = float(stats.t.ppf(1 - (1 - LEVEL) / 2, n - 1)) * standard_error
+        low_log, high_log = mean - half, mean + half
     else:
         low_log, high_log = _bootstrap((units,), np.mean, n, seed=seed, resamples=resamples)
-    standard_error = float(units.std(ddof=1)) / math.sqrt(n)
     return _estimate(
         mean,
         low_log,
         high_log,
         paired=True,
-        n_a=pairs,
-        n_b=pairs,
+        n_a=n,
+        n_b=n,
         mde=minimum_detectable_effect(standard_error, n - 1),
+        unclaimable="run",
     )
 
 
@@ -232,9 +253,15 @@ def unpaired_change(a: np.ndarray, b: np.ndarray, *, seed: int = 0, resamples: i
         low_log = high_log = mean
         df = float(min(n_a, n_b) - 1)
     else:
-        low_log, high_log = _bootstrap((log_a, log_b), _mean_difference, min(n_a, n_b), seed=seed, resamples=resamples)
         # Welch-Satterthwaite degrees of freedom for the MDE's t quantiles
         df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+        if n_a + n_b > BOOTSTRAP_MAX:
+            half = float(stats.t.ppf(1 - (1 - LEVEL) / 2, df)) * math.sqrt(var_a + var_b)
+            low_log, high_log = mean - half, mean + half
+        else:
+            low_log, high_log = _bootstrap(
+                (log_a, log_b), _mean_difference, min(n_a, n_b), seed=seed, resamples=resamples
+            )
     return _estimate(
         mean,
         low_log,
@@ -243,4 +270,5 @@ def unpaired_change(a: np.ndarray, b: np.ndarray, *, seed: int = 0, resamples: i
         n_a=n_a,
         n_b=n_b,
         mde=minimum_detectable_effect(math.sqrt(var_a + var_b), df),
+        unclaimable="run",
     )

@@ -40,11 +40,14 @@ def _describe(key: GroupKey, runs: list[BenchRun]) -> str:
 
 def match(a_runs: list[BenchRun], b_runs: list[BenchRun], *, across_machines: bool = False) -> Matching:
     groups_a, groups_b = groups(a_runs), groups(b_runs)
-    one_setting = len({k[1:] for k in groups_a}) == 1 and len({k[1:] for k in groups_b}) == 1
+    one_group = len({k[1:] for k in groups_a}) == 1 and len({k[1:] for k in groups_b}) == 1
+    one_setting = len({k[1] for k in groups_a}) == 1 and len({k[1] for k in groups_b}) == 1
     matching = Matching()
     matched_a: set[GroupKey] = set()
     for key_b, runs_b in groups_b.items():
-        candidates = [key_a for key_a in groups_a if one_setting or key_a[1:] == key_b[1:]]
+        candidates = [
+            key_a for key_a in groups_a if one_group or (key_a[2] == key_b[2] and (one_setting or key_a[1] == key_b[1]))
+        ]
         if not candidates:
             matching.only_b.append(_describe(key_b, runs_b))
             continue

@@ -31,7 +31,7 @@ from forklift.errors import ForkliftError
 from forklift.quality.schema import Question, SuiteBody, Window
 from forklift.receipts import Receipt
 from forklift.stats.interval import LEVEL
-from forklift.stats.runs import ReceiptRun, setting_label, validated_runs
+from forklift.stats.runs import ReceiptRun, validated_runs
 
 KINDS = ("quality", "canary")
 Claim = Literal["better", "worse", "noise", "identical", "failed", "refused", "insufficient"]
@@ -45,10 +45,6 @@ MUST_MATCH = {
 
 class SuiteRun(ReceiptRun[SuiteBody]):
     """One quality or canary receipt with its body validated."""
-
-    @property
-    def setting(self) -> str:
-        return setting_label(self.receipt, self.body.setting)
 
     @property
     def label(self) -> str:

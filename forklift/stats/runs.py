@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from forklift.receipts import Receipt, validated_body
-from forklift.receipts.envelope import default_build
+from forklift.receipts.envelope import default_build, setting_label
 
 BodyT = TypeVar("BodyT", bound=BaseModel)
 RunT = TypeVar("RunT", bound="ReceiptRun[Any]")
@@ -26,11 +26,6 @@ def build_label(receipt: Receipt) -> str:
         return receipt.build
     version = receipt.engine_version or (receipt.pin or {}).get("version")
     return default_build(str(version) if version else None, receipt.overlay_hash)
-
-
-def setting_label(receipt: Receipt, *stated: str | None) -> str:
-    """The first of the `stated` settings that is set, else the receipt's profile name, else "default"."""
-    return next((name for name in stated if name), None) or (receipt.profile or {}).get("name") or "default"
 
 
 @dataclass(frozen=True)
@@ -52,6 +47,10 @@ class ReceiptRun(Generic[BodyT]):
     @property
     def build(self) -> str:
         return build_label(self.receipt)
+
+    @property
+    def setting(self) -> str:
+        return setting_label(self.receipt)
 
 
 def validated_runs(

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from forklift.bench.metrics import cache_reuse
 from forklift.bench.schema import BenchBody
+from forklift.receipts.store import read_receipt
 
 SERVING = Path(__file__).resolve().parents[2] / "docs" / "gpu-report" / "receipts" / "serving"
 
 
 def body(name: str) -> BenchBody:
     (path,) = SERVING.glob(f"{name}-*-bench-*.json")
-    return BenchBody.model_validate(json.loads(path.read_text())["body"])
+    return BenchBody.model_validate(read_receipt(path).body)
 
 
 def test_second_bench_on_one_server_is_flagged_in_the_cells_that_reused_the_cache():

@@ -7,13 +7,13 @@ envelope is exactly the labels launch booted with, so it is the input the ladder
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from forklift.ladder.run import name_engine
 from forklift.ladder.schema import LadderBody
 from forklift.receipts import Receipt, new_receipt, read_receipts, write_receipt
 from forklift.receipts.envelope import Labels
+from forklift.receipts.store import read_receipt
 from forklift.report.cells import ladder_tables
 
 LADDER = Path(__file__).resolve().parents[2] / "docs" / "gpu-report" / "receipts" / "ladder"
@@ -21,7 +21,7 @@ BUILD = "0.26.0+10867b15"  # what every boot of that ladder recorded
 
 
 def stored(kind: str) -> list[Receipt]:
-    receipts = [Receipt.model_validate(json.loads(p.read_text())) for p in sorted(LADDER.glob("*.json"))]
+    receipts = [read_receipt(p) for p in sorted(LADDER.glob("*.json"))]
     return [r for r in receipts if r.kind == kind]
 
 

@@ -8,7 +8,6 @@ holds; releases whose check sat in gpu_worker.py named no device. Each wording i
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from forklift.engines.vllm import VLLM
 from forklift.ladder.run import boot_failure
 from forklift.launch.bootlog import parse_boot_log
 from forklift.launch.schema import BootBody
+from forklift.receipts.store import read_receipt
 from tests.launch.test_logfacts import source_strings
 
 REFUSED = (
@@ -42,12 +42,12 @@ NO_DEVICE = (  # the older gpu_worker.py wording: no device named
 
 def replay(lines: list[str]) -> BootBody:
     """The refused rung's boot receipt with its facts parsed again from `lines`, by forklift's log parser."""
-    recorded = json.loads(REFUSED.read_text())["body"]
+    recorded = read_receipt(REFUSED).body
     return BootBody.model_validate({**recorded, "facts": parse_boot_log(lines, VLLM).model_dump()})
 
 
 def test_the_h200_refusal_is_a_memory_refusal_with_vllms_figures():
-    recorded = json.loads(REFUSED.read_text())["body"]
+    recorded = read_receipt(REFUSED).body
     assert recorded["facts"]["fatal"] == H200_026 and recorded["outcome"] == "died"
     # the log's tail ends in the API server's generic line; the root cause is still the refusal
     assert recorded["last_lines"][-1].startswith("RuntimeError: Engine core initialization failed")
@@ -61,7 +61,7 @@ def test_the_h200_refusal_is_a_memory_refusal_with_vllms_figures():
     ("line", "needed"), [(H200_026, "139.66"), (EXTERNAL_032, "139.44"), (NO_DEVICE, "139.66")], ids=str
 )
 def test_every_wording_of_vllms_free_memory_check_is_a_memory_refusal(line, needed):
-    recorded = json.loads(REFUSED.read_text())["body"]
+    recorded = read_receipt(REFUSED).body
     for tail_first in (False, True):  # the generic failure line neither hides nor outranks the refusal
         lines = [*recorded["last_lines"], line] if tail_first else [line, *recorded["last_lines"]]
         body = replay(lines)
@@ -78,7 +78,7 @@ EXTERNAL_WEIGHTS_032 = (
 
 
 def test_external_weights_over_the_budget_are_a_memory_refusal_named_by_vllms_line():
-    recorded = json.loads(REFUSED.read_text())["body"]
+    recorded = read_receipt(REFUSED).body
     for lines in ([*recorded["last_lines"], EXTERNAL_WEIGHTS_032], [EXTERNAL_WEIGHTS_032, *recorded["last_lines"]]):
         body = replay(lines)
         assert body.facts.fatal == EXTERNAL_WEIGHTS_032  # outranks the generic "Engine core initialization failed"

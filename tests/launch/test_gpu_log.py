@@ -1,4 +1,4 @@
-"""Boot facts from real H200 logs: vLLM 0.26.0 on the kit's random 1B Llama (scripts/gpu-campaign, 2026-12-01).
+"""Boot facts from real H200 logs: vLLM 0.26.0 on the kit's random 1B Llama (docs/gpu-report, 2026-12-01).
 
 The fixtures are the lines of the two captured engine logs that carry facts (docs/gpu-report/ has the
 receipts of the same boots). They showed what format-string tests on 0.32.0 and CPU logs could not:

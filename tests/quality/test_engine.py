@@ -137,7 +137,7 @@ def test_profile_run_flags_a_corpus_from_the_engine_and_compare_refuses_it(dist,
     assert result.returncode == 0, result.stderr
     r = receipt(tmp_path, "ppl")
     assert r["kind"] == "quality" and r["profile"]["name"] == "tiny" and r["engine_version"] == "0.32.0+cpu"
-    assert r["body"]["boot"]["outcome"] == "ready" and r["body"]["setting"] == "tiny"
+    assert r["body"]["boot"]["outcome"] == "ready" and r["setting"] == "tiny"
     assert r["body"]["options"]["inside_engine"].endswith("site-packages/vllm")
     refused = forklift(dist, "compare", str(tmp_path), str(tmp_path))
     assert refused.returncode == 1

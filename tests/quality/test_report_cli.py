@@ -21,7 +21,6 @@ def gsm8k_body(right: list[bool]) -> SuiteBody:
         suite="gsm8k",
         url="u",
         model="m",
-        setting="tiny",
         options={"n": n, "seed": 0, "shots": 0, "endpoint": "completions", "data_sha256": "a" * 64},
         passed=True,
         items=items,
@@ -30,15 +29,15 @@ def gsm8k_body(right: list[bool]) -> SuiteBody:
 
 
 def write(folder, kind, build, body):
-    write_receipt(new_receipt(kind, engine_version=build, body=body.model_dump()), folder)
+    write_receipt(new_receipt(kind, engine_version=build, setting="tiny", body=body.model_dump()), folder)
 
 
 def test_report_has_a_quality_and_a_canary_table_with_failures_shown(tmp_path):
     write(tmp_path, "quality", "0.32.0", gsm8k_body([True] * 8 + [False] * 2))
     write(tmp_path, "quality", "0.33.0", gsm8k_body([False] * 8 + [False] * 2))
-    ok = SuiteBody(suite="tools", url="u", model="m", setting="tiny", passed=True, items=[{"ok": True}] * 20)
+    ok = SuiteBody(suite="tools", url="u", model="m", passed=True, items=[{"ok": True}] * 20)
     bad = SuiteBody(
-        suite="tools", url="u", model="m", setting="tiny", passed=False, failure="19/20 exact; request 7: HTTP 500: x",
+        suite="tools", url="u", model="m", passed=False, failure="19/20 exact; request 7: HTTP 500: x",
         items=[{"ok": True}] * 19 + [{"ok": False}],
     )  # fmt: skip
     write(tmp_path, "canary", "0.32.0", ok)

@@ -47,8 +47,8 @@ def test_new_files_get_the_umask_mode_and_old_files_keep_theirs(tmp_path):
     "text,message",
     [
         ("{not json", "not a readable receipt"),
-        ('{"schema": "other/1"}', "schema 'other/1' is not 'forklift.receipt/1'"),
-        ('{"schema": "forklift.receipt/1", "kind": "check"}', "invalid receipt at fingerprint"),
+        ('{"schema": "other/1"}', "schema 'other/1' is not 'forklift.receipt/2'"),
+        ('{"schema": "forklift.receipt/2", "kind": "check"}', "invalid receipt at fingerprint"),
     ],
 )
 def test_a_bad_receipt_is_one_line_naming_the_file(tmp_path, text, message):

@@ -37,8 +37,9 @@ def boot(folder, version, setting, outcome, **facts):
         "boot",
         engine_version=version,
         profile={"name": setting},
+        setting=setting,
         status="ok" if outcome == "ready" else "failed",
-        body=BootBody(outcome=outcome, setting=setting, boot_seconds=12.5, facts=BootFacts(**facts)).model_dump(),
+        body=BootBody(outcome=outcome, boot_seconds=12.5, facts=BootFacts(**facts)).model_dump(),
     )
     return written(receipt, folder)
 
@@ -74,12 +75,16 @@ def test_report_renders_tables_refusals_and_plots(campaign, tmp_path):
     assert "### 0.32.0 (old) → 0.33.0 (new)" in text
     assert "| setting | cell | old tok/s | new tok/s | old pool | new pool | tok/step | verdict |" in text
     plain_single = next(line for line in text.splitlines() if line.startswith("| plain | single |"))
-    assert "57,669" in plain_single and "B faster by" in plain_single and "no spec → no spec" in plain_single
+    assert (
+        "57,669" in plain_single
+        and "decode tok/s: not claimable (Δ +" in plain_single
+        and "no spec → no spec" in plain_single
+    )
     ngram_single = next(line for line in text.splitlines() if line.startswith("| ngram | single |"))
     assert ngram_single.endswith(  # never a blank that reads as zero
         "| refused (4.63 GiB available, 4.76 needed) | 57,669 | none (refused) | – | not compared: one side has no numbers |"
     )
-    assert "## Paired detail" in text and "MDE" in text and "Hesterberg" in text
+    assert "## Paired detail" in text and "MDE" in text and "Welch's t over the units" in text
     # the box is named with its GPUs or CPU count: hostnames repeat across VMs
     assert re.search(
         r"\| vm \(\d+ CPUs\) \| 0\.33\.0 \| ngram \| refused \| not reported \| 12\.5 \| "

@@ -86,13 +86,15 @@ def bench_receipt(
     concurrency: dict[str, int] | None = None,
     metrics_delta: dict[str, dict] | None = None,
     kept: list[int] | None = None,
+    boot: str | None = None,
 ) -> Receipt:
+    """`boot`: the server boot benched (BenchBody.boot_id); None leaves it unrecorded (a boot per receipt)."""
     body = BenchBody(
+        boot_id=boot,
         url="http://127.0.0.1:8000",
         model="tiny",
         mode="sweep",
         workload=ident or workload(),
-        setting=setting,
         cells=[
             Cell(
                 name=name,
@@ -109,6 +111,7 @@ def bench_receipt(
         "bench",
         engine_version=engine_version,
         overlay_hash=overlay_hash,
+        setting=setting,
         profile={"name": setting},
         body=body.model_dump(mode="json"),
     )

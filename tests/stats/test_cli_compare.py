@@ -17,8 +17,11 @@ def test_compare_prints_paired_table_divergence_and_mde(tmp_path):
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "A = 0.32.0" in out and "B = 0.33.0" in out
-    assert "B faster by" in out and "95% CI" in out and "MDE" in out
-    assert "paired by prompt: 8 pairs" in out
+    assert "not claimable (Δ +" in out and "one boot a side" in out and "95% CI" in out and "MDE" in out
+    assert (
+        "paired by prompt: 8 pairs" in out
+        and "decode tok/s interval: paired bootstrap over 8 prompts of one run a side" in out
+    )
     assert "2/8 prompts diverged (greedy, output hashes differ: p2, p5)" in out
     assert "B NOT deterministic: 2/8 prompts wrote different text for the same input" in out
 
@@ -29,7 +32,8 @@ def test_compare_json_is_machine_readable(tmp_path):
     assert done.returncode == 0, done.stderr
     cell = json.loads(done.stdout)["comparisons"][0]["cells"][0]
     decode = next(m for m in cell["metrics"] if m["metric"] == "decode_tps")
-    assert decode["estimate"]["change"] == 0 and decode["claim"] == "noise"
+    assert decode["estimate"]["change"] == 0 and decode["decision"]["kind"] == "not claimable"
+    assert decode["decision"]["margin"] == 0.01 and decode["decision"]["unit"] == "prompt"
 
 
 def test_compare_refuses_a_different_workload_on_one_line(tmp_path):
@@ -55,7 +59,10 @@ def test_bad_inputs_get_one_line_errors(tmp_path):
     a = written(bench_receipt({"single": records(prompts=4)}), tmp_path / "a")
     assert forklift("compare", a).returncode == 2
     missing = forklift("compare", a, tmp_path / "nope")
-    assert missing.returncode == 1 and "nope: no such receipt file or folder" in missing.stderr
+    assert missing.returncode == 2 and "nope: no such receipt file or folder" in missing.stderr
+    for bad_margin, said in (("tpot", "not METRIC=P"), ("speed=2%", "unknown metric 'speed'"), ("tpot=0", "between")):
+        refused = forklift("compare", a, a, "--margin", bad_margin)
+        assert refused.returncode == 2 and said in refused.stderr and refused.stderr.count("\n") == 1
     (tmp_path / "empty").mkdir()
     empty = forklift("compare", a, tmp_path / "empty")
     assert empty.returncode == 1 and "empty: no bench receipts" in empty.stderr
@@ -74,7 +81,7 @@ def test_more_sides_are_each_compared_with_the_first_and_unpaired_cells_say_so(t
     assert first["paths_b"] == [str(b)] and second["paths_b"] == [str(c)]
     assert first["cells"][0]["paired"] and not second["cells"][0]["paired"]
     table = forklift("compare", a, c)
-    assert "unpaired bootstrap (prompts differ: 0 shared ids; A 8, B 8 requests)" in table.stdout
+    assert "unpaired (prompts differ: 0 shared ids; A 8, B 8 requests)" in table.stdout
 
 
 def test_requests_without_a_partner_are_said_to_be_left_out(tmp_path):
@@ -82,3 +89,37 @@ def test_requests_without_a_partner_are_said_to_be_left_out(tmp_path):
     b = written(bench_receipt({"single": records(prompts=8, runs=2)}, kept=[0, 1]), tmp_path / "b")
     done = forklift("compare", a, b)
     assert "paired by prompt: 8 pairs (left out, no partner: A 0, B 8)" in done.stdout
+
+
+def boots(folder, n, first_seed, **kwargs):
+    for i in range(n):
+        receipt = bench_receipt(
+            {"single": records(prompts=8, runs=4, seed=first_seed + i, noise=0.01, **kwargs)},
+            kept=[0, 1, 2, 3],
+            boot=f"boot-{first_seed + i}",
+        )
+        written(receipt, folder)
+    return folder
+
+
+def strict(text):
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_margins_target_mde_and_the_words_match_the_interval_in_table_and_json(tmp_path):
+    a, b = boots(tmp_path / "a", 3, 1), boots(tmp_path / "b", 3, 10, speed=0.9)
+    done = forklift("compare", a, b, "--margin", "tpot=5%", "--target-mde", "1")
+    assert done.returncode == 0, done.stderr
+    assert "B slower by" in done.stdout and "margin ±5.0%" in done.stdout and "margin ±1.0%" in done.stdout
+    assert "interval: Welch's t over 3 boots a side" in done.stdout and "margin ±5.0%, 3 boots a side)" in done.stdout
+    assert "this design's MDE is" in done.stdout
+    data = strict(forklift("compare", a, b, "--json", "--margin", "3").stdout)
+    for metric in data["comparisons"][0]["cells"][0]["metrics"]:
+        decision, estimate = metric["decision"], metric["estimate"]
+        assert decision["margin"] == 0.03 and decision["unit"] == "boot" and decision["n_a"] == 3
+        assert (decision["low"], decision["high"]) == (estimate["low"], estimate["high"])
+        inside = estimate["low"] >= -0.03 and estimate["high"] <= 0.03
+        assert (decision["kind"] == "no practical change") == inside, decision["words"]

@@ -3,9 +3,10 @@
 import math
 
 import pytest
+from scipy import stats
 
 from forklift.errors import ForkliftError
-from forklift.stats import compare_groups, match
+from forklift.stats import METRICS, compare_groups, match
 from tests.stats.synthetic import as_run, bench_receipt, records, workload
 
 
@@ -14,72 +15,97 @@ def one_cell(**kwargs):
     return as_run(bench_receipt({"single": records(**kwargs)}))
 
 
-def four_runs(**kwargs):
-    """One bench keeping four runs: the run is the unit, run-to-run variation is in the interval."""
-    return as_run(bench_receipt({"single": records(runs=4, **kwargs)}, kept=[0, 1, 2, 3]))
+def four_runs(boot=None, **kwargs):
+    """One bench keeping four runs, on `boot` (unrecorded: a boot of its own)."""
+    return as_run(bench_receipt({"single": records(runs=4, **kwargs)}, kept=[0, 1, 2, 3], boot=boot))
+
+
+def boots(n, first_seed, **kwargs):
+    """`n` benches of four runs, each on a boot of its own: the boot is the unit."""
+    return [four_runs(boot=f"boot-{first_seed + i}", seed=first_seed + i, **kwargs) for i in range(n)]
 
 
 def compare(a, b, **kwargs):
     return compare_groups([a], [b], **kwargs).cells[0]
 
 
-def test_planted_speedup_is_claimed_at_its_size_in_the_metrics_own_words():
-    cell = compare(four_runs(prompts=16, seed=1), four_runs(prompts=16, speed=1.2, seed=2))
-    assert cell.paired and cell.pairs == 64  # 16 prompts x 4 kept runs
+def test_planted_speedup_is_claimed_at_its_size_over_boots_in_the_metrics_own_words():
+    cell = compare_groups(boots(3, 1, prompts=16), boots(3, 10, prompts=16, speed=1.2)).cells[0]
+    assert cell.paired and cell.pairs == 16 * 4 * 3
     decode, ttft = cell.metric("decode_tps"), cell.metric("ttft")
-    assert decode.estimate.unit == "run" and decode.estimate.runs == 4
-    assert decode.claim == "better" and decode.verdict.startswith("B faster by")
+    assert decode.estimate.unit == "boot" and (decode.estimate.n_a, decode.estimate.n_b) == (3, 3)
+    assert decode.claim == "faster" and decode.verdict.startswith("B faster by") and not decode.decision.worse
     assert decode.estimate.low < 0.2 < decode.estimate.high
-    assert ttft.claim == "better" and ttft.verdict.startswith("B faster by")  # lower TTFT is better
+    assert ttft.claim == "faster" and ttft.verdict.startswith("B faster by")  # lower TTFT is better
     assert ttft.estimate.change < 0
-    assert cell.metric("output_tokens").claim == "noise"
+    assert cell.metric("output_tokens").claim == "no practical change"  # the same tokens on every boot
 
 
-def test_one_run_a_side_reports_the_effect_but_names_no_winner():
-    cell = compare(one_cell(prompts=16, seed=1), one_cell(prompts=16, speed=1.2, seed=2))
+def test_one_boot_a_side_reports_the_effect_but_names_no_winner():
+    cell = compare(four_runs(prompts=16, seed=1), four_runs(prompts=16, speed=1.2, seed=2))
     decode = cell.metric("decode_tps")
-    assert decode.estimate.unit == "prompt" and decode.estimate.excludes_zero
-    assert decode.claim == "unclaimable"
-    assert decode.verdict.startswith("B faster by") and "not claimable: one run a side" in decode.verdict
+    assert decode.estimate.unit == "run" and decode.estimate.unclaimable == "boot" and decode.estimate.excludes_zero
+    assert decode.claim == "not claimable" and "one boot a side" in decode.verdict
+    assert decode.verdict.startswith("not claimable (Δ +")
 
 
-def test_two_runs_a_side_give_no_mde_rather_than_a_meaningless_one():
-    two = dict(prompts=8, runs=2)
-    a = as_run(bench_receipt({"single": records(seed=1, **two)}, kept=[0, 1]))
-    b = as_run(bench_receipt({"single": records(seed=2, speed=1.3, **two)}, kept=[0, 1]))
+def test_one_run_a_side_of_one_boot_reports_the_effect_but_names_no_winner():
+    a = as_run(bench_receipt({"single": records(prompts=16, seed=1)}, boot="s"))
+    b = as_run(bench_receipt({"single": records(prompts=16, speed=1.2, seed=2)}, boot="s"))
     decode = compare(a, b).metric("decode_tps")
-    assert decode.estimate.runs == 2 and decode.estimate.mde is None and decode.claim != "unclaimable"
-    # the interval is Student's t with one degree of freedom over the two runs' mean log ratios
-    ratios = {}
-    for ra, rb in zip(a.body.cells[0].requests, b.body.cells[0].requests, strict=True):
-        ratios.setdefault(ra.run, []).append(math.log(rb.decode_tps / ra.decode_tps))
-    units = [sum(v) / len(v) for v in ratios.values()]
-    half = 12.7062 * abs(units[0] - units[1]) / 2  # t(0.975, 1) x sd / sqrt(2), sd = |d| / sqrt(2)
-    centre = sum(units) / 2
-    assert decode.estimate.low == pytest.approx(math.expm1(centre - half), rel=1e-3)
-    assert decode.estimate.high == pytest.approx(math.expm1(centre + half), rel=1e-3)
+    assert decode.estimate.unit == "prompt" and decode.estimate.unclaimable == "run"
+    assert decode.claim == "not claimable" and "one run a side" in decode.verdict
+
+
+def test_runs_of_one_boot_are_the_unit_with_welchs_interval():
+    two = dict(prompts=8, runs=2)
+    a = as_run(bench_receipt({"single": records(seed=1, **two)}, kept=[0, 1], boot="s"))
+    b = as_run(bench_receipt({"single": records(seed=2, speed=1.3, **two)}, kept=[0, 1], boot="s"))
+    decode = compare(a, b).metric("decode_tps")
+    assert decode.estimate.unit == "run" and decode.estimate.claimable and decode.estimate.mde is not None
+    means = []
+    for run in (a, b):
+        per_run = {}
+        for record in run.body.cells[0].requests:
+            per_run.setdefault(record.run, []).append(math.log(record.decode_tps))
+        means.append([sum(v) / len(v) for v in per_run.values()])
+    (a0, a1), (b0, b1) = means
+    var_a, var_b = (a0 - a1) ** 2 / 4, (b0 - b1) ** 2 / 4  # sd^2 / n with sd^2 = d^2 / 2, n = 2
+    df = (var_a + var_b) ** 2 / (var_a**2 + var_b**2)
+    half = stats.t.ppf(0.975, df) * math.sqrt(var_a + var_b)
+    centre = (b0 + b1) / 2 - (a0 + a1) / 2
+    assert decode.estimate.df == pytest.approx(df)
+    assert decode.estimate.low == pytest.approx(math.expm1(centre - half), rel=1e-9)
+    assert decode.estimate.high == pytest.approx(math.expm1(centre + half), rel=1e-9)
 
 
 def test_planted_slowdown_reads_slower_and_worse():
-    cell = compare(four_runs(prompts=16, seed=1), four_runs(prompts=16, speed=0.85, seed=2))
-    assert cell.metric("tpot").claim == "worse" and cell.metric("tpot").verdict.startswith("B slower by")
+    cell = compare_groups(boots(3, 1, prompts=16), boots(3, 10, prompts=16, speed=0.85)).cells[0]
+    tpot = cell.metric("tpot")
+    assert tpot.claim == "slower" and tpot.decision.worse and tpot.verdict.startswith("B slower by")
     assert cell.metric("decode_tps").verdict.startswith("B slower by")
 
 
-def test_identical_receipts_give_zero_delta_within_noise():
-    run = one_cell(prompts=8)
+def test_a_receipt_against_itself_has_zero_delta_and_no_claim():
+    run = four_runs(prompts=8)
     cell = compare(run, run)
     for metric in cell.metrics:
         assert metric.estimate.change == 0, metric.metric
-        assert metric.verdict == "within noise (±0.0%)"
-    assert cell.divergence.assessed and not cell.divergence.diverged
+        assert metric.claim in ("no practical change", "undecided", "within noise"), metric.verdict
 
 
-def test_same_speed_different_noise_is_within_noise():
-    cell = compare(one_cell(prompts=8, seed=1), one_cell(prompts=8, seed=2))
-    assert cell.metric("decode_tps").claim == "noise"
-    assert cell.metric("decode_tps").verdict.startswith("within noise (±")
-    assert cell.metric("decode_tps").estimate.mde > 0
+def test_same_speed_on_other_boots_is_no_claim():
+    decode = compare_groups(boots(3, 1, prompts=8), boots(3, 10, prompts=8)).cells[0].metric("decode_tps")
+    assert not decode.decision.claimed and decode.estimate.mde > 0
+
+
+def test_a_margin_turns_a_real_but_small_change_into_no_practical_change():
+    # 1 % faster, measured tightly: a claim at a 0.5 % margin, no practical change at 5 %
+    a, b = boots(3, 1, prompts=16, noise=0.005), boots(3, 10, prompts=16, noise=0.005, speed=1.01)
+    small = compare_groups(a, b, margins={"decode_tps": 0.005}).cells[0].metric("decode_tps")
+    assert small.claim == "faster" and "margin ±0.5%" in small.verdict
+    wide = compare_groups(a, b, margins={"decode_tps": 0.05}).cells[0].metric("decode_tps")
+    assert wide.claim == "no practical change" and wide.verdict.startswith("no practical change (Δ +1.0%")
 
 
 def test_geometric_means_are_consistent_with_the_paired_change():
@@ -92,8 +118,8 @@ def test_different_prompts_fall_back_to_unpaired_and_say_so():
     cell = compare(one_cell(prompts=20, seed=1), one_cell(prompts=20, speed=1.5, seed=2, prefix="q"))
     assert not cell.paired and cell.pairs == 0
     decode = cell.metric("decode_tps")
-    assert not decode.estimate.paired and decode.claim == "unclaimable"  # one bench a side, no A/A
-    assert "the sides sent different prompts" in decode.verdict
+    assert not decode.estimate.paired and decode.claim == "not claimable"  # one boot a side, no A/A
+    assert "one boot a side" in decode.verdict
     assert not cell.divergence.assessed
 
 
@@ -161,8 +187,8 @@ def test_requests_delivered_in_one_burst_have_no_decode_timing():
 
 def test_tok_step_row_appears_only_with_per_request_spec_stats():
     assert compare(one_cell(prompts=4), one_cell(prompts=4)).metric("tok_step") is None
-    cell = compare(four_runs(prompts=8, tok_step=1.0, seed=1), four_runs(prompts=8, tok_step=2.0, seed=2))
-    assert cell.metric("tok_step").claim == "better" and cell.metric("tok_step").verdict.startswith("B higher by")
+    cell = compare_groups(boots(2, 1, prompts=8, tok_step=1.0), boots(2, 10, prompts=8, tok_step=2.0)).cells[0]
+    assert cell.metric("tok_step").claim == "faster" and cell.metric("tok_step").verdict.startswith("B higher by")
 
 
 def test_failed_requests_drop_out_of_pairs_and_are_counted():
@@ -174,7 +200,7 @@ def test_failed_requests_drop_out_of_pairs_and_are_counted():
 
 def test_too_few_pairs_say_so_instead_of_a_verdict():
     cell = compare(one_cell(prompts=1), one_cell(prompts=1, speed=2))
-    assert cell.metric("decode_tps").claim == "insufficient"
+    assert cell.metric("decode_tps").claim == "not claimable" and cell.metric("decode_tps").estimate is None
     assert cell.metric("decode_tps").verdict.startswith("too few values")
 
 
@@ -252,3 +278,61 @@ def test_two_receipts_of_one_setting_add_runs():
     runs = [one_cell(prompts=4, seed=s) for s in (1, 2)]
     cell = compare_groups(runs, [one_cell(prompts=4, seed=3), one_cell(prompts=4, seed=4)]).cells[0]
     assert cell.pairs == 8 and cell.requests_a == 8
+
+
+def test_two_folders_of_two_settings_meet_by_workload():
+    # a campaign's cell folders: one setting each, two workloads each (issue 22's refusal)
+    a = [
+        as_run(bench_receipt({"single": records(prompts=4)}, setting="plain", ident=workload(name=n)))
+        for n in ("cohort", "sweep")
+    ]
+    b = [
+        as_run(bench_receipt({"single": records(prompts=4)}, setting="ngram", ident=workload(name=n)))
+        for n in ("cohort", "sweep")
+    ]
+    matching = match(a, b)
+    assert [(x[0].body.workload.name, y[0].body.workload.name) for x, y in matching.pairs] == [
+        ("cohort", "cohort"),
+        ("sweep", "sweep"),
+    ]
+
+
+def test_a_boot_is_told_by_boot_id_then_by_the_launch_log_else_by_the_receipt():
+    from forklift.stats import boot_identity
+
+    launched = bench_receipt({"single": records(prompts=4)})
+    launched.body["boot"] = {"outcome": "ready", "log_path": "logs/20261201T094251-plain-8765.log"}
+    assert boot_identity(as_run(launched)) == ("log:logs/20261201T094251-plain-8765.log", True)
+    assert boot_identity(as_run(bench_receipt({"single": records(prompts=4)}, boot="b7"))) == ("b7", True)
+    unknown = bench_receipt({"single": records(prompts=4)})
+    assert boot_identity(as_run(unknown)) == (f"receipt:{unknown.id}", False)
+    # two benches of one launched server: one boot, so the runs are the unit
+    again = bench_receipt({"single": records(prompts=4, runs=4, seed=3)}, kept=[0, 1, 2, 3])
+    first = bench_receipt({"single": records(prompts=4, runs=4, seed=4)}, kept=[0, 1, 2, 3])
+    for receipt in (again, first):
+        receipt.body["boot"] = launched.body["boot"]
+    assert compare(as_run(first), as_run(again)).metric("e2e").estimate.unit == "run"
+
+
+def test_judge_cell_is_compare_groups_verdict_for_one_cell_and_metric():
+    from forklift.stats import judge_cell
+
+    a, b = boots(3, 1, prompts=16), boots(3, 10, prompts=16, speed=0.85)
+    verdict = judge_cell(a, b, "single", "tpot", margin=0.02)
+    assert verdict == compare_groups(a, b, margins={"tpot": 0.02}).cells[0].metric("tpot").decision
+    assert verdict.kind == "slower" and verdict.worse and verdict.unit == "boot" and verdict.margin == 0.02
+    with pytest.raises(ValueError, match="unknown metric 'speed'"):
+        judge_cell(a, b, "single", "speed")
+
+
+def test_boot_values_feed_the_two_stage_rule():
+    from forklift.stats import boot_values, judge
+    from forklift.stats.design import boots_needed, pilot, two_stage_estimate
+
+    a, b = boots(3, 1, prompts=16), boots(3, 10, prompts=16, speed=0.85)
+    values_a, values_b = boot_values(a, b, "single", "tpot")
+    assert values_a.shape == values_b.shape == (3,)
+    stage = pilot(values_a, values_b)
+    assert boots_needed(stage, 0.05, 12) == 3  # a 15 % slowdown at 5 % noise: the pilot is enough
+    verdict = judge(METRICS[2], two_stage_estimate(values_a, values_b, stage))
+    assert METRICS[2].key == "tpot" and verdict.kind == "slower"

@@ -59,7 +59,6 @@ def bench(url: str, folder: Path, setting: str, runs: int = 1) -> Path:
 def label(path: Path, setting: str) -> None:
     """Launched by the fixture, not by --profile or a campaign: label the receipt as they would."""
     receipt = json.loads(path.read_text())
-    receipt["body"]["setting"] = setting
     receipt |= {"setting": setting, "build": "0.32.0+series"}
     path.write_text(json.dumps(receipt))
     return path
@@ -75,7 +74,7 @@ def receipts(vllm_server, vllm_server_ngram, tmp_path_factory):
         bench(vllm_server.url, tmp_path_factory.mktemp("warm-up"), "plain")
     for side in ("plain-a", "plain-b", "plain-b", "plain-a") * 2:
         bench(vllm_server.url, folder / side, "plain")
-    bench(vllm_server_ngram.url, folder / "ngram", "ngram", runs=4)  # one bench: four kept runs make it claimable
+    bench(vllm_server_ngram.url, folder / "ngram", "ngram", runs=4)  # one bench, four kept runs: one boot
     (folder / "boots").mkdir()
     for server, setting in ((vllm_server, "plain"), (vllm_server_ngram, "ngram")):
         label(Path(shutil.copy(server.receipt_path, folder / "boots")), setting)
@@ -110,12 +109,13 @@ def test_two_runs_of_one_profile_compare_as_one_setting(receipts):
     [cell] = compare_groups(runs(receipts / "plain-a"), runs(receipts / "plain-b")).cells
     assert cell.paired and cell.pairs == 4 * PROMPTS  # four benches a side: four kept runs of every prompt
     e2e = cell.metric("e2e")
-    assert e2e.estimate.runs == 4  # several runs a side: the interval is over runs, not pooled requests
+    # benches of `bench --url` record no boot: each receipt counts as a boot of its own (never pooled on a guess)
+    assert e2e.estimate.unit == "boot" and e2e.estimate.n_a == 4
     # Same server, same profile: how far the two sides move depends on the box's load (92% was seen with
     # eight other test runs on the box), so this live test holds the verdict's logic, not a bound on
     # the shift; "same-server pairs never name a winner" is held on recorded receipts
-    # (test_real_receipts.py) and by seeded simulation (test_claims.py).
-    assert e2e.estimate.unit == "run" and e2e.estimate.mde is not None
+    # (test_real_receipts.py) and by seeded simulation (test_known_answers.py).
+    assert e2e.estimate.mde is not None
     # The change is the paired effect, recomputed here from the raw records: per kept run, the mean log
     # B/A ratio over prompts; over runs, their mean (a pairing or unit mix-up in compare breaks this).
     assert e2e.estimate.change == pytest.approx(run_mean_change(runs(receipts / "plain-a"), runs(receipts / "plain-b")))
@@ -133,16 +133,18 @@ def test_ngram_against_plain_shows_the_tok_step_difference(receipts):
     assert cell.server_tok_step_a is None and cell.server_tok_step_b > 1.5
     tok_chunk = cell.metric("tok_chunk")  # per request: a streamed chunk is (at least) one engine step
     assert tok_chunk.a < 1.3 < 1.5 < tok_chunk.b
-    assert tok_chunk.claim == "better" and tok_chunk.verdict.startswith("B higher by")
+    # n-gram is one boot against four benches: the effect is shown, and not claimed without an A/A across boots
+    assert tok_chunk.estimate.excludes_zero and tok_chunk.estimate.unclaimable == "boot"
+    assert tok_chunk.claim == "not claimable" and "one boot a side" in tok_chunk.verdict
     check_decode(cell, runs(receipts / "plain-a"), runs(receipts / "ngram"))
 
 
 def check_decode(cell, a_runs, b_runs) -> None:
-    """Decode timing is judged exactly when two or more prompts were timed (not burst-delivered) on both sides.
+    """Decode timing is judged when two or more prompts were timed (not burst-delivered) on both sides.
 
     How many answers a busy box delivers in one burst varies with its load, so the count is taken from
     the raw records here and the verdict is held to it: an estimate from >= 2 timed pairs, no row when no answer
-    was timed on either side (every one burst, as two busy loops on both cores made happen), else "too few".
+    was timed on either side (every one burst, as two busy loops on both cores made happen).
     """
     from forklift.stats.sample import kept_requests
 
@@ -156,12 +158,12 @@ def check_decode(cell, a_runs, b_runs) -> None:
     for key in ("tpot", "decode_tps"):
         decode = cell.metric(key)
         if len(timed) >= 2:
-            assert decode.estimate is not None and decode.estimate.n_a == len(timed), decode.verdict
+            assert decode.estimate is not None, decode.verdict
             assert decode.a > 0 and decode.b > 0, decode
         elif not any(timed_on(a)) and not any(timed_on(b)):  # every answer burst: not measured, so no row
             assert decode is None, decode
-        else:
-            assert decode.estimate is None and decode.verdict.startswith("too few values"), decode.verdict
+        else:  # a few timed answers: a row, judged over whichever units have them
+            assert decode is not None
 
 
 def test_compare_and_report_command_lines_on_real_receipts(receipts):

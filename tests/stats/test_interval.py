@@ -4,8 +4,18 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from forklift.stats.interval import expanded_level, minimum_detectable_effect, paired_change, unpaired_change
+from forklift.stats.interval import (
+    BOOTSTRAP_MAX,
+    expanded_level,
+    floor_from_units,
+    minimum_detectable_effect,
+    paired_change,
+    unpaired_change,
+    welch_change,
+    with_floor,
+)
 
 
 def cohort(n, effect, noise, seed):
@@ -100,15 +110,32 @@ def test_a_slow_run_is_not_a_result_when_runs_are_the_unit():
     runs = np.repeat(np.arange(4), 8)
     b[runs == 2] *= 1.15
     pooled = paired_change(a, b, seed=0)
-    by_run = paired_change(a, b, runs=runs, seed=0)
-    assert pooled.excludes_zero  # what treating requests as independent draws would claim
-    assert not by_run.excludes_zero and by_run.runs == 4
-    assert by_run.n_a == 32 and by_run.change == pytest.approx(pooled.change)
+    by_run = welch_change(
+        np.array([np.log(a[runs == r]).mean() for r in range(4)]),
+        np.array([np.log(b[runs == r]).mean() for r in range(4)]),
+        "run",
+    )
+    assert pooled.excludes_zero and not pooled.claimable  # what requests as independent draws would claim
+    assert not by_run.excludes_zero and by_run.claimable and by_run.n_a == 4
+    assert by_run.change == pytest.approx(pooled.change)
 
 
-def test_an_effect_on_every_run_is_still_detected_with_runs_as_the_unit():
-    rng = np.random.default_rng(4)
-    a = rng.lognormal(0, 0.05, size=32)
-    b = a * 1.20 * rng.lognormal(0, 0.05, size=32)
-    estimate = paired_change(a, b, runs=np.repeat(np.arange(4), 8), seed=0)
-    assert estimate.excludes_zero and 0.15 < estimate.change < 0.25
+def test_welch_needs_two_units_a_side_and_a_boot_floor_makes_one_boot_claimable():
+    assert welch_change(np.array([0.0]), np.array([0.1, 0.2]), "boot") is None
+    runs_of_one_boot = welch_change(np.array([0.0, 0.001, 0.002]), np.array([0.05, 0.051, 0.052]), "run")
+    short = runs_of_one_boot.model_copy(update={"unclaimable": "boot"})
+    assert not with_floor(short, floor_from_units([0.0, 0.01], "run"), 3, 3).claimable  # runs cannot floor boots
+    floored = with_floor(short, floor_from_units([0.0, 0.01, -0.01], "boot"), 1, 1)
+    assert floored.claimable and floored.widened and floored.df == 2
+    half = stats.t.ppf(0.975, 2) * 0.01 * math.sqrt(2)
+    assert floored.high == pytest.approx(math.expm1(0.05 + half))
+
+
+def test_past_the_bootstrap_limit_the_interval_is_students_t_and_agrees_with_the_bootstrap():
+    a, b = cohort(BOOTSTRAP_MAX + 1, 0.02, 0.05, seed=5)
+    big = paired_change(a, b)
+    logs = np.log(b) - np.log(a)
+    half = stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / math.sqrt(len(logs))
+    assert big.low == pytest.approx(math.expm1(logs.mean() - half))
+    small = paired_change(a[:BOOTSTRAP_MAX], b[:BOOTSTRAP_MAX], resamples=999)
+    assert small.low == pytest.approx(big.low, abs=1e-3) and small.high == pytest.approx(big.high, abs=1e-3)

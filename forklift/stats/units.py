@@ -1,0 +1,215 @@
+"""Units of replication: kept runs, grouped by the server boot that measured them, and their variance components.
+
+A request's time is the sum of the prompt's own cost, per-request noise, the state of the box
+during its run (run-to-run) and the state of the server process since it booted (boot-to-boot:
+allocator layout, compiled graphs, clocks, where the weights landed). Requests of one run are
+not independent draws and neither are runs of one boot: A and B of two builds are always two
+boots, so the boot is then the unit. A unit's value is its mean log value over the prompts
+every unit of the comparison measured, so prompt mix cancels.
+
+Which boot a bench measured: the bench body's `boot_id` when recorded; else its boot facts' log
+file (one per launch, when forklift launched the server); else unknown, and each receipt is
+counted as a boot of its own (never two receipts pooled as one boot on a guess).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel
+from scipy import stats
+
+from forklift.client.records import RequestRecord
+from forklift.stats.metrics import Metric
+from forklift.stats.sample import BenchRun, kept_run_indexes
+
+
+def boot_identity(run: BenchRun) -> tuple[str, bool]:
+    """(boot id, whether the receipt recorded it): what tells this bench's server boot from another."""
+    if run.body.boot_id:
+        return run.body.boot_id, True
+    log_path = (run.body.boot or {}).get("log_path")
+    if log_path:
+        return f"log:{log_path}", True
+    return f"receipt:{run.receipt.id}", False
+
+
+class SideColumns:
+    """One side's kept requests of one cell as columns, read once: what every metric's units are built from.
+
+    Row i is one kept request: its unit (kept run) and its prompt key "prompt#occurrence". Each metric's
+    values are read from the records once and kept as an array (NaN: no value).
+    """
+
+    def __init__(self, runs: list[BenchRun], cell_name: str) -> None:
+        self.records: list[RequestRecord] = []
+        units: list[int] = []
+        self.prompts: list[str] = []
+        self.unit_boots: list[str] = []
+        self.unit_positions: list[int] = []
+        seen_on_boot: dict[str, int] = {}
+        for run in runs:
+            cell = run.cell(cell_name)
+            if cell is None:
+                continue
+            boot, _ = boot_identity(run)
+            first = len(self.unit_boots)
+            kept = {index: first + i for i, index in enumerate(kept_run_indexes(cell))}
+            for _ in kept:
+                position = seen_on_boot.get(boot, 0)
+                seen_on_boot[boot] = position + 1
+                self.unit_boots.append(boot)
+                self.unit_positions.append(position)
+            occurrences: dict[tuple[int, str], int] = {}
+            for record in cell.requests:
+                unit = kept.get(record.run)
+                if unit is None:
+                    continue
+                key = (record.run, record.prompt_id)
+                occurrence = occurrences.get(key, 0)
+                occurrences[key] = occurrence + 1
+                self.records.append(record)
+                units.append(unit)
+                self.prompts.append(f"{record.prompt_id}#{occurrence}")
+        self.units = np.array(units, dtype=int)
+        self._values: dict[str, np.ndarray] = {}
+
+    def keys(self) -> set[tuple[int, str]]:
+        """(unit, prompt key) of every row: what pairs a request with its partner on the other side."""
+        return set(zip(self.units.tolist(), self.prompts, strict=True))
+
+    def log_values(self, metric: Metric) -> np.ndarray:
+        """log of the metric per row; NaN where the request failed or has no positive finite value."""
+        if metric.key not in self._values:
+            values = np.array([(metric.value(r) if r.ok else None) for r in self.records], dtype=float)  # None -> NaN
+            with np.errstate(divide="ignore", invalid="ignore"):
+                logs = np.log(values)
+            logs[~np.isfinite(logs)] = np.nan
+            self._values[metric.key] = logs
+        return self._values[metric.key]
+
+    def matrix(self, metric: Metric, prompt_ids: dict[str, int]) -> np.ndarray:
+        """(units, prompts) log values, NaN where a unit has none for a prompt."""
+        out = np.full((len(self.unit_boots), len(prompt_ids)), np.nan)
+        if self.records:
+            columns = np.fromiter((prompt_ids[p] for p in self.prompts), dtype=int, count=len(self.prompts))
+            out[self.units, columns] = self.log_values(metric)
+        return out
+
+
+@dataclass(frozen=True)
+class UnitTable:
+    """One side's units for one metric: each kept run's boot, its order on that boot, and its mean log value."""
+
+    boots: list[str]
+    positions: np.ndarray
+    means: np.ndarray
+
+    def boot_means(self) -> np.ndarray:
+        """Each boot's mean over its runs' unit means: the boot as one value."""
+        grouped: dict[str, list[float]] = {}
+        for boot, mean in zip(self.boots, self.means, strict=True):
+            grouped.setdefault(boot, []).append(float(mean))
+        return np.array([np.mean(values) for values in grouped.values()])
+
+
+def unit_tables(metric: Metric, *sides: SideColumns) -> tuple[list[UnitTable], list[np.ndarray]]:
+    """Each side's units over the prompts every unit of every side measured, and each side's matrix.
+
+    A unit with no value at all is dropped. When the sides share no prompt, a unit's mean is over its own.
+    """
+    prompt_ids: dict[str, int] = {}
+    for side in sides:
+        for prompt in side.prompts:
+            prompt_ids.setdefault(prompt, len(prompt_ids))
+    matrices = [side.matrix(metric, prompt_ids) for side in sides]
+    present = [~np.isnan(m).all(axis=1) for m in matrices]
+    kept = [m[rows] for m, rows in zip(matrices, present, strict=True)]
+    common = np.ones(len(prompt_ids), dtype=bool)
+    for m in kept:
+        common &= ~np.isnan(m).any(axis=0)
+    tables = []
+    for side, m, rows in zip(sides, kept, present, strict=True):
+        means = m[:, common].mean(axis=1) if common.any() else np.nanmean(m, axis=1) if len(m) else np.array([])
+        tables.append(
+            UnitTable(
+                boots=[b for b, keep in zip(side.unit_boots, rows, strict=True) if keep],
+                positions=np.array(side.unit_positions)[rows] if len(rows) else np.array([], dtype=int),
+                means=means,
+            )
+        )
+    return tables, kept
+
+
+class Components(BaseModel):
+    """How one side's units vary: run to run within a boot, boot to boot, and a trend over runs in a boot.
+
+    Standard deviations are of mean log values: read them as coefficients of variation (0.02 = 2 %).
+    """
+
+    runs: int
+    boots: int
+    run_cv: float | None = None  # within-boot sd of a run's mean (pooled over boots with 2+ runs)
+    boot_cv: float | None = None  # sd of a boot's true level beyond its runs' noise (method of moments, >= 0)
+    trend: float | None = None  # common slope of a run's mean over its order within a boot, per run
+    trend_p: float | None = None  # two-sided p of that slope (t-test, boots as fixed effects)
+
+    @property
+    def drifting(self) -> bool:
+        return self.trend_p is not None and self.trend_p < 0.05
+
+    def summary(self) -> str:
+        parts = [f"{self.runs} runs on {self.boots} boot{'s' if self.boots != 1 else ''}"]
+        if self.run_cv is not None:
+            parts.append(f"run-to-run {self.run_cv * 100:.1f}%")
+        if self.boot_cv is not None:
+            parts.append(f"boot-to-boot {self.boot_cv * 100:.1f}%")
+        if self.trend is not None and self.trend_p is not None:
+            flag = "TREND" if self.drifting else "trend"
+            parts.append(f"{flag} {self.trend * 100:+.2f}% a run (p={self.trend_p:.2f})")
+        return ", ".join(parts)
+
+
+def components(table: UnitTable) -> Components:
+    grouped: dict[str, list[tuple[int, float]]] = {}
+    for boot, position, mean in zip(table.boots, table.positions, table.means, strict=True):
+        grouped.setdefault(boot, []).append((int(position), float(mean)))
+    result = Components(runs=len(table.boots), boots=len(grouped))
+    within = [np.array([m for _, m in runs]) for runs in grouped.values() if len(runs) >= 2]
+    df_within = sum(len(w) - 1 for w in within)
+    if df_within:
+        result.run_cv = math.sqrt(sum(float(((w - w.mean()) ** 2).sum()) for w in within) / df_within)
+    if len(grouped) >= 2:
+        means = np.array([np.mean([m for _, m in runs]) for runs in grouped.values()])
+        per_boot = np.mean([len(runs) for runs in grouped.values()])
+        noise = (result.run_cv or 0.0) ** 2 / per_boot
+        result.boot_cv = math.sqrt(max(0.0, float(means.var(ddof=1)) - noise))
+    result.trend, result.trend_p = _trend(list(grouped.values()))
+    return result
+
+
+def _trend(boots: list[list[tuple[int, float]]]) -> tuple[float | None, float | None]:
+    """The within-boot slope of a run's mean over its order (boots with 3+ runs), and its two-sided p."""
+    xs, ys = [], []
+    for runs in boots:
+        if len(runs) < 3:
+            continue
+        x = np.array([p for p, _ in runs], dtype=float)
+        y = np.array([m for _, m in runs])
+        xs.append(x - x.mean())
+        ys.append(y - y.mean())
+    if not xs:
+        return None, None
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    df = len(x) - len(xs) - 1
+    sxx = float((x**2).sum())
+    slope = float((x * y).sum()) / sxx
+    if df < 1:
+        return slope, None
+    residual = float(((y - slope * x) ** 2).sum()) / df
+    if residual == 0:
+        return slope, 0.0 if slope else 1.0
+    t = slope / math.sqrt(residual / sxx)
+    return slope, float(2 * stats.t.sf(abs(t), df))

@@ -1,0 +1,209 @@
+"""The [ship] table and the builds' folders: the gate rule, and every bad input as one line naming the culprit."""
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from forklift.campaign import load_campaign_file
+from forklift.campaign.builds import Build, engine_environment, interpreter
+from forklift.errors import ConfigError
+from forklift.report.ship import judge_interval
+
+HEAD = """
+[builds.A]
+python = "{python}"
+[builds.B]
+python = "{python}"
+site = "{site}"
+[[settings]]
+profile = "tiny"
+[[suites]]
+kind = "bench"
+synthetic = "16:16"
+"""
+
+
+def write(tmp_path: Path, extra: str = "", site: str = "builds/B", python: str = sys.executable) -> Path:
+    path = tmp_path / "campaign.toml"
+    path.write_text(HEAD.format(python=python, site=site) + textwrap.dedent(extra))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("interval", "outcome"),
+    [
+        ((-0.003, -0.008, 0.002, 0.01), "pass"),  # the worse end (-0.8 %) is within -2 %
+        ((-0.03, -0.034, -0.026, 0.01), "hold"),  # wholly beyond -2 %
+        ((-0.02, -0.03, -0.01, 0.01), "hold"),  # reaches past -2 % and the design sees 1 %
+        ((-0.02, -0.05, 0.01, 0.04), "undecided"),  # reaches past, and the MDE (4 %) exceeds the allowance
+        ((-0.001, -0.002, 0.0, None), "pass"),
+    ],
+)
+def test_gate_rule_on_a_higher_is_better_metric(interval, outcome):
+    change, low, high, mde = interval
+    assert judge_interval(change, low, high, mde, True, True, 0.02) == outcome
+
+
+def test_gate_rule_on_a_lower_is_better_metric_and_unclaimable_is_never_a_pass():
+    assert judge_interval(0.05, 0.03, 0.07, 0.01, True, False, 0.10) == "pass"  # TTFT +7 % at worst, 10 % allowed
+    assert judge_interval(0.20, 0.15, 0.25, 0.01, True, False, 0.10) == "hold"
+    assert judge_interval(0.0, -0.001, 0.001, 0.001, False, False, 0.10) == "undecided"
+
+
+def test_a_gate_naming_an_unknown_metric_is_one_line(tmp_path):
+    path = write(tmp_path, '[ship]\ngates = [{ metric = "decode", worse = "2%" }]\n')
+    (tmp_path / "builds" / "B").mkdir(parents=True)
+    with pytest.raises(ConfigError) as caught:
+        load_campaign_file(path)
+    message = str(caught.value)
+    assert "\n" not in message and "ship.gates.0.metric" in message and "unknown metric 'decode'" in message
+    assert "decode_tps" in message  # the known ones are named
+
+
+def test_a_ship_baseline_that_is_no_build_is_one_line(tmp_path):
+    with pytest.raises(ConfigError, match=r"ship.baseline = 'C': not a build \(builds: A, B\)"):
+        load_campaign_file(write(tmp_path, '[ship]\nbaseline = "C"\n'))
+
+
+def test_gates_parse_percent_text(tmp_path):
+    campaign = load_campaign_file(write(tmp_path, '[ship]\ngates = [{ metric = "ttft", worse = "10%" }]\n'))
+    assert campaign.ship is not None and campaign.ship.gates[0].worse == 10.0
+
+
+def test_a_build_whose_interpreter_is_missing_is_one_line(tmp_path):
+    campaign = load_campaign_file(write(tmp_path, python="envs/gone/bin/python"))
+    with pytest.raises(ConfigError) as caught:
+        interpreter("A", "envs/gone/bin/python", campaign)
+    assert str(caught.value) == (
+        f"{tmp_path / 'campaign.toml'}: builds.A.python = 'envs/gone/bin/python': "
+        f"no interpreter at {tmp_path / 'envs/gone/bin/python'}"
+    )
+    with pytest.raises(ConfigError, match=r"builds.A.python = 'no-such-python3': no such command on PATH"):
+        interpreter("A", "no-such-python3", campaign)
+
+
+def test_a_site_needs_python_and_an_unset_variable_is_named(tmp_path, monkeypatch):
+    path = tmp_path / "campaign.toml"
+    path.write_text(
+        '[builds.A]\ncommand = ["vllm"]\nsite = "x"\n[[settings]]\nprofile = "t"\n[[suites]]\nkind = "bench"\n'
+    )
+    with pytest.raises(ConfigError, match="site needs python"):
+        load_campaign_file(path)
+    monkeypatch.delenv("FORKLIFT_BUILDS", raising=False)
+    campaign = load_campaign_file(write(tmp_path, site="${FORKLIFT_BUILDS}/B"))
+    with pytest.raises(ConfigError, match=r"environment variable FORKLIFT_BUILDS is not set"):
+        campaign.at("${FORKLIFT_BUILDS}/B")
+    monkeypatch.setenv("FORKLIFT_BUILDS", str(tmp_path / "b"))
+    assert campaign.at("${FORKLIFT_BUILDS}/B") == tmp_path / "b" / "B"
+
+
+def test_a_site_build_puts_its_folder_first_on_pythonpath_for_forklifts_own_probes(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    build = Build("B", sys.executable, None, None, None, None, "", site=str(tmp_path))
+    assert build.env == {"PYTHONPATH": f"{tmp_path}{os.pathsep}/elsewhere"}
+    with engine_environment(build):
+        assert os.environ["PYTHONPATH"] == f"{tmp_path}{os.pathsep}/elsewhere"
+    assert os.environ["PYTHONPATH"] == "/elsewhere"
+
+
+def test_budget_and_target_mde_are_checked_when_the_campaign_is_read(tmp_path):
+    from forklift.campaign import make_plan
+    from forklift.campaign.precision import parse_budget, repeats_to_add
+    from forklift.config.load import parse_config
+    from tests.fixtures.engine import distribution_toml
+
+    assert parse_budget("20m", "x") == 1200.0 and parse_budget("1.5h", "x") == 5400.0
+    path = write(tmp_path)
+    text = path.read_text()
+    for budget in ("soon", "0s"):
+        path.write_text(f'budget = "{budget}"\n' + text)
+        with pytest.raises(ConfigError, match=rf"budget = '{budget}': give a positive time, e.g. '20m'"):
+            load_campaign_file(path)
+    path.write_text(text + 'target_mde = "none"\n')
+    (tmp_path / "forklift.toml").write_text(distribution_toml('[profiles.tiny]\nmodel = "/models/tiny"\n'))
+    config = parse_config((tmp_path / "forklift.toml").read_text(), tmp_path / "forklift.toml")
+    with pytest.raises(ConfigError, match=r"suites\[0\]: target_mde: 'none': give a percent, e.g. '1%'"):
+        make_plan(load_campaign_file(path), config)
+    # Stein's second stage: whole repeats up to what the rule asks, never past the budget
+    assert repeats_to_add(needed=6, boots_now=2, per_repeat=2, affordable=10) == 2
+    assert repeats_to_add(needed=6, boots_now=2, per_repeat=2, affordable=1) == 1
+    assert repeats_to_add(needed=2, boots_now=2, per_repeat=2, affordable=10) == 0
+
+
+def test_decide_judges_every_candidate_gate_by_gate_and_says_why(tmp_path):
+    """Rows as load_campaign makes them; the cell results are stand-ins holding stats' real Estimate."""
+    from types import SimpleNamespace
+
+    from forklift.report.campaign import Row, Side
+    from forklift.report.ship import ShipSpec, decide, decision_lines, decision_table, overall
+    from forklift.stats.interval import Estimate
+
+    def result(change, low, high, mde):
+        estimate = Estimate(change=change, low=low, high=high, paired=True, n_a=2, n_b=2, mde=mde, unit="boot", df=2.0)
+        return SimpleNamespace(metric=lambda key: SimpleNamespace(estimate=estimate) if key == "decode_tps" else None)
+
+    def row(build, cell, found):
+        return Row("box", "w", cell, Side("A", "gpu-8b"), Side(build, "gpu-8b"), result=found)
+
+    rows = [
+        row("noop", "c1", result(0.001, -0.002, 0.004, 0.005)),
+        row("noop", "c16", result(-0.01, -0.03, 0.01, 0.025)),
+        row("slowdown", "c1", result(-0.03, -0.034, -0.026, 0.005)),
+        row("slowdown", "c16", result(-0.02, -0.06, 0.02, 0.06)),
+    ]
+    campaign = SimpleNamespace(rows=rows, builds=["A", "noop", "slowdown"], baseline="A", receipts=[])
+    spec = ShipSpec.model_validate(
+        {
+            "gates": [
+                {"metric": "decode_tps", "cells": ["c1"], "worse": "2%"},
+                {"metric": "decode_tps", "cells": ["c16"], "worse": "5%"},
+            ]
+        }
+    )
+    decisions = decide(campaign, spec)
+    assert [(d.build, d.decision) for d in decisions] == [("noop", "SHIP"), ("slowdown", "HOLD")]
+    assert overall(decisions) == "HOLD"
+    held = decisions[1].holding
+    assert [(r.where, r.gate.title) for r in held] == [("gpu-8b / c1", "decode tok/s c1 no worse than 2%")]
+    assert "Δ -3.0%, CI -3.4%..-2.6%, allowed 2% worse, MDE ±0.5%, 2/2 boots" in held[0].evidence
+    lines = decision_lines(decisions, "A")
+    assert lines[-3:] == [
+        "noop vs A: SHIP",
+        "slowdown vs A: HOLD (held by decode tok/s c1 no worse than 2% at gpu-8b / c1)",
+        "decision: HOLD",
+    ]
+    assert lines[2].startswith("  HOLD      slowdown: decode tok/s c1 no worse than 2% at gpu-8b / c1: Δ -3.0%, CI")
+    table = decision_table(decisions, "A")
+    assert table.startswith("**HOLD** — noop: **SHIP**, slowdown: **HOLD** (each against A)")
+    # a gate with nothing to read is undecided, never a silent pass
+    empty = decide(campaign, ShipSpec.model_validate({"gates": [{"metric": "tpot", "worse": "2%"}]}))
+    assert {d.decision for d in empty} == {"UNDECIDED"}
+
+
+def test_a_budget_shorter_than_one_boot_stops_the_campaign_in_one_line(tmp_path, vllm_032_tree):
+    """A command build whose engine exits at once: a real boot that dies, timed, with no engine installed."""
+    import subprocess
+
+    from tests.fixtures.engine import distribution_toml
+
+    profile = '[profiles.tiny]\nmodel = "/models/tiny"\nport = 59999\nhealth_timeout = 30\n'
+    (tmp_path / "forklift.toml").write_text(distribution_toml(profile))
+    (tmp_path / "campaign.toml").write_text(
+        'budget = "0.1s"\ncontrol = false\n[builds.A]\ncommand = ["sh", "-c", "exit 3"]\n'
+        '[[settings]]\nprofile = "tiny"\n[[suites]]\nkind = "bench"\nsynthetic = "16:16"\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "forklift", "campaign", "campaign.toml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: campaign.toml: budget = '0.1s' is less than one boot (r1-tiny-1-A took ")
+    assert line.endswith(" s): give the campaign at least that")
