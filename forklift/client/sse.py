@@ -32,6 +32,8 @@ class SSEDecoder:
         self._cr = False  # the last read ended on CR: a LF first in the next read belongs to it
 
     def feed(self, data: bytes) -> list[bytes]:
+        if not data:  # nothing, not even the end of a CRLF
+            return []
         if self._cr and data.startswith(b"\n"):
             data = data[1:]  # the LF of a CRLF whose CR ended the last read (and its line, then)
         self._cr = data.endswith(b"\r")

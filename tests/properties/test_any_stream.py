@@ -51,6 +51,7 @@ def decode(stream: bytes, cuts: list[int], limit: int) -> list[bytes] | str:
 @example(stream=b"data: a\r\ndata: b\r\n\r\n", cuts=[8])  # CR LF split between two reads
 @example(stream=b"data: a\n\ndata: b\n\n", cuts=[8])  # a blank line split between two reads
 @example(stream=b"data: \n\r", cuts=[])  # found by the long profile: a CR last in the stream ends its line
+@example(stream=b"data: \r\ndata: ", cuts=[7, 7])  # found by the long profile: an empty read between CR and LF
 def test_the_events_do_not_depend_on_how_the_stream_is_split(stream, cuts):
     assert decode(stream, cuts, limit=len(stream) + 1) == decode(stream, [], limit=len(stream) + 1)
     assert decode(stream, cuts, limit=len(stream) + 1) == reference(stream)
