@@ -16,8 +16,9 @@ BURST_GAP_S = 1e-4
 
 # Which OpenAI-compatible route a request goes to.
 Endpoint = Literal["chat", "completions"]
-# redirect: a 3xx, never followed (it would measure another server under this one's URL); too_large: over a byte
-# limit of forklift.client.stream.Limits; empty: a stream that ended without content, counted as no answer.
+# redirect: a 3xx, never followed (it would measure another server under this one's URL); too_large: over a
+# limit of forklift.client.stream.Limits (bytes; content chunks beyond max_tokens x n); empty: a stream that ended
+# without text or tokens, counted as no answer.
 ErrorKind = Literal[
     "connect",
     "http",
