@@ -68,7 +68,6 @@ def test_an_event_over_the_limit_is_too_large_however_the_stream_is_split(stream
 
 KEYS = st.sampled_from(["choices", "usage", "delta", "text", "content", "finish_reason", "completion_tokens", "error"])
 # Chunks shaped like an OpenAI stream's (its keys, mostly), any field any JSON: the fold must not trust a type.
-# One recursive strategy: nesting one in another makes Hypothesis' replay of a failure flaky.
 EVENT = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS | st.text(max_size=8), inner, max_size=4),
