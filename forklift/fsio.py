@@ -187,16 +187,34 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def unwritable(path: Path, exc: OSError) -> UsageError:
+    """An output forklift cannot write (a file where a folder must be, /proc, no permission): one line."""
+    return UsageError(f"{path}: cannot write here: {exc.strerror or exc}")
+
+
+def make_folder(folder: Path) -> Path:
+    """`folder` and its parents, or one line naming the output that cannot be made."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise unwritable(folder, exc) from None
+    return folder
+
+
 def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
     """Write via a temp file in the same folder and rename: a reader never sees half a file.
 
     Text is written as UTF-8. The file keeps the mode it had, or gets the one a plain open() would
     give (0666 less the umask), unless `mode` says otherwise: mkstemp alone would leave it 0600.
+    An output that cannot be written is one UsageError line naming it.
     """
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogateescape")  # patches keep non-UTF-8 bytes
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    make_folder(path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise unwritable(path, exc) from None
     fcntl.flock(fd, fcntl.LOCK_EX)  # held until written: a copy nobody holds is one a killed writer left
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -205,6 +223,9 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None
             os.fsync(fh.fileno())
         os.chmod(tmp, mode if mode is not None else _mode_for(path))
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise unwritable(path, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -258,6 +279,10 @@ class Link(bytes):
     """A symbolic link read from a tree (or made by a patch): its bytes are the link's target."""
 
 
+class Executable(bytes):
+    """A regular file with its executable bit set (git's mode 100755): its bytes are its content."""
+
+
 class ThroughLink(bytes):
     """A file's content read through a symlinked folder inside the tree (GNU patch follows the
     folder link; git apply refuses a path 'beyond a symbolic link')."""
@@ -277,7 +302,8 @@ def tree_reader(root: Path) -> Reader:
             return ThroughLink(target.read_bytes())
         if base not in target.parents or not target.is_file():
             return None
-        return target.read_bytes()
+        content = target.read_bytes()
+        return Executable(content) if target.stat().st_mode & stat.S_IXUSR else content
 
     return read
 

@@ -15,6 +15,7 @@ STYLE = {
     "fuzz": "red",
     "already-upstream": "cyan",
     "partly-upstream": "magenta",
+    "recut": "red",
     "retire-candidate": "cyan",
     "upstream-own": "red",
     "file-gone": "red",

@@ -91,7 +91,11 @@ def run_flip(
         new=new_tree.label,
         new_pin=target.model_dump(exclude_none=True),
         patches=with_skipped(
-            [FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches, strict=False)], series
+            [
+                FlipRow.of(t, p.header.description, " ".join(p.header.get("retires-when").split()))
+                for t, p in zip(verdicts, series.patches, strict=False)
+            ],
+            series,
         ),
         knobs=knobs,
         knobs_skipped=skipped,

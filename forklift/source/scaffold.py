@@ -9,6 +9,7 @@ forklift.toml is never overwritten, and an existing series is kept (a quilt seri
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +94,9 @@ def _resolve(folder, pypi, wheel, git_url, tag, path, index_url) -> tuple[dict[s
     if not source.exists():
         raise UsageError(f"--path {path}: no such file or folder")
     digest = directory_digest(source) if pinnable_kind(source) == "dir" else file_sha256(source)
-    return {"source": "path", "path": _relative_if_inside(source, folder), "sha256": digest}, _project_name(source)
+    stored = os.path.relpath(source, folder.resolve()) if not Path(path).expanduser().is_absolute() else None
+    where = Path(stored).as_posix() if stored else _relative_if_inside(source, folder)
+    return {"source": "path", "path": where, "sha256": digest}, _project_name(source)
 
 
 def render_config(engine_kind: str, upstream: dict[str, str]) -> str:
@@ -108,7 +111,8 @@ def render_config(engine_kind: str, upstream: dict[str, str]) -> str:
 
 
 def _relative_if_inside(source: Path, folder: Path) -> str:
-    """Relative to the distribution when the source lives inside it (portable), else absolute."""
+    """Relative to the distribution when the source lives inside it (portable), else absolute
+    (a --path given relative is stored relative to forklift.toml wherever it lies)."""
     try:
         return source.relative_to(folder.resolve()).as_posix()
     except ValueError:
