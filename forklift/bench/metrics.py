@@ -8,12 +8,15 @@ does not expose stays absent (None): it is never read as zero.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from forklift.client.bodies import read_within
+from forklift.client.sse import TooLarge
 from forklift.engines import engine_adapter
 
 if TYPE_CHECKING:
@@ -33,6 +36,8 @@ COUNTER_ROLES = (
     "prompt_tokens",
 )
 PER_POSITION_ROLE = "spec_accepted_per_pos"
+METRICS_BYTES = 16 * 2**20  # vLLM's /metrics is about 100 KiB
+VERSION_BYTES = 64 * 2**10
 
 
 def metric_names(engine: str) -> dict[str, str]:
@@ -56,20 +61,27 @@ def parse_snapshot(text: str) -> Snapshot:
 async def scrape(session: aiohttp.ClientSession, base_url: str) -> Snapshot | None:
     """The server's /metrics, parsed; None when it has none (any OpenAI server may be benched)."""
     try:
-        async with session.get(base_url.rstrip("/") + "/metrics", timeout=aiohttp.ClientTimeout(total=30)) as response:
+        url = base_url.rstrip("/") + "/metrics"
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=30), allow_redirects=False) as response:
             if response.status != 200:
                 return None
-            return parse_snapshot(await response.text())
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):  # not the builtin TimeoutError before 3.11
+            return parse_snapshot((await read_within(response, METRICS_BYTES)).decode(errors="replace"))
+    except (
+        aiohttp.ClientError,
+        asyncio.TimeoutError,
+        ValueError,
+        TooLarge,
+    ):  # not the builtin TimeoutError before 3.11
         return None
 
 
 async def server_version(session: aiohttp.ClientSession, base_url: str) -> str | None:
     """The engine version the server states (vLLM: GET /version -> {"version": "0.32.0"}); None when it does not."""
     try:
-        async with session.get(base_url.rstrip("/") + "/version", timeout=aiohttp.ClientTimeout(total=30)) as response:
-            stated = await response.json(content_type=None) if response.status == 200 else None
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+        url = base_url.rstrip("/") + "/version"
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=30), allow_redirects=False) as response:
+            stated = json.loads(await read_within(response, VERSION_BYTES)) if response.status == 200 else None
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, TooLarge):
         return None
     version = stated.get("version") if isinstance(stated, dict) else None
     return str(version) if isinstance(version, (str, int, float)) else None

@@ -2,17 +2,16 @@
 result or a ForkliftError (one line), never another exception; and the result holds together (counts agree,
 verdicts match their hunks, entries keep the file's order, the config model has the keys given).
 
-Bounded for CI (the "ci" profile: a few seconds); `scripts/fuzz` runs the "fuzz" profile for a long search.
+Bounded for CI (the "ci" profile: a few seconds); `scripts/fuzz` runs the "long" profile (conftest.py).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from pathlib import Path
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from forklift.config.load import Config, decode_config, parse_config
@@ -22,14 +21,6 @@ from forklift.errors import ForkliftError
 from forklift.series.apply import APPLIED, APPLIERS, PatchResult, apply_patch
 from forklift.series.diff import FilePatch, Hunk, split_lines
 from forklift.series.model import Patch, parse_patch, parse_series_file, retired_entries, skip_entries
-
-settings.register_profile(
-    "ci", max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "fuzz", max_examples=int(os.environ.get("FORKLIFT_FUZZ_EXAMPLES", "50000")), deadline=None, database=None
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # Lines a diff is made of, mutated and mixed with noise, so the search reaches deep into the parser.
 DIFF_LINES = st.sampled_from(
