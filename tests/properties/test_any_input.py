@@ -125,7 +125,7 @@ def assert_hunk_holds(hunk: Hunk) -> None:
 
 def assert_file_holds(fp: FilePatch) -> None:
     assert fp.old_path is not None or fp.new_path is not None
-    for path in (fp.old_path, fp.new_path, fp.gnu_path):
+    for path in (fp.old_path, fp.new_path, *(fp.gnu_names or ()), *fp.gnu_choices):
         if path is not None:
             assert path and not path.startswith("/") and ".." not in path.split("/") and "\0" not in path
     assert fp.git or fp.hunks, "a plain ---/+++ stanza without hunks"
@@ -140,7 +140,7 @@ def assert_result_holds(result: PatchResult, patch: Patch, applier: str) -> None
     assert result.name == patch.name and result.applier == applier
     hunks_at: dict[str, int] = {}  # path -> most hunks a stanza of it has (a stanza without any reports one)
     for fp in patch.files:
-        for path in {fp.path, fp.as_gnu_reads_it().path, fp.old_path}:
+        for path in {fp.path, fp.as_gnu_reads_it(lambda name: name in TREE).path, fp.old_path}:
             if path is not None:
                 hunks_at[path] = max(hunks_at.get(path, 1), len(fp.hunks))
     for h in result.hunks:
@@ -156,7 +156,7 @@ def assert_result_holds(result: PatchResult, patch: Patch, applier: str) -> None
     stanzas = Counter(path for fp in patch.files for path in {fp.old_path, fp.new_path})
     for fp in patch.files:  # a file changed in place by one stanza: old lines - removed + added
         before, after = TREE.get(fp.path), result.files.get(fp.path)
-        in_place = fp.old_path == fp.new_path and stanzas[fp.path] == 1 and not fp.binary and fp.gnu_path is None
+        in_place = fp.old_path == fp.new_path and stanzas[fp.path] == 1 and not fp.binary and not fp.gnu_choices
         if in_place and before and after is not None:
             assert len(split_lines(after)) == len(split_lines(before)) - fp.removed + fp.added
     for line in (*result.reasons(), *result.disagreements):
