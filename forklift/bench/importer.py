@@ -25,6 +25,7 @@ from forklift.bench.metrics import derive
 from forklift.bench.schema import BenchBody, Cell
 from forklift.client.records import RequestRecord
 from forklift.errors import ForkliftError, validation_line
+from forklift.fsio import loads_json, read_bounded, utf8_text
 from forklift.workload.items import WorkloadIdentity
 
 REQUIRED = ("duration", "completed", "model_id")
@@ -37,20 +38,14 @@ SPEC_FIELDS = {
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ForkliftError(f"{path}: cannot read: {exc.strerror}") from None
+    text = utf8_text(read_bounded(path, "vllm bench result"), path, "the result file")
     results = []
     try:
-        results = [json.loads(text)]
-    except json.JSONDecodeError:
+        results = [loads_json(text, str(path), "vllm bench result", foreign_nan=True)]
+    except ForkliftError:
         for lineno, line in enumerate(text.splitlines(), 1):  # --append-result: one object per line
             if line.strip():
-                try:
-                    results.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ForkliftError(f"{path}:{lineno}: not JSON: {exc.msg}") from None
+                results.append(loads_json(line, f"{path}:{lineno}", "result line", foreign_nan=True))
     for index, result in enumerate(results):
         missing = [key for key in REQUIRED if not isinstance(result, dict) or key not in result]
         if missing:

@@ -8,16 +8,22 @@ does not expose stays absent (None): it is never read as zero.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from forklift.engines import adapter
+from forklift.client.bodies import read_within
+from forklift.client.sse import TooLarge
+from forklift.engines import engine_adapter
+
+if TYPE_CHECKING:
+    from forklift.bench.schema import BenchBody
 
 # family -> {frozenset(labels): value}; counters summed over their `_total` samples.
-Snapshot = dict[str, dict[frozenset, float]]
+Snapshot = dict[str, dict[frozenset[tuple[str, str]], float]]
 
 COUNTER_ROLES = (
     "spec_drafts",
@@ -30,11 +36,13 @@ COUNTER_ROLES = (
     "prompt_tokens",
 )
 PER_POSITION_ROLE = "spec_accepted_per_pos"
+METRICS_BYTES = 16 * 2**20  # vLLM's /metrics is about 100 KiB
+VERSION_BYTES = 64 * 2**10
 
 
 def metric_names(engine: str) -> dict[str, str]:
     """Role -> Prometheus family name, from the engine adapter."""
-    return dict(adapter(engine).metrics)
+    return dict(engine_adapter(engine).metrics)
 
 
 def parse_snapshot(text: str) -> Snapshot:
@@ -53,20 +61,27 @@ def parse_snapshot(text: str) -> Snapshot:
 async def scrape(session: aiohttp.ClientSession, base_url: str) -> Snapshot | None:
     """The server's /metrics, parsed; None when it has none (any OpenAI server may be benched)."""
     try:
-        async with session.get(base_url.rstrip("/") + "/metrics", timeout=aiohttp.ClientTimeout(total=30)) as response:
+        url = base_url.rstrip("/") + "/metrics"
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=30), allow_redirects=False) as response:
             if response.status != 200:
                 return None
-            return parse_snapshot(await response.text())
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):  # not the builtin TimeoutError before 3.11
+            return parse_snapshot((await read_within(response, METRICS_BYTES)).decode(errors="replace"))
+    except (
+        aiohttp.ClientError,
+        asyncio.TimeoutError,
+        ValueError,
+        TooLarge,
+    ):  # not the builtin TimeoutError before 3.11
         return None
 
 
 async def server_version(session: aiohttp.ClientSession, base_url: str) -> str | None:
     """The engine version the server states (vLLM: GET /version -> {"version": "0.32.0"}); None when it does not."""
     try:
-        async with session.get(base_url.rstrip("/") + "/version", timeout=aiohttp.ClientTimeout(total=30)) as response:
-            stated = await response.json(content_type=None) if response.status == 200 else None
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+        url = base_url.rstrip("/") + "/version"
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=30), allow_redirects=False) as response:
+            stated = json.loads(await read_within(response, VERSION_BYTES)) if response.status == 200 else None
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, TooLarge):
         return None
     version = stated.get("version") if isinstance(stated, dict) else None
     return str(version) if isinstance(version, (str, int, float)) else None
@@ -130,7 +145,7 @@ def server_info(snapshot: Snapshot | None, names: dict[str, str]) -> dict[str, A
     return {key: labels[key] for key in wanted if key in labels}
 
 
-def cache_reuse(body) -> list[str]:
+def cache_reuse(body: BenchBody) -> list[str]:
     """Cells of a salted bench whose prompts hit the server's prefix cache: the server saw them before.
 
     The salt is a pure function of (nonce, cell, run, prompt) so both sides of a compare send the same

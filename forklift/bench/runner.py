@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -62,6 +62,7 @@ class BenchPlan:
     timeout: float = 600.0
     engine: str = "vllm"
     seed: int = 0  # of the pacing process
+    api_key: str | None = field(default=None, repr=False)  # the launched profile's --api-key, sent, never written
 
     def __post_init__(self) -> None:
         # With cell_specs, the one check of the bench options (named as the CLI spells them).
@@ -136,7 +137,7 @@ async def send_all(
     """Send one run's requests at the cell's concurrency; True when the server became unreachable."""
     slots = asyncio.Semaphore(spec.concurrency)
     unreachable = asyncio.Event()
-    tasks: set[asyncio.Task] = set()
+    tasks: set[asyncio.Task[None]] = set()
 
     async def one(request: PreparedRequest) -> None:
         record = RequestRecord(prompt_id=request.prompt_id, run=run, send=time.perf_counter() - zero)
@@ -226,7 +227,7 @@ async def run_bench(plan: BenchPlan, recorder: BenchRecorder, progress: Progress
     names = metric_names(plan.engine)
     rng = np.random.default_rng(plan.seed)
     connections = max(spec.concurrency for spec in plan.cells)
-    async with StreamClient(plan.url, timeout=plan.timeout, connections=connections) as client:
+    async with StreamClient(plan.url, timeout=plan.timeout, connections=connections, api_key=plan.api_key) as client:
         recorder.body.server_info = server_info(await scrape(client.session, plan.url), names)
         if recorder.receipt.engine_version is None:  # a --url bench: the server says what it runs
             recorder.receipt.engine_version = await server_version(client.session, plan.url)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forklift.client.records import RequestRecord
 from forklift.workload.items import WorkloadIdentity
@@ -117,6 +117,18 @@ class Cell(BaseModel):
         default=None, description="the server's histogram medians over the kept runs together"
     )
     complete: bool = True
+
+    @field_validator("requests")
+    @classmethod
+    def _times_run_forward(cls, requests: list[RequestRecord]) -> list[RequestRecord]:
+        """A record read back must be one the clock could have made: no negative time, no event before its send."""
+        for record in requests:
+            times = [record.first_token, record.end, *(t for t, _ in record.chunks)]
+            if record.send < 0 or any(t is not None and t < record.send for t in times):
+                raise ValueError(f"prompt {record.prompt_id!r}: a time before its send (or a negative send)")
+            if record.first_token is not None and record.end is not None and record.end < record.first_token:
+                raise ValueError(f"prompt {record.prompt_id!r}: ends before its first token")
+        return requests
 
 
 class BenchBody(BaseModel):

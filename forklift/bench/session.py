@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from forklift.bench.schema import BenchBody
 from forklift.config import Config
 from forklift.errors import ForkliftError
 from forklift.launch.boot import profile_record
-from forklift.launch.plan import make_plan as launch_plan
+from forklift.launch.plan import make_launch_plan
 from forklift.launch.session import launched
 from forklift.launch.supervise import OnPoll, Server
 from forklift.receipts import new_receipt, write_receipt
@@ -73,7 +73,7 @@ def client_facts(plan: BenchPlan) -> dict[str, Any]:
     }
 
 
-def bench(
+def record_bench(
     plan: BenchPlan,
     *,
     mode: str,
@@ -136,7 +136,7 @@ def bench_launched(
     boot facts (KV pool, ...) go into the bench receipt; the boot receipt is written beside it,
     and both carry the launch's labels (build, setting).
     """
-    planned = launch_plan(config, profile, sets)
+    planned = make_launch_plan(config, profile, sets)
     resolved = planned.resolved
     outcome: BenchOutcome | None = None
     with launched(
@@ -148,8 +148,8 @@ def bench_launched(
         on_poll=on_poll,
         labels=Labels(build=build) if build else None,
     ) as booted:
-        outcome = bench(
-            make_plan(resolved.url, resolved.served_name),
+        outcome = record_bench(
+            replace(make_plan(resolved.url, resolved.served_name), api_key=resolved.api_key),
             mode=mode,
             folder=folder,
             progress=progress,

@@ -18,7 +18,7 @@ from typing import Any
 
 from forklift.campaign.schema import BuildSpec, CampaignFile, expand
 from forklift.config import Config, load_config
-from forklift.engines import adapter as engine_adapter
+from forklift.engines import engine_adapter
 from forklift.errors import ConfigError, ForkliftError
 from forklift.receipts.envelope import Labels
 
@@ -75,7 +75,7 @@ def interpreter(name: str, spec_python: str, campaign: CampaignFile) -> str:
 
 def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Config) -> Build:
     from forklift.installed.package import locate
-    from forklift.installed.verify import installed_overlay_hash, verify
+    from forklift.installed.verify import installed_overlay_hash, verify_installed
     from forklift.knobs.flags import engine_version
     from forklift.series.gate import configured_series
     from forklift.series.model import Series
@@ -92,7 +92,7 @@ def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Co
     adapter = engine_adapter(config.data.engine.kind)
     package = locate(Path(site or python), adapter.package, adapter.serve_script)
     series = Series(config.series_dir, (), ()) if spec.pristine else configured_series(config)
-    state = verify(package, series, trimmed=spec.trimmed)
+    state = verify_installed(package, series, trimmed=spec.trimmed)
     if not state.ok:
         raise ForkliftError(
             f"build {name}: installed {adapter.package} at {python} is not what it claims: {state.summary()}"

@@ -13,14 +13,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from forklift.campaign.schema import CampaignFile
-from forklift.campaign.suites import Suite, suite
+from forklift.campaign.suites import CampaignSuite, SuiteOptions, suite
 from forklift.config import Config
 from forklift.config.load import describe
 from forklift.errors import ConfigError, ForkliftError
-from forklift.launch.boot import setting_name
+from forklift.launch.resolve import setting_name
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Slot:
 class Prepared:
     """A suite's options as campaign.toml gave them (name, settings) and as its run() takes them."""
 
-    given: BaseModel
+    given: SuiteOptions
     ready: Any
 
     @property
@@ -54,7 +54,7 @@ class Prepared:
         return getattr(self.given, "name", None)
 
     def runs_on(self, setting: str) -> bool:
-        return self.given.runs_on(setting)  # type: ignore[attr-defined]
+        return self.given.runs_on(setting)
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class LadderJob:
     key: str
     build: str
     setting: Setting
-    suite: Suite
+    suite: CampaignSuite
     options: Prepared
 
 
@@ -70,20 +70,21 @@ class LadderJob:
 class CampaignPlan:
     slots: list[Slot]
     ladders: list[LadderJob]
-    served: list[tuple[Suite, Prepared]]
+    served: list[tuple[CampaignSuite, Prepared]]
 
     @property
     def keys(self) -> list[str]:
         return [s.key for s in self.slots] + [j.key for j in self.ladders]
 
 
-def slug(text: str) -> str:
+def key_part(text: str) -> str:
+    """A name made safe for a cell key (a folder name): runs of other characters become one underscore."""
     return re.sub(r"[^A-Za-z0-9.=+-]+", "_", text).strip("_")
 
 
 def settings(campaign: CampaignFile, config: Config) -> list[Setting]:
     """Every setting: each entry's profile with each combination of its axis choices."""
-    from forklift.launch.plan import make_plan as launch_plan
+    from forklift.launch.plan import make_launch_plan
 
     out = []
     for index, spec in enumerate(campaign.settings):
@@ -91,7 +92,7 @@ def settings(campaign: CampaignFile, config: Config) -> list[Setting]:
         for choices in itertools.product(*(values for _, values in axes)):
             sets = (*spec.set, *(f"{axis}={choice}" for (axis, _), choice in zip(axes, choices, strict=False)))
             try:
-                resolved = launch_plan(config, spec.profile, list(sets), check=False).resolved
+                resolved = make_launch_plan(config, spec.profile, list(sets), check=False).resolved
             except ForkliftError as exc:
                 raise ConfigError(f"{campaign.path}: settings[{index}]: {exc}") from None
             out.append(Setting(spec.profile, sets, setting_name(resolved)))
@@ -102,7 +103,7 @@ def settings(campaign: CampaignFile, config: Config) -> list[Setting]:
     return out
 
 
-def suite_options(campaign: CampaignFile, config: Config) -> list[tuple[Suite, Prepared]]:
+def suite_options(campaign: CampaignFile, config: Config) -> list[tuple[CampaignSuite, Prepared]]:
     out = []
     for index, raw in enumerate(campaign.suites):
         where = f"{campaign.path}: suites[{index}]"
@@ -140,7 +141,7 @@ def build_order(builds: list[str], order: str, aa: bool) -> list[tuple[str, int 
     return marks
 
 
-def make_plan(campaign: CampaignFile, config: Config) -> CampaignPlan:
+def make_campaign_plan(campaign: CampaignFile, config: Config) -> CampaignPlan:
     chosen = suite_options(campaign, config)
     served = [(s, o) for s, o in chosen if not s.boots]
     booting = [(s, o) for s, o in chosen if s.boots]
@@ -151,7 +152,7 @@ def make_plan(campaign: CampaignFile, config: Config) -> CampaignPlan:
         for repeat in range(1, campaign.repeats + 1):
             for setting in all_settings:
                 for position, (build, mark) in enumerate(build_order(builds, campaign.order, campaign.aa), 1):
-                    key = f"r{repeat}-{slug(setting.name)}-{position}-{slug(build)}"
+                    key = f"r{repeat}-{key_part(setting.name)}-{position}-{key_part(build)}"
                     slots.append(Slot(key, repeat, position, build, setting, mark))
     known = {s.name for s in all_settings}
     for index, (_, options) in enumerate(chosen):
@@ -161,7 +162,7 @@ def make_plan(campaign: CampaignFile, config: Config) -> CampaignPlan:
                 f"{campaign.path}: suites[{index}].settings: no setting {unknown[0]!r} (settings: {', '.join(sorted(known))})"
             )
     ladders = [
-        LadderJob(f"{s.name}{i + 1}-{slug(setting.name)}-{slug(build)}", build, setting, s, options)
+        LadderJob(f"{s.name}{i + 1}-{key_part(setting.name)}-{key_part(build)}", build, setting, s, options)
         for i, (s, options) in enumerate(booting)
         for setting in all_settings
         if options.runs_on(setting.name)

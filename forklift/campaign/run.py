@@ -20,11 +20,11 @@ from typing import Any
 from forklift.campaign.builds import Build, engine_environment
 from forklift.campaign.plan import CampaignPlan, LadderJob, Slot
 from forklift.campaign.schema import CampaignFile
-from forklift.campaign.suites import Endpoint, LadderContext
+from forklift.campaign.suites import LadderContext, ServedSetting
 from forklift.config import Config
 from forklift.errors import ForkliftError
 from forklift.launch.boot import check_control, control_variable
-from forklift.launch.plan import LaunchPlan, make_plan
+from forklift.launch.plan import LaunchPlan, make_launch_plan
 from forklift.launch.session import launched
 from forklift.receipts import new_receipt, write_receipt
 from forklift.receipts.envelope import Labels
@@ -71,7 +71,7 @@ class Runner:
             from dataclasses import replace
 
             with engine_environment(build):
-                plan = make_plan(self.config, profile, list(sets), python=build.python, command=build.command)
+                plan = make_launch_plan(self.config, profile, list(sets), python=build.python, command=build.command)
             if build.env:  # the build's package folder, stated in the boot receipt with the rest of the env
                 plan = replace(plan, resolved=replace(plan.resolved, env={**plan.resolved.env, **build.env}))
             self._plans[key] = plan
@@ -133,11 +133,13 @@ class Runner:
         Decided once, from the pilot's boots (Stein's two-stage rule, forklift.campaign.precision), and
         said: which target, what the pilot measured, how many boots that asks for, what the budget allows.
         """
-        from forklift.campaign.plan import build_order, make_plan
+        from forklift.campaign.plan import build_order, make_campaign_plan
         from forklift.campaign.precision import boots_wanted, parse_budget, parse_percent, repeats_to_add
-        from forklift.campaign.suites import BenchOptions
+        from forklift.campaign.suites import BenchSuiteOptions
 
-        targets = [o.ready for _, o in self.plan.served if isinstance(o.ready, BenchOptions) and o.ready.target_mde]
+        targets = [
+            o.ready for _, o in self.plan.served if isinstance(o.ready, BenchSuiteOptions) and o.ready.target_mde
+        ]
         if not targets or not self.plan.slots:
             return []
         campaign, builds = self.campaign, list(self.builds)
@@ -175,7 +177,7 @@ class Runner:
                 add = max(add, more)
         if not add:
             return []
-        extended = make_plan(campaign.model_copy(update={"repeats": campaign.repeats + add}), self.config)
+        extended = make_campaign_plan(campaign.model_copy(update={"repeats": campaign.repeats + add}), self.config)
         return [s for s in extended.slots if s.repeat > campaign.repeats]
 
     def _finish(self, key: str, status: str, body: dict[str, Any], labels: Labels) -> None:
@@ -215,7 +217,7 @@ class Runner:
                     control["failed"] = str(exc)
             # an engine that ignores unknown knobs cannot be trusted with the known ones
             if booted.ready and "failed" not in control:
-                endpoint = Endpoint(
+                endpoint = ServedSetting(
                     url=plan.resolved.url,
                     model=plan.resolved.served_name,
                     folder=folder,
@@ -317,7 +319,7 @@ def plan_lines(runner: Runner) -> list[str]:
         out.append(f"{job.key} [{state}] ladder {axis.key} over {', '.join(axis.values)}: one boot per value")
         for value in axis.values:
             sets = (*job.setting.sets, axis.set_item(value))
-            plan = make_plan(
+            plan = make_launch_plan(
                 runner.config, job.setting.profile, list(sets), check=False, python=build.python, command=build.command
             )
             out.append(f"  {argv(plan)}")

@@ -11,16 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from forklift.errors import UsageError
 from forklift.receipts.envelope import Labels
 
+if TYPE_CHECKING:
+    from forklift.bench.runner import BenchPlan
+
 
 @dataclass(frozen=True)
-class Endpoint:
+class ServedSetting:
     """A booted setting, as a served suite sees it: where to send, where to write, what to label."""
 
     url: str
@@ -35,30 +38,30 @@ class Endpoint:
 
 
 @dataclass(frozen=True)
-class Suite:
+class CampaignSuite:
     name: str
-    options: type[BaseModel]
+    options: type[SuiteOptions]
     run: Callable[..., str]  # served: run(endpoint, options); booting: run(context, options) -> receipt status
     boots: bool = False
     # what run() takes, from the validated options, the distribution's config and the campaign's folder
     prepare: Callable[[Any, Any, Path], Any] | None = None
 
 
-SUITES: dict[str, Suite] = {}
+SUITES: dict[str, CampaignSuite] = {}
 
 
-def register(suite: Suite) -> Suite:
+def register(suite: CampaignSuite) -> CampaignSuite:
     SUITES[suite.name] = suite
     return suite
 
 
-def suite(kind: str) -> Suite:
+def suite(kind: str) -> CampaignSuite:
     if kind not in SUITES:
         raise UsageError(f"suite kind {kind!r}: unknown (known: {', '.join(sorted(SUITES))})")
     return SUITES[kind]
 
 
-class _Options(BaseModel):
+class SuiteOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = Field(default=None, description="shown in the plan; default: the kind")
@@ -68,7 +71,7 @@ class _Options(BaseModel):
         return self.settings is None or setting in self.settings
 
 
-class BenchOptions(_Options):
+class BenchSuiteOptions(SuiteOptions):
     """As `forklift bench` takes them: one workload (cohort or synthetic) and the cells to measure."""
 
     cohort: str | None = None
@@ -93,7 +96,7 @@ class BenchOptions(_Options):
     )
 
 
-def bench_options(options: BenchOptions, config: Any, root: Path) -> BenchOptions:
+def bench_options(options: BenchSuiteOptions, config: Any, root: Path) -> BenchSuiteOptions:
     """A cohort path in campaign.toml is relative to the campaign file; a target MDE must be a percent."""
     if options.target_mde is not None:
         from forklift.campaign.precision import parse_percent
@@ -102,7 +105,7 @@ def bench_options(options: BenchOptions, config: Any, root: Path) -> BenchOption
     return options if options.cohort is None else options.model_copy(update={"cohort": str(root / options.cohort)})
 
 
-def bench_plan(endpoint: Endpoint, options: BenchOptions):
+def bench_plan(endpoint: ServedSetting, options: BenchSuiteOptions) -> tuple[BenchPlan, str]:
     """The bench plan for one endpoint."""
     from forklift.bench.runner import BenchPlan, cell_specs
     from forklift.workload import load_cohort, synthetic_workload
@@ -143,11 +146,11 @@ def bench_plan(endpoint: Endpoint, options: BenchOptions):
     ), mode
 
 
-def run_bench_suite(endpoint: Endpoint, options: BenchOptions) -> str:
-    from forklift.bench.session import bench
+def run_bench_suite(endpoint: ServedSetting, options: BenchSuiteOptions) -> str:
+    from forklift.bench.session import record_bench
 
     plan, mode = bench_plan(endpoint, options)
-    outcome = bench(
+    outcome = record_bench(
         plan,
         mode=mode,
         folder=endpoint.folder,
@@ -159,7 +162,7 @@ def run_bench_suite(endpoint: Endpoint, options: BenchOptions) -> str:
     return outcome.status
 
 
-class LadderOptions(_Options):
+class LadderOptions(SuiteOptions):
     axis: str = Field(description="KEY=V1,V2,... or KEY=START:STOP:STEP")
     requests: int = Field(default=16, ge=1)
     concurrency: int = Field(default=4, ge=1)
@@ -208,7 +211,7 @@ def run_ladder_suite(context: LadderContext, options: LadderOptions) -> str:
     return "ok" if body.highest_pass is not None else "failed"
 
 
-class QualityOptions(_Options):
+class QualityOptions(SuiteOptions):
     """A quality or canary suite's own options, as its `forklift quality`/`canary` flags name them."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -232,17 +235,16 @@ def quality_options(options_class: type) -> Callable[[QualityOptions, Any, Path]
     return prepare
 
 
-def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[Endpoint, Any], str]:
+def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[ServedSetting, Any], str]:
     """A quality/canary suite run against the campaign's boot, its receipt written by forklift.quality.session."""
 
-    def run_against(endpoint: Endpoint, options: Any) -> str:
+    def run_against(endpoint: ServedSetting, options: Any) -> str:
         from functools import partial
 
-        from forklift.quality.endpoint import Endpoint as Target
-        from forklift.quality.session import Suite as Ready
-        from forklift.quality.session import run_suite
+        from forklift.quality.endpoint import Endpoint
+        from forklift.quality.session import ReadySuite, run_suite
 
-        target = Target(
+        target = Endpoint(
             url=endpoint.url,
             model=endpoint.model,
             log_path=endpoint.log_path,
@@ -250,7 +252,7 @@ def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[E
             engine_roots=endpoint.engine_roots,
         )
         outcome = run_suite(
-            Ready(kind, name, partial(run, options=options)),
+            ReadySuite(kind, name, partial(run, options=options)),
             target,
             endpoint.folder,
             boot=endpoint.boot,
@@ -262,12 +264,14 @@ def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[E
 
 
 def _register_quality() -> None:
-    from forklift.canary import SUITES as QUALITY_SUITES
+    from forklift.canary import SUITE_RUNNERS
 
-    for name, (kind, run, options_class) in QUALITY_SUITES.items():
-        register(Suite(name, QualityOptions, quality_runner(kind, name, run), prepare=quality_options(options_class)))
+    for name, (kind, run, options_class) in SUITE_RUNNERS.items():
+        register(
+            CampaignSuite(name, QualityOptions, quality_runner(kind, name, run), prepare=quality_options(options_class))
+        )
 
 
-register(Suite("bench", BenchOptions, run_bench_suite, prepare=bench_options))
-register(Suite("ladder", LadderOptions, run_ladder_suite, boots=True))
+register(CampaignSuite("bench", BenchSuiteOptions, run_bench_suite, prepare=bench_options))
+register(CampaignSuite("ladder", LadderOptions, run_ladder_suite, boots=True))
 _register_quality()

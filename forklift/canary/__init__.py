@@ -1,6 +1,6 @@
 """Canaries: pass/fail checks a throughput table cannot see, each with its evidence in a receipt.
 
-`SUITES` names every quality and canary suite for callers that schedule them (campaign):
+`SUITE_RUNNERS` names every quality and canary suite for callers that schedule them (campaign):
 name -> (receipt kind, `run_<suite>(endpoint, options) -> SuiteBody`, its options class).
 """
 
@@ -15,7 +15,7 @@ from forklift.canary.soak import SoakOptions, run_soak
 from forklift.canary.structured import StructuredOptions, run_json, run_tools
 from forklift.quality import Gsm8kOptions, PplOptions, run_gsm8k, run_ppl
 
-SUITES: dict[str, tuple[str, Callable[..., Any], type]] = {
+SUITE_RUNNERS: dict[str, tuple[str, Callable[..., Any], type]] = {
     "ppl": ("quality", run_ppl, PplOptions),
     "gsm8k": ("quality", run_gsm8k, Gsm8kOptions),
     "tools": ("canary", run_tools, StructuredOptions),
@@ -25,11 +25,11 @@ SUITES: dict[str, tuple[str, Callable[..., Any], type]] = {
     "soak": ("canary", run_soak, SoakOptions),
     "logscan": ("canary", run_logscan, LogscanOptions),
 }
-CANARY_SUITES = tuple(name for name, (kind, _, _) in SUITES.items() if kind == "canary")
+CANARY_SUITES = tuple(name for name, (kind, _, _) in SUITE_RUNNERS.items() if kind == "canary")
 
 __all__ = [
     "CANARY_SUITES",
-    "SUITES",
+    "SUITE_RUNNERS",
     "ColdPairOptions",
     "LogscanOptions",
     "NeedleOptions",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forklift.engines import EngineAdapter, adapter
+from forklift.engines import EngineAdapter, engine_adapter
 from forklift.errors import UsageError
 from forklift.launch.bootlog import strip_prefix
 from forklift.quality.endpoint import Endpoint
@@ -50,7 +50,7 @@ def _count_lines(path: Path, end: int) -> int:
 def count_new(endpoint: Endpoint, start: int, name: str) -> int:
     """How many lines matching one pattern the server logged since byte `start`."""
     assert endpoint.log_path is not None
-    return scan(endpoint.log_path, adapter(endpoint.engine), start)[name]["count"]
+    return int(scan(endpoint.log_path, engine_adapter(endpoint.engine), start)[name]["count"])
 
 
 def run_logscan(endpoint: Endpoint, options: LogscanOptions) -> SuiteBody:
@@ -59,7 +59,7 @@ def run_logscan(endpoint: Endpoint, options: LogscanOptions) -> SuiteBody:
         raise UsageError("canary logscan: no server log (give --log FILE, or run with --profile to launch the server)")
     if not log.is_file():
         raise UsageError(f"canary logscan: {log}: no such log file")
-    engine = adapter(endpoint.engine)
+    engine = engine_adapter(endpoint.engine)
     found = scan(log, engine)
     body = SuiteBody(
         suite="logscan",

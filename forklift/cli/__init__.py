@@ -13,6 +13,8 @@ import sys
 from forklift.cli.app import app, say
 from forklift.errors import ForkliftError
 
+__all__ = ["main"]
+
 # What survives a Ctrl-C, by command: each is true because the stage writes atomically (receipts, cache
 # entries, refs) or cleans up on the way out (an engine and its children are stopped).
 KEPT_ON_INTERRUPT = {

@@ -8,17 +8,21 @@ is not a terminal (a CI log shows full patch names and intervals).
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandFunctionType
+
+from forklift.textsafe import terminal
 
 if TYPE_CHECKING:
     from forklift.config import Config
@@ -82,7 +86,7 @@ class App(typer.Typer):
         kwargs.setdefault("no_args_is_help", True)
         super().__init__(rich_markup_mode="rich", pretty_exceptions_enable=False, **kwargs)
 
-    def command(self, *args: Any, **kwargs: Any) -> Any:
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[CommandFunctionType], CommandFunctionType]:
         kwargs.setdefault("cls", Command)
         return super().command(*args, **kwargs)
 
@@ -155,8 +159,21 @@ app = Root(
     add_completion=True,
     help="Carry a patched LLM inference engine across upstream releases, and prove every step.",
 )
-console = Console(highlight=False, markup=False)
-err_console = Console(stderr=True, highlight=False, markup=False)
+
+
+class SafeConsole(Console):
+    """A console whose text cannot drive the terminal: a control character in a printed string (ESC[2J, an
+    OSC 8 link, BEL, a backspace from a receipt's hostname) is shown as a visible escape. Styles are
+    rendered by rich after this, so forklift's own colours stay."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            Segment(terminal(s.text, keep="\n"), s.style, s.control) if not s.control else s for s in buffer
+        )
+
+
+console = SafeConsole(highlight=False, markup=False)
+err_console = SafeConsole(stderr=True, highlight=False, markup=False)
 
 
 class State:
@@ -235,7 +252,9 @@ def warn(message: str) -> None:
 
 def print_json(data: Any) -> None:
     """The one way JSON is printed: indented, plain (no colour, no wrapping), on stdout."""
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    from forklift.fsio import dumps_json
+
+    sys.stdout.write(dumps_json(data) + "\n")
     sys.stdout.flush()
 
 

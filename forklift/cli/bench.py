@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
@@ -13,6 +13,10 @@ from forklift.cli.app import MEASURE, App, ReceiptsOption, app, console, load, r
 from forklift.cli.launch import SERVER, ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
 from forklift.cli.progress import BootStatus
 from forklift.errors import ForkliftError
+
+if TYPE_CHECKING:
+    from forklift.bench.schema import BenchBody, Cell
+    from forklift.client.records import RequestRecord
 
 bench_app = App(
     help="Benchmark a server: single stream, concurrency sweep or batch; receipts per run.", no_args_is_help=False
@@ -50,20 +54,20 @@ class RichProgress:
             self.started = True
         self.task = self.progress.add_task(f"{cell} run {run}", total=total)
 
-    def advance(self, record) -> None:
+    def advance(self, record: RequestRecord) -> None:
         if self.task is not None:
             self.progress.advance(self.task)
 
 
-def _ms(dist: dict | None, key: str) -> str:
+def _ms(dist: dict[str, float] | None, key: str) -> str:
     return "-" if not dist else f"{dist[key]:.1f}"
 
 
-def _num(value, fmt: str = "{:.1f}") -> str:
+def _num(value: object, fmt: str = "{:.1f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def _server(cell, role: str) -> str:
+def _server(cell: Cell, role: str) -> str:
     """The engine's own figure beside forklift's: histogram mean (exact) and median (within its bucket)."""
     latency = cell.server_latency
     mean = getattr(latency, f"{role}_mean_ms", None) if latency else None
@@ -73,7 +77,7 @@ def _server(cell, role: str) -> str:
     return f"{mean:.1f} / {median:.1f} in [{bucket[0]:g}, {bucket[1]:g}]"
 
 
-def _steady(cell) -> str:
+def _steady(cell: Cell) -> str:
     steady = cell.aggregate.get("steady")
     if not steady:
         return "-"
@@ -83,7 +87,7 @@ def _steady(cell) -> str:
     )
 
 
-def _gpu(cell) -> str:
+def _gpu(cell: Cell) -> str:
     states = [g for facts in cell.run_facts if facts.run in cell.kept_runs for g in (facts.gpus or [])]
     if not states:
         return "-"
@@ -94,7 +98,7 @@ def _gpu(cell) -> str:
     return f"{shown}, {_num(hottest, '{:.0f}')} C" + (f", throttled: {', '.join(reasons)}" if reasons else "")
 
 
-def _check(cross: dict) -> str | Text:
+def _check(cross: dict[str, Any]) -> str | Text:
     if not cross:
         return "-"
     if cross["match"]:
@@ -144,7 +148,7 @@ ROWS = (
 )
 
 
-def render(body) -> None:
+def render(body: BenchBody) -> None:
     from rich.table import Table
 
     table = Table(title=f"forklift bench: {body.model} @ {body.url} ({body.workload.name})", title_justify="left")
@@ -268,8 +272,7 @@ def bench(
     if ctx.invoked_subcommand is not None:
         return
     from forklift.bench.options import BenchOptions
-    from forklift.bench.session import bench as run
-    from forklift.bench.session import bench_launched
+    from forklift.bench.session import bench_launched, record_bench
     from forklift.receipts.envelope import Labels
 
     options = BenchOptions(
@@ -319,7 +322,7 @@ def bench(
             )
         else:
             assert url is not None  # BenchOptions saw exactly one server
-            outcome = run(
+            outcome = record_bench(
                 make_plan(url),
                 mode=options.bench_mode,
                 folder=folder,

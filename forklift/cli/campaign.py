@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import app, console
+
+if TYPE_CHECKING:
+    from forklift.campaign.run import Runner
 
 
 @app.command()
@@ -21,7 +24,7 @@ def campaign(
 
     Run it again to resume where it stopped.
     """
-    from forklift.campaign import load_campaign_file, make_plan
+    from forklift.campaign import load_campaign_file, make_campaign_plan
     from forklift.campaign.builds import verify_builds
     from forklift.campaign.run import Runner, finished, plan_lines
     from forklift.config import load_config
@@ -29,7 +32,7 @@ def campaign(
 
     spec = load_campaign_file(file)
     config = load_config(spec.at(spec.config))
-    plan = make_plan(spec, config)
+    plan = make_campaign_plan(spec, config)
     builds = {b.name: b for b in verify_builds(spec, config)}
 
     def say(line: str) -> None:
@@ -71,7 +74,7 @@ def campaign(
     raise typer.Exit(EXIT_CODES[overall(decisions)])
 
 
-def _status(runner, key: str) -> str | None:
+def _status(runner: Runner, key: str) -> str | None:
     from forklift.campaign.run import CELL_KIND
     from forklift.receipts.store import read_receipt
 

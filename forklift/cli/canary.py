@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,6 +13,10 @@ from forklift.cli.app import MEASURE, ReceiptsOption, app
 from forklift.cli.launch import ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
 from forklift.cli.quality import EngineOption, TimeoutOption, finish, run_suites, suite_names
 from forklift.errors import UsageError
+
+if TYPE_CHECKING:
+    from forklift.quality.endpoint import Endpoint
+    from forklift.quality.schema import SuiteBody
 
 
 @app.command("canary", rich_help_panel=MEASURE)
@@ -67,14 +72,14 @@ def canary(
         run_soak,
         run_tools,
     )
-    from forklift.quality.session import Suite
+    from forklift.quality.session import ReadySuite
 
     names = suite_names(suite or [], CANARY_SUITES)
 
     def structured() -> StructuredOptions:
         return StructuredOptions(repeats=repeats, max_tokens=max_tokens, arguments={"ok": True, "label": label})
 
-    makers = {
+    makers: dict[str, Callable[[], Callable[[Endpoint], SuiteBody]]] = {
         "tools": lambda: partial(run_tools, options=structured()),
         "json": lambda: partial(run_json, options=structured()),
         "needle": lambda: partial(
@@ -91,7 +96,7 @@ def canary(
     if "logscan" in names and url is not None and log is None:
         raise UsageError("--suite logscan with --url needs --log FILE (the server's log)")
     outcomes = run_suites(
-        lambda config: [Suite("canary", name, runs[name]) for name in names],
+        lambda config: [ReadySuite("canary", name, runs[name]) for name in names],
         url=url,
         profile=profile,
         sets=sets or [],

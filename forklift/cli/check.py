@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
 
 from forklift.cli.app import SERIES, JsonOption, ReceiptsOption, app, console, load, print_json, receipts_dir, say
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from forklift.series.check import CheckReport, PatchRow, SkippedRow
 
 STYLE = {
     "exact": "green",
@@ -24,7 +29,7 @@ STYLE = {
 }
 
 
-def _hunks(row) -> str:
+def _hunks(row: PatchRow) -> str:
     parts = []
     for h in row.hunks:
         if h.status == "exact":
@@ -43,7 +48,7 @@ def _status(status: str) -> Text:
     return Text(status, style=STYLE.get(status, "red"))
 
 
-def print_check_report(report, digests: bool = False) -> None:
+def print_check_report(report: CheckReport, digests: bool = False) -> None:
     from rich.table import Table
 
     standalone = {row.name: row for row in report.pass2}
@@ -63,7 +68,7 @@ def print_check_report(report, digests: bool = False) -> None:
         added = sum(f.added for f in row.files)
         removed = sum(f.removed for f in row.files)
         alone = standalone.get(row.name)
-        cells = [str(number), row.name, _status(row.status), _status(alone.status) if alone else "-"]
+        cells: list[str | Text] = [str(number), row.name, _status(row.status), _status(alone.status) if alone else "-"]
         cells += [_hunks(row), f"+{added} -{removed}"] + ([row.sha256[:16]] if digests else [])
         table.add_row(*cells)
     for skip in skipped:
@@ -81,8 +86,8 @@ def print_check_report(report, digests: bool = False) -> None:
     say(f"overlay hash: {report.overlay_hash or 'none (nothing changed)'}")
 
 
-def _skipped_row(table, skip, digests: bool) -> None:
-    cells = ["-", skip.name, Text("skipped", style="dim"), "-", f"skipped: {skip.reason}", ""]
+def _skipped_row(table: Table, skip: SkippedRow, digests: bool) -> None:
+    cells: list[str | Text] = ["-", skip.name, Text("skipped", style="dim"), "-", f"skipped: {skip.reason}", ""]
     table.add_row(*cells, *([skip.sha256[:16]] if digests else []))
 
 
@@ -104,12 +109,7 @@ def check(
     """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails."""
     from forklift.series.gate import run_check
 
-    if verify_cache:
-        import os
-
-        os.environ["FORKLIFT_VERIFY_CACHE"] = "1"  # read where the cache is opened, below the CLI
-
-    result = run_check(load(), receipts_dir(receipts), progress=None if as_json else console)
+    result = run_check(load(), receipts_dir(receipts), progress=None if as_json else console, verify_cache=verify_cache)
     report = result.report
     if junit:
         from forklift.fsio import write_atomic

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import FLIP, JsonOption, ReceiptsOption, app, console, load, print_json, receipts_dir, say, styled
+
+if TYPE_CHECKING:
+    from forklift.flip.report import FlipReport
 
 STYLE = {
     "exact": "green",
@@ -15,6 +18,7 @@ STYLE = {
     "fuzz": "red",
     "already-upstream": "cyan",
     "partly-upstream": "magenta",
+    "recut": "red",
     "retire-candidate": "cyan",
     "upstream-own": "red",
     "file-gone": "red",
@@ -24,7 +28,7 @@ STYLE = {
 }
 
 
-def render(report) -> None:
+def render(report: FlipReport) -> None:
     """The verdict table; off a terminal the console is wide (cli/app.py), so no name is folded."""
     from rich.table import Table
 

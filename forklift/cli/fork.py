@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import FORK, app, console, load, say
-from forklift.cli.source import RepoOption, pristine
+from forklift.cli.source import RepoOption
 from forklift.errors import ForkliftError
+
+if TYPE_CHECKING:
+    from forklift.config import Config
+    from forklift.fork.rebase import PendingMove
+    from forklift.source import Tree
 
 SHOWN_DIFFERENCES = 20  # replay lists this many files, then a count
 BaseOption = Annotated[
@@ -25,7 +30,7 @@ def _shown(path: Path) -> Path:
         return path
 
 
-def _release(config, move):
+def _release(config: Config, move: PendingMove) -> Tree:
     """The tree of the release a pending rebase moves to (the pin it recorded)."""
     from forklift.source import materialize
 
@@ -61,7 +66,9 @@ def export_command(
             f"{repo}: the rebase onto {move.version} is not finished: resolve, `git -C {repo} rebase --continue`, "
             "then export"
         )
-    tree = pristine(config) if move is None else _release(config, move)
+    from forklift.source import pinned_tree
+
+    tree = pinned_tree(config, progress=console) if move is None else _release(config, move)
     base = move.new_base if move is not None else find_base(config, base, fork)
     upstream = UpstreamPaths.from_tree(tree.path)
     export = export_fork(
@@ -171,7 +178,7 @@ def replay(
     from forklift.errors import UsageError
     from forklift.fork.base import base_mismatch, find_base
     from forklift.fork.binding import SOURCE_FILE, load_binding
-    from forklift.fork.replay import replay as run_replay
+    from forklift.fork.replay import replay_series
     from forklift.fork.repo import Git
     from forklift.series.gate import configured_series
 
@@ -188,7 +195,9 @@ def replay(
     except UsageError:
         base = None  # without a known base every upstream file is compared
     series = configured_series(config)
-    result = run_replay(fork, ref, pristine(config).path, series.patches, series.applier, base)
+    from forklift.source import pinned_tree
+
+    result = replay_series(fork, ref, pinned_tree(config, progress=console).path, series.patches, series.applier, base)
     if result.not_in_base:
         shown = ", ".join(result.not_in_base[:3]) + (" ..." if len(result.not_in_base) > 3 else "")
         say(

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import ENGINE, JsonOption, app, load, print_json, say
+
+if TYPE_CHECKING:
+    from forklift.installed.package import InstalledPackage
+    from forklift.series.model import Series
 
 PathArgument = Annotated[
     Path | None,
@@ -18,13 +22,13 @@ PathArgument = Annotated[
 InstalledFlag = Annotated[bool, typer.Option("--installed", hidden=True)]
 
 
-def _package(path: Path | None):
-    from forklift.engines import adapter
+def _package(path: Path | None) -> tuple[InstalledPackage, Series]:
+    from forklift.engines import engine_adapter
     from forklift.installed.package import locate
     from forklift.series.gate import configured_series
 
     config = load()
-    engine = adapter(config.data.engine.kind)
+    engine = engine_adapter(config.data.engine.kind)
     return locate(path, engine.package, engine.serve_script), configured_series(config)
 
 
@@ -59,7 +63,7 @@ def verify(
 ) -> None:
     """Check every file of an installed engine (or the one in an image): pristine, patched as the series says, or unexpected."""
     from forklift.errors import ForkliftError, UsageError
-    from forklift.installed.verify import verify as verify_installed
+    from forklift.installed.verify import verify_installed
 
     if image is not None:
         if path is not None:

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import app, console, load
 
+if TYPE_CHECKING:
+    from rich.table import Table
 
-def ladder_table(body) -> object:
+    from forklift.ladder.schema import LadderBody, LadderCell
+
+
+def ladder_table(body: LadderBody) -> Table:
     """The ladder as a rich table (report/ladder.py renders the same rows as markdown)."""
     from rich.table import Table
 
@@ -70,7 +75,7 @@ def ladder(
         timeout_s=timeout,
     )
 
-    def shown(cell) -> None:
+    def shown(cell: LadderCell) -> None:
         console.print(f"{parsed.key}={cell.value}: {cell.outcome}{' (' + cell.reason + ')' if cell.reason else ''}")
 
     try:

@@ -9,6 +9,7 @@ import typer
 
 from forklift.cli.app import ENGINE, ReceiptsOption, app, console, load, receipts_dir, say, warn
 from forklift.cli.progress import BootStatus
+from forklift.errors import UsageError
 
 if TYPE_CHECKING:
     from forklift.launch.boot import Booted
@@ -63,6 +64,9 @@ def launch(
     print_only: Annotated[
         bool, typer.Option("--print", help="print the exact argv and environment, one per line; start nothing")
     ] = False,
+    print_format: Annotated[
+        str, typer.Option("--format", help="with --print: lines (default), sh, env or json", metavar="FORMAT")
+    ] = "lines",
     port: PortOption = None,
     control: Annotated[
         bool,
@@ -82,36 +86,20 @@ def launch(
     ] = None,
 ) -> None:
     """Boot a profile as a supervised server (Ctrl-C or `forklift stop` ends it), or --print its command."""
-    from forklift.launch.plan import make_plan
-    from forklift.launch.resolve import printed_lines
-    from forklift.launch.session import launch as run_launch
+    from forklift.launch.plan import make_launch_plan
+    from forklift.launch.recipe import recipe
+    from forklift.launch.session import launch_and_serve
     from forklift.receipts.envelope import Labels
 
+    if print_format != "lines" and not print_only:
+        raise UsageError("--format goes with --print")
     config = load()
-    plan = make_plan(config, profile, sets or [], port=port, check=check)
+    plan = make_launch_plan(config, profile, sets or [], port=port, check=check)
     for warning in plan.warnings:
         warn(warning)
     if print_only:
-        resolved = plan.resolved
-        lines = printed_lines(resolved)
-        choices = " ".join(f"{k}={v}" for k, v in resolved.choices.items())
-        typer.echo(f"# profile {resolved.profile}{' (' + choices + ')' if choices else ''}")
-        typer.echo("# argv")
-        for line in lines[: len(resolved.argv)]:
+        for line in recipe(plan.resolved, print_format):
             typer.echo(line)
-        typer.echo("# env")
-        for line in lines[len(resolved.argv) :]:
-            typer.echo(line)
-        from forklift.launch.resolve import rank_lines, ray_commands
-
-        for header, extra in (
-            ("# per GPU", rank_lines(resolved)),
-            ("# ray cluster (start first)", ray_commands(resolved)),
-        ):
-            if extra:
-                typer.echo(header)
-                for line in extra:
-                    typer.echo(line)
         if plan.checked_against is None and check:
             knobs = f"knobs checked against {plan.knobs_from}" if plan.knobs_from else "knobs not checked"
             say(f"note: engine not installed here: flags not checked; {knobs}", err=True)
@@ -137,7 +125,7 @@ def launch(
             say("serving; Ctrl-C or `forklift stop` to end")
 
     with BootStatus(console, plan.resolved.profile) as status:
-        booted = run_launch(
+        booted = launch_and_serve(
             config,
             plan,
             receipts_dir(receipts),

@@ -6,8 +6,7 @@ from typing import Annotated
 
 import typer
 
-from forklift.cli.app import SERIES, app, load, say
-from forklift.cli.source import pristine
+from forklift.cli.app import SERIES, app, console, load, say
 
 
 @app.command(rich_help_panel=SERIES)
@@ -21,7 +20,9 @@ def manifest(
 
     config = load()
     series = configured_series(config)
-    changed = changed_paths(tree_reader(pristine(config).path), series, configured_overlay(config))
+    from forklift.source import pinned_tree
+
+    changed = changed_paths(tree_reader(pinned_tree(config, progress=console).path), series, configured_overlay(config))
     if write:
         say(f"wrote {write_manifest(config.series_dir, changed)}: {len(changed)} files")
         return

@@ -20,7 +20,6 @@ from forklift.cli.app import (
     config_file,
     console,
     load,
-    print_json,
     receipts_dir,
     say,
     styled,
@@ -30,6 +29,8 @@ from forklift.errors import ForkliftError, UsageError
 
 if TYPE_CHECKING:
     from forklift.config import Config
+    from forklift.quality.schema import SuiteBody
+    from forklift.quality.session import Outcome, ReadySuite
 
 # Server options every suite command takes alike.
 TimeoutOption = Annotated[float, typer.Option("--timeout", help="seconds per request")]
@@ -48,7 +49,7 @@ def suite_names(given: list[str], known: tuple[str, ...]) -> list[str]:
 
 
 def run_suites(
-    make: Callable[[object | None], list],
+    make: Callable[[Config | None], list[ReadySuite]],
     *,
     url: str | None,
     profile: str | None,
@@ -60,7 +61,7 @@ def run_suites(
     engine_roots: list[Path],
     log: Path | None,
     receipts: Path | None,
-) -> list:
+) -> list[Outcome]:
     """Build the suites (`make(config)`), run them against --url or a launched --profile, render, return outcomes."""
     from forklift.quality.endpoint import Endpoint
     from forklift.quality.session import run_launched, run_suite
@@ -108,10 +109,8 @@ def _optional_config() -> Config | None:
     return load() if config_file() is not None else None
 
 
-def render(outcomes: list) -> None:
+def render(outcomes: list[Outcome]) -> None:
     from rich.table import Table
-
-    from forklift.quality.schema import SuiteBody
 
     table = Table(title="forklift suites", title_justify="left")
     for column in ("suite", "verdict", "evidence", "receipt"):
@@ -126,7 +125,7 @@ def render(outcomes: list) -> None:
             say((f"{outcome.body.suite}: {outcome.body.failure}", "red"))
 
 
-def _evidence(body) -> str:
+def _evidence(body: SuiteBody) -> str:
     summary = body.summary
     if body.suite == "ppl" and body.passed:
         bpb = summary.get("bits_per_byte")
@@ -141,7 +140,7 @@ def _evidence(body) -> str:
     return ", ".join(f"{k}={json.dumps(v) if isinstance(v, dict) else v}" for k, v in shown.items())
 
 
-def finish(outcomes: list, command: str) -> None:
+def finish(outcomes: list[Outcome], command: str) -> None:
     failed = [o for o in outcomes if not o.body.passed]
     if failed:
         raise ForkliftError(
@@ -194,7 +193,7 @@ def quality(
 
     from forklift.quality import Gsm8kOptions, PplOptions, run_gsm8k, run_ppl
     from forklift.quality.corpus import corpus_from_config
-    from forklift.quality.session import Suite
+    from forklift.quality.session import ReadySuite
 
     names = suite_names(suite or [], QUALITY_SUITES)
     if window_chars is not None and window_tokens is not None:
@@ -205,7 +204,7 @@ def quality(
     if "gsm8k" in names and data is None:
         raise UsageError("--suite gsm8k needs --data FILE (GSM8K JSONL: question, answer)")
 
-    def make(config) -> list:
+    def make(config: Config | None) -> list[ReadySuite]:
         suites = []
         if "ppl" in names:
             if config is None:
@@ -217,11 +216,11 @@ def quality(
             )
             for name in corpus:
                 ppl = PplOptions(corpus_from_config(config, name), unit=unit, size=size, windows=windows)  # type: ignore[arg-type]
-                suites.append(Suite("quality", "ppl", partial(run_ppl, options=ppl)))
+                suites.append(ReadySuite("quality", "ppl", partial(run_ppl, options=ppl)))
         if "gsm8k" in names:
             assert data is not None
             gsm8k = Gsm8kOptions(data, n=n, seed=seed, shots=shots, endpoint=endpoint, max_tokens=max_tokens)  # type: ignore[arg-type]
-            suites.append(Suite("quality", "gsm8k", partial(run_gsm8k, options=gsm8k)))
+            suites.append(ReadySuite("quality", "gsm8k", partial(run_gsm8k, options=gsm8k)))
         return suites
 
     outcomes = run_suites(
@@ -238,59 +237,3 @@ def quality(
         receipts=receipts,
     )
     finish(outcomes, "quality")
-
-
-def compare_suite_receipts(paths: list[Path], *, across_machines: bool, as_json: bool) -> bool:
-    """`forklift compare` for quality and canary receipts; True when nothing is left for the bench comparison.
-
-    With bench receipts too, the suites' table comes first and bench compares after it
-    (with --json, bench's document alone, as before).
-    """
-    from forklift.receipts import read_receipts
-    from forklift.stats.quality import compare_suites, suite_runs
-
-    baseline_receipts = read_receipts([paths[0]])
-    has_bench = any(r.kind == "bench" for _, r in baseline_receipts)
-    baseline = suite_runs(baseline_receipts)
-    if not baseline or (has_bench and as_json):
-        return False
-    rows, alone = [], []
-    for other in paths[1:]:
-        found, only = compare_suites(baseline, suite_runs(read_receipts([other])), across_machines=across_machines)
-        rows += found
-        alone += only
-    if not rows:
-        if has_bench:
-            return False
-        raise ForkliftError("nothing to compare: " + "; ".join(alone))
-    if as_json:
-        print_json({"suites": [r.model_dump(mode="json") for r in rows], "unmatched": alone})
-    else:
-        _render_comparison(rows, alone)
-    refused = [row for row in rows if row.claim == "refused"]
-    if refused:
-        raise ForkliftError(refused[0].verdict)
-    return not has_bench
-
-
-def _render_comparison(rows: list, alone: list[str]) -> None:
-    from rich.table import Table
-
-    style = {
-        "better": "green",
-        "worse": "red",
-        "noise": "dim",
-        "identical": "dim",
-        "failed": "red",
-        "refused": "yellow",
-        "insufficient": "yellow",
-    }
-    table = Table(title="forklift compare: quality and canaries", title_justify="left")
-    for column in ("suite", "setting", "A", "B", "verdict"):
-        table.add_column(column)
-    for row in rows:
-        setting = row.setting_a if row.setting_a == row.setting_b else f"{row.setting_a} → {row.setting_b}"
-        table.add_row(row.label, setting, row.value_a, row.value_b, styled(row.verdict, style[row.claim]))
-    console.print(table)
-    for line in alone:
-        say((f"not compared ({line})", "yellow"))

@@ -4,24 +4,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from forklift.cli.app import FORK, START, App, app, console, load, say
 from forklift.errors import ForkliftError
 
+if TYPE_CHECKING:
+    from forklift.fork.binding import BindingFailure
+
 source_app = App(help="Bind the release to the fork commit its series came from (the SOURCE file).")
 app.add_typer(source_app, name="source", rich_help_panel=FORK)
 
 RepoOption = Annotated[Path, typer.Option("--repo", help="the fork's git repository")]
-
-
-def pristine(config):
-    """The pinned upstream tree, materialized with a progress line on the console."""
-    from forklift.source import materialize
-
-    return materialize(config.data.upstream, config.root, progress=console)
 
 
 @app.command(rich_help_panel=START)
@@ -48,11 +44,13 @@ def init(
 @app.command(rich_help_panel=START)
 def fetch() -> None:
     """Download, verify and extract the pinned upstream into the cache; print the tree's path and digest."""
-    tree = pristine(load())
+    from forklift.source import pinned_tree
+
+    tree = pinned_tree(load(), progress=console)
     say(f"{tree.label}\n  path   {tree.path}\n  digest {tree.digest}")  # one line each, so a path can be copied
 
 
-def _report_binding(failures) -> None:
+def _report_binding(failures: list[BindingFailure]) -> None:
     for failure in failures:
         say(("FAIL", "red"), f" {failure}")
     if failures:

@@ -16,7 +16,21 @@ BURST_GAP_S = 1e-4
 
 # Which OpenAI-compatible route a request goes to.
 Endpoint = Literal["chat", "completions"]
-ErrorKind = Literal["connect", "http", "stream_cut", "timeout", "server_gone", "interrupted", "protocol"]
+# redirect: a 3xx, never followed (it would measure another server under this one's URL); too_large: over a
+# limit of forklift.client.stream.Limits (bytes; content chunks beyond max_tokens x n); empty: a stream that ended
+# without text or tokens, counted as no answer.
+ErrorKind = Literal[
+    "connect",
+    "http",
+    "redirect",
+    "stream_cut",
+    "timeout",
+    "too_large",
+    "empty",
+    "server_gone",
+    "interrupted",
+    "protocol",
+]
 
 
 class RequestRecord(BaseModel):
@@ -26,7 +40,7 @@ class RequestRecord(BaseModel):
     run: int = Field(default=0, description="run index within the bench (0 = first, the warm-up)")
     send: float
     first_token: float | None = Field(default=None, description="first chunk that carried content")
-    end: float | None = None
+    end: float | None = Field(default=None, description="when the answer ended, or when the client gave up on it")
     chunks: list[tuple[float, int]] = Field(
         default_factory=list, description="(arrival time, tokens in the chunk) for every content chunk"
     )

@@ -7,25 +7,69 @@ path is a read, an SSE split and an orjson parse per chunk.
 Per-chunk token counts come from vLLM's running usage (`continuous_usage_stats`), which
 is exact under speculative decoding, where one chunk carries several tokens. A server
 that ignores it gets one token per content chunk, and the record says so.
+
+The server is not trusted: a redirect is never followed, the stream is asked for and read
+uncompressed (no decompression bomb), every answer and error body is read up to a byte
+limit, and `timeout` is one wall-clock deadline over the whole exchange, whatever the
+server sends or withholds (headers, a byte a second, an endless stream).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
 
+from forklift.client.bodies import read_start, refuse_encoded
 from forklift.client.records import Endpoint, RequestRecord
-from forklift.client.sse import SSEDecoder
+from forklift.client.sse import MAX_EVENT_BYTES, SSEDecoder, TooLarge
+from forklift.errors import UsageError
 
 PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
+REDIRECTS = range(300, 400)
+ERROR_TEXT_CHARS = 300  # of an error body, kept in the record
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What forklift reads of one answer; a server that sends more is a failed request (`too_large`).
+
+    Besides these, an answer may not hold more content chunks than the tokens its request asked for
+    (max_tokens x n): every content chunk carries a token at least.
+    """
+
+    # A 32k-token answer with running usage is about 10 MiB of stream; the record of one this size holds ~400k
+    # chunks, which keeps a bench under 512 MiB resident.
+    response_bytes: int = 32 * 2**20
+    # An error body is read this far and no further; its first ERROR_TEXT_CHARS characters are kept.
+    error_bytes: int = 64 * 2**10
+    event_bytes: int = MAX_EVENT_BYTES
+
+    ENV: ClassVar[dict[str, str]] = {
+        "response_bytes": "FORKLIFT_RESPONSE_MAX_BYTES",
+        "error_bytes": "FORKLIFT_ERROR_BODY_MAX_BYTES",
+        "event_bytes": "FORKLIFT_SSE_EVENT_MAX_BYTES",
+    }
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        """The defaults, each replaced by its FORKLIFT_*_MAX_BYTES variable when set (a bad value is one line)."""
+        values = {}
+        for name, var in cls.ENV.items():
+            text = os.environ.get(var, "").strip()
+            if text:
+                if not text.isdigit() or int(text) == 0:
+                    raise UsageError(f"{var}={text[:40]!r}: expected a positive number of bytes")
+                values[name] = int(text)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -40,17 +84,30 @@ class PreparedRequest:
 class StreamClient:
     """One HTTP session (a connection pool) shared by every request of a bench."""
 
-    def __init__(self, base_url: str, *, timeout: float = 600.0, connections: int = 1024, api_key: str | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 600.0,
+        connections: int = 1024,
+        api_key: str | None = None,
+        limits: Limits | None = None,
+    ):
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.connections = connections
-        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.limits = limits or Limits.from_env()
+        # identity: a compressed answer could decode to far more than its bytes on the wire (a gzip bomb)
+        self.headers = {"Accept-Encoding": "identity"} | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> StreamClient:
         connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=self.connections)
         self._session = aiohttp.ClientSession(
-            connector=connector, headers=self.headers, timeout=aiohttp.ClientTimeout(total=self.timeout)
+            connector=connector,
+            headers=self.headers,
+            timeout=aiohttp.ClientTimeout(total=self.timeout),
+            auto_decompress=False,
         )
         return self
 
@@ -78,12 +135,15 @@ class StreamClient:
         record.send = time.perf_counter() - zero
         body = {**request.body, "stream": True, "stream_options": STREAM_OPTIONS}
         try:
-            await self._exchange(PATHS[request.endpoint], body, record, zero)
+            # one exact deadline over the whole exchange (aiohttp's own rounds up to whole seconds)
+            await asyncio.wait_for(self._exchange(PATHS[request.endpoint], body, record, zero), self.timeout)
         except asyncio.CancelledError:
             _fail(record, "interrupted", "cancelled mid-request")
             raise
         except asyncio.TimeoutError:
             _fail(record, "timeout", f"no complete answer within {self.timeout:g}s")
+        except TooLarge as exc:
+            _fail(record, "too_large", str(exc))
         except aiohttp.ClientConnectorError as exc:
             _fail(record, "connect", f"cannot connect to {self.base_url}: {exc.os_error}")
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
@@ -91,6 +151,9 @@ class StreamClient:
             _fail(record, kind, f"{type(exc).__name__}: {exc}")
         except (ValueError, aiohttp.ClientError) as exc:  # a bad answer, or a URL aiohttp cannot use
             _fail(record, "protocol", f"{type(exc).__name__}: {exc}")
+        finally:
+            if record.end is None:  # a failure before the stream: when the client stopped waiting
+                record.end = time.perf_counter() - zero
 
     async def server_alive(self) -> bool:
         """Whether the server still accepts connections: tells a cut stream from a dead server."""
@@ -104,17 +167,29 @@ class StreamClient:
         return True
 
     async def _exchange(self, path: str, body: dict[str, Any], record: RequestRecord, zero: float) -> None:
-        async with self.session.post(self.base_url + path, json=body) as response:
+        async with self.session.post(self.base_url + path, json=body, allow_redirects=False) as response:
             record.status = response.status
-            if response.status != 200:
-                text = (await response.text(errors="replace"))[:300].replace("\n", " ")
-                _fail(record, "http", f"HTTP {response.status}: {text}")
+            encoding = response.headers.get("Content-Encoding", "identity")
+            if response.status in REDIRECTS:
+                location = response.headers.get("Location", "")[:200]
+                _fail(
+                    record, "redirect", f"HTTP {response.status} to {location!r} not followed: --url must be the server"
+                )
                 return
-            stream = _StreamState(record, zero)
-            decoder = SSEDecoder()
+            if response.status != 200:
+                _fail(record, "http", f"HTTP {response.status}: {await self._error_text(response, encoding)}")
+                return
+            refuse_encoded(response)
+            stream = _StreamState(record, zero, _tokens_asked(body))
+            decoder = SSEDecoder(self.limits.event_bytes)
+            limit = self.limits.response_bytes
+            received = 0
             try:
                 async for data in response.content.iter_any():
                     now = time.perf_counter()
+                    received += len(data)
+                    if received > limit:
+                        raise TooLarge(f"the answer exceeded the {limit}-byte response limit")
                     for payload in decoder.feed(data):
                         if stream.event(payload, now):
                             stream.finish(now)
@@ -124,15 +199,23 @@ class StreamClient:
                 raise
             stream.finish(time.perf_counter(), cut=True)
 
+    async def _error_text(self, response: aiohttp.ClientResponse, encoding: str) -> str:
+        """The start of an error body, read no further than the error-body limit."""
+        if encoding.lower() != "identity":
+            return f"(a {encoding[:40]!r}-encoded body, not read)"
+        body = await read_start(response, self.limits.error_bytes)
+        return body.decode(errors="replace")[:ERROR_TEXT_CHARS].replace("\n", " ")
+
 
 class _StreamState:
     """Folds the events of one stream into its record (the client's hot path: keep it lean)."""
 
-    def __init__(self, record: RequestRecord, zero: float):
+    def __init__(self, record: RequestRecord, zero: float, max_chunks: int | None = None):
         self.record = record
         self.zero = zero
+        self.max_chunks = max_chunks
         self.chunks: list[tuple[float, int]] = []
-        self.text: list[str] = []
+        self.digest = hashlib.sha256()  # of the text, as it arrives: the text itself is not kept
         self.usage: dict[str, Any] | None = None
         self.seen_tokens = 0  # running completion_tokens from continuous usage
         self.continuous = False
@@ -159,6 +242,10 @@ class _StreamState:
         if usage:
             if not isinstance(usage, dict):  # finish() reads it after the stream
                 raise TypeError("usage is not an object")
+            for key in ("prompt_tokens", "completion_tokens"):  # into the record as they are: counts or nothing
+                count = usage.get(key)
+                if count is not None and (type(count) is not int or count < 0):
+                    raise TypeError(f"usage {key} is {str(count)[:40]!r}, not a count")
             self.usage = usage
         choices = obj.get("choices")
         if not choices:
@@ -180,8 +267,10 @@ class _StreamState:
         else:
             tokens = 1 if text else 0
         if tokens > 0 or text:
+            if len(self.chunks) == self.max_chunks:
+                raise TooLarge(f"more content chunks than the {self.max_chunks} tokens asked for (max_tokens x n)")
             self.chunks.append((now - self.zero, tokens))
-            self.text.append(text)
+            self.digest.update(text.encode(errors="surrogatepass"))
         return False
 
     def finish(self, now: float, cut: bool = False) -> None:
@@ -189,7 +278,7 @@ class _StreamState:
         record.end = now - self.zero
         record.chunks = self.chunks
         record.first_token = self.chunks[0][0] if self.chunks else None
-        record.output_sha256 = hashlib.sha256("".join(self.text).encode()).hexdigest()
+        record.output_sha256 = self.digest.hexdigest()
         record.chunk_tokens_from = "usage" if self.continuous else "one_per_chunk"
         if self.usage and self.usage.get("completion_tokens") is not None:
             record.completion_tokens = self.usage["completion_tokens"]
@@ -201,6 +290,15 @@ class _StreamState:
         # A server that closes after its finish_reason without [DONE] has still finished.
         if cut and record.finish_reason is None:
             _fail(record, "stream_cut", "stream ended before [DONE] and without a finish_reason")
+        elif not self.chunks and not record.completion_tokens:
+            _fail(record, "empty", "empty answer: the stream ended without text or tokens")
+
+
+def _tokens_asked(body: dict[str, Any]) -> int | None:
+    """The most tokens the request allows (max_tokens x n), when it says."""
+    most = body.get("max_tokens") or body.get("max_completion_tokens")
+    n = body.get("n") or 1
+    return most * n if type(most) is int and type(n) is int and most > 0 and n > 0 else None
 
 
 def _fail(record: RequestRecord, kind: str, message: str) -> None:

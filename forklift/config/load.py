@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,7 +172,7 @@ def validate_config(data: ForkliftToml, path: Path) -> None:
                     raise ConfigError(f"{path}: {where}.{table}: an empty name {''!r} (it would become a bare flag)")
 
 
-def extends_chain(profiles: dict, name: str) -> list[str]:
+def extends_chain(profiles: dict[str, Any], name: str) -> list[str]:
     """`name` and the profiles it extends, nearest first; a cycle or an unknown parent is a ConfigError."""
     chain = [name]
     while (parent := profiles[chain[-1]].extends) is not None:
@@ -184,7 +185,7 @@ def extends_chain(profiles: dict, name: str) -> list[str]:
     return chain
 
 
-def _leaves(value: object, key: str):
+def _leaves(value: object, key: str) -> Iterator[tuple[str, object]]:
     """(dotted key, value) for every scalar under `value`."""
     if isinstance(value, dict):
         for child, item in value.items():

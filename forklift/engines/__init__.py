@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from forklift.errors import UsageError
 
+__all__ = ["EngineAdapter", "FactPattern", "FatalPattern", "ScanPattern", "engine_adapter"]
+
 
 @dataclass(frozen=True)
 class FactPattern:
@@ -87,7 +89,7 @@ class EngineAdapter:
         return [python, "-m", self.serve_module, "serve", "--help=all"]
 
 
-def adapter(kind: str) -> EngineAdapter:
+def engine_adapter(kind: str) -> EngineAdapter:
     if kind == "vllm":
         from forklift.engines.vllm import VLLM
 

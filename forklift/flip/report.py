@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from forklift.flip.triage import BLOCKING, PatchTriage
+from forklift.flip.triage import BLOCKING, SHOWN, PatchTriage
 from forklift.mdtable import table
 
 VERDICT_TEXT = {
@@ -15,6 +16,7 @@ VERDICT_TEXT = {
     "fuzz": "applies only with fuzz",
     "already-upstream": "already upstream: retire",
     "partly-upstream": "partly upstream",
+    "recut": "partly upstream: re-cut",
     "retire-candidate": "retire candidate",
     "upstream-own": "upstream has its own version",
     "file-gone": "file gone upstream",
@@ -42,9 +44,19 @@ class RetireNote(BaseModel):
     present: int
     total: int
     differing: list[tuple[str, str | None]] = Field(default_factory=list)  # (patch line, upstream's nearest)
+    upstream_hunks: list[str] = Field(default_factory=list)  # 'file hunk #N' the new release has whole
+    whole: bool = False
 
     def summary(self) -> str:
-        return f"{self.present} of {self.total} added lines present upstream"
+        """'6 of 7 added lines present upstream; upstream has f.py hunk #2 (drop it); not upstream: `x`'."""
+        parts = [f"{self.present} of {self.total} added lines present upstream"]
+        if self.whole:
+            return parts[0] + "; every hunk's change is upstream"
+        if self.upstream_hunks:
+            parts.append(f"upstream has {', '.join(self.upstream_hunks)}: re-cut without them (drop them)")
+        if self.differing:
+            parts.append("not upstream: " + ", ".join(f"`{line}`" for line, _ in self.differing[:SHOWN]))
+        return "; ".join(parts)
 
 
 class FlipRow(BaseModel):
@@ -58,13 +70,15 @@ class FlipRow(BaseModel):
     look: list[str] = Field(default_factory=list)  # why a patch that applies needs a human look
     retire: RetireNote | None = None
     skipped: str | None = None  # a series entry the series skips, with its reason
+    retires_when: str = ""  # the patch's Retires-When: header, shown beside its verdict
 
     @classmethod
-    def of(cls, t: PatchTriage, description: str) -> FlipRow:
+    def of(cls, t: PatchTriage, description: str, retires_when: str = "") -> FlipRow:
         return cls(
             name=t.name,
             verdict=t.verdict,
             description=description,
+            retires_when=retires_when,
             files=list(t.files),
             hunks=[HunkNote(**asdict(h)) for h in t.hunks],
             blocked_by=t.blocked_by,
@@ -77,8 +91,10 @@ class FlipRow(BaseModel):
         if self.skipped is not None:
             return f"skipped: {self.skipped}"
         if self.verdict == "blocked":
-            return f"blocked by {self.blocked_by}" + (f" (via {self.via})" if self.via else "")
-        return VERDICT_TEXT[self.verdict]
+            text = f"blocked by {self.blocked_by}" + (f" (via {self.via})" if self.via else "")
+        else:
+            text = VERDICT_TEXT[self.verdict]
+        return text + (f" (retires when: {self.retires_when})" if self.retires_when else "")
 
     def detail(self) -> str:
         """What a reviewer needs on one line: the evidence that decides the verdict."""
@@ -131,7 +147,7 @@ class KnobDelta(BaseModel):
 class FlipReport(BaseModel):
     old: str  # labels, e.g. "vllm 0.32.0 (sdist vllm-0.32.0.tar.gz)"
     new: str
-    new_pin: dict
+    new_pin: dict[str, Any]
     patches: list[FlipRow]
     knobs: list[KnobDelta] = Field(default_factory=list)
     knobs_skipped: str | None = None  # why there is no knob section (not a vLLM tree, the series did not land)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
-from forklift.engines import adapter
+from forklift.engines import engine_adapter
 from forklift.errors import ForkliftError, UsageError
 from forklift.flip.knobs import knob_deltas
 from forklift.flip.report import FlipReport, FlipRow, KnobDelta
@@ -27,6 +28,9 @@ from forklift.series.move import follow_manifest, moved_toml, new_pin, pin_versi
 from forklift.series.render import series_patches_md
 from forklift.source import Tree
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 
 @dataclass(frozen=True)
 class FlipResult:
@@ -39,7 +43,7 @@ def run_flip(
     config: Config,
     version: str,
     receipts_dir: Path | None = None,
-    progress=None,
+    progress: Console | None = None,
     write: bool = False,
     fork: Git | None = None,
     git_ref: bool = False,
@@ -83,7 +87,7 @@ def run_flip(
             new_tree,
             {**old_overlay.files, **overlay_files},
             {**new_overlay.files, **overlay_files},
-            adapter(config.data.engine.kind),
+            engine_adapter(config.data.engine.kind),
             default_cache(),
         )
     report = FlipReport(
@@ -91,7 +95,11 @@ def run_flip(
         new=new_tree.label,
         new_pin=target.model_dump(exclude_none=True),
         patches=with_skipped(
-            [FlipRow.of(t, p.header.description) for t, p in zip(verdicts, series.patches, strict=False)], series
+            [
+                FlipRow.of(t, p.header.description, " ".join(p.header.get("retires-when").split()))
+                for t, p in zip(verdicts, series.patches, strict=False)
+            ],
+            series,
         ),
         knobs=knobs,
         knobs_skipped=skipped,

@@ -7,10 +7,13 @@ and not against one where an earlier conflict dropped out whole.
 
 Verdicts: exact, offset, fuzz (the gate refuses it), already upstream (every
 hunk reverse-applies: retire it), partly upstream (some hunks are upstream's,
-the rest apply), retire candidate (it does not apply, but most of what it adds
-is upstream: upstream took it and edited it since), upstream has its own
-version (a file it creates now ships, with other content), file gone, blocked
-by NAME, conflict.
+the rest apply), retire candidate (it does not apply, but its whole change is
+upstream: every hunk's added lines are there and its removed lines gone, so
+upstream took it and edited it since), partly upstream: re-cut (it does not
+apply and most, not all, of what it adds is upstream: the hunks upstream has
+are named for dropping and the lines it lacks are quoted, since those may be
+the point of the patch), upstream has its own version (a file it creates now
+ships, with other content), file gone, blocked by NAME, conflict.
 
 The blocked rule: a hunk that fails is *blocked by* an earlier patch that did
 not fully land when it reads a line that patch adds (in its context or removed
@@ -25,10 +28,11 @@ from __future__ import annotations
 import difflib
 import keyword
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from forklift.series.apply import Applier, FileProblem, HunkResult, Overlay, Reader, apply_patch
+from forklift.series.apply import Applier, FileProblem, HunkResult, Overlay, PatchResult, Reader, apply_patch
 from forklift.series.diff import FilePatch, Hunk, split_lines
 from forklift.series.lines import Opcode, line_opcodes
 from forklift.series.model import Patch, split_header, unrooted
@@ -40,6 +44,7 @@ Verdict = Literal[
     "fuzz",
     "already-upstream",
     "partly-upstream",
+    "recut",
     "retire-candidate",
     "upstream-own",
     "file-gone",
@@ -47,7 +52,7 @@ Verdict = Literal[
     "conflict",
 ]
 LANDED = ("exact", "offset", "already-upstream", "partly-upstream")  # the series carries it on the new release
-BLOCKING = ("fuzz", "retire-candidate", "upstream-own", "file-gone", "blocked", "conflict")  # --write refuses
+BLOCKING = ("fuzz", "recut", "retire-candidate", "upstream-own", "file-gone", "blocked", "conflict")  # --write refuses
 RETIRE_FRACTION = 0.8  # of a failing patch's added lines found upstream: upstream took it and edited it
 SHOWN = 3  # lines of old and new text per conflict
 LONG_CLASS = 50  # lines: a class body longer than this is not one hunk's "enclosing scope"
@@ -72,6 +77,8 @@ class RetireEvidence:
     present: int  # added lines found in the new release's files
     total: int
     differing: tuple[tuple[str, str | None], ...]  # (the patch's line, upstream's nearest line) for the others
+    upstream_hunks: tuple[str, ...] = ()  # 'file hunk #N' whose whole change the new release has
+    whole: bool = False  # every hunk is upstream: retire the patch
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,7 @@ class _Unlanded:
     creates: set[str] = field(default_factory=set)
 
 
-def _stripped(lines) -> list[bytes]:
+def _stripped(lines: Iterable[bytes]) -> list[bytes]:
     return [line.strip() for line in lines if line.strip()]
 
 
@@ -119,7 +126,7 @@ def _locate(lines: list[bytes], block: tuple[bytes, ...], guess: int) -> int | N
     return min(spots, key=lambda i: abs(i - guess)) if spots else None
 
 
-def _text(lines) -> tuple[str, ...]:
+def _text(lines: Iterable[bytes]) -> tuple[str, ...]:
     return tuple(line.decode("utf-8", "surrogateescape").rstrip("\n") for line in lines)
 
 
@@ -136,7 +143,9 @@ class _Diffs:
         return self._cache[key]
 
 
-def _changed_line(diffs: _Diffs, old: bytes, new: bytes, start: int, end: int):
+def _changed_line(
+    diffs: _Diffs, old: bytes, new: bytes, start: int, end: int
+) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
     """The first upstream change touching old lines [start, end): (old line, was, now), or None."""
     old_lines, new_lines = split_lines(old), split_lines(new)
     for _, i1, i2, j1, j2 in diffs.opcodes(old, new):
@@ -226,26 +235,43 @@ def _look(
     return reasons
 
 
-def _retire(patch: Patch, new: Reader) -> RetireEvidence | None:
-    """How much of what the patch adds the new release already has, file by file."""
-    present, missing = 0, []
+def _retire(patch: Patch, new: Reader, intended: Reader, hunks: tuple[HunkResult, ...]) -> RetireEvidence | None:
+    """How much of the patch the new release already has, hunk by hunk: a hunk is upstream when every
+    line it adds is in the new file and every line it removes is gone (the new file holds it no more
+    often than the patch's own result on the old release does), or when it reverse-applies. None
+    when less than RETIRE_FRACTION of the added lines are there."""
+    already = {(h.file, h.index) for h in hunks if h.status == "already-applied"}
+    present, missing, upstream, every = 0, [], [], True
     for fp in patch.files:
-        upstream = new(fp.path)
-        there = set(_stripped(split_lines(upstream))) if upstream else set()
-        for line in _stripped(line for hunk in fp.hunks for line in hunk.added):
-            if line in there:
-                present += 1
+        theirs = split_lines(new(fp.path) or b"")
+        there = set(_stripped(theirs))
+        counts_new, counts_meant = _counts(theirs), _counts(split_lines(intended(fp.path) or b""))
+        for index, hunk in enumerate(fp.hunks, 1):
+            added = _stripped(hunk.added)
+            lacking = [line for line in added if line not in there]
+            gone = all(counts_new.get(line, 0) <= counts_meant.get(line, 0) for line in set(_stripped(hunk.removed)))
+            present += len(added) - len(lacking)
+            missing += [(fp.path, line) for line in lacking]
+            if (fp.path, index) in already or (not lacking and gone):
+                upstream.append(f"{fp.path} hunk #{index}")
             else:
-                missing.append((fp.path, line))
+                every = False
     total = present + len(missing)
-    if not total or present < RETIRE_FRACTION * total:
+    if not total or (present < RETIRE_FRACTION * total and not every):
         return None
     differing = []
     for path, line in missing:
         upstream_lines = _stripped(split_lines(new(path) or b""))
         near = difflib.get_close_matches(line, upstream_lines, n=1, cutoff=0.6)
         differing.append((line.decode("utf-8", "replace"), near[0].decode("utf-8", "replace") if near else None))
-    return RetireEvidence(present=present, total=total, differing=tuple(differing))
+    return RetireEvidence(present, total, tuple(differing), tuple(upstream), whole=every)
+
+
+def _counts(lines: list[bytes]) -> dict[bytes, int]:
+    counts: dict[bytes, int] = {}
+    for line in _stripped(lines):
+        counts[line] = counts.get(line, 0) + 1
+    return counts
 
 
 def _diffstat(want: bytes, have: bytes) -> str:
@@ -293,7 +319,9 @@ class _Triage:
                 return HunkEvidence(fp.path, result.index, status, f"{verb}: {what} line {line}", line, was, now)
         return HunkEvidence(fp.path, result.index, status, f"{verb}: its lines are not in the new release")
 
-    def _evidence(self, patch: Patch, hunks: tuple[HunkResult, ...], problems: tuple[FileProblem, ...]):
+    def _evidence(
+        self, patch: Patch, hunks: tuple[HunkResult, ...], problems: tuple[FileProblem, ...]
+    ) -> tuple[HunkEvidence, ...]:
         by_file = {fp.path: fp for fp in patch.files}
         trouble = {p.file: p for p in problems}
         out: list[HunkEvidence] = []
@@ -343,23 +371,31 @@ class _Triage:
                     out.append(self._conflict(fp, hunk, r, "fuzz" if r.status == "fuzz" else "conflict"))
         return tuple(out)
 
-    def _verdict(self, status: str, evidence: tuple[HunkEvidence, ...], patch: Patch):
-        kinds = {h.status for h in evidence}
-        if status == "fuzz":  # placed only by dropping context: upstream may have taken the patch and edited it
-            retire = _retire(patch, self.new)
-            return ("retire-candidate", retire) if retire else ("fuzz", None)
+    def _verdict(
+        self, result: PatchResult, evidence: tuple[HunkEvidence, ...], patch: Patch, intended: Reader
+    ) -> tuple[Verdict, RetireEvidence | None]:
+        status, kinds = result.status, {h.status for h in evidence}
+        if status == "fuzz" or (status == "fails" and kinds & {"conflict", "fuzz", "already"}):
+            # it does not land as written: upstream may have taken it, whole or in part, and edited it since
+            retire = _retire(patch, self.new, intended, result.hunks)
+            if retire is not None:
+                return ("retire-candidate" if retire.whole else "recut"), retire
+        if status == "fuzz":
+            return "fuzz", None
         if status in ("exact", "offset"):
-            return status, None
+            return ("exact" if status == "exact" else "offset"), None
         if status == "already-applied":
             return "already-upstream", None
         if status == "partly-applied":
             return "partly-upstream", None
         if kinds - set(_FINE) == {"own-version"}:
             return "upstream-own", None
-        retire = _retire(patch, self.new) if kinds & {"conflict", "fuzz", "already"} else None
-        if retire:
-            return "retire-candidate", retire
-        for verdict, kind in (("conflict", "conflict"), ("conflict", "fuzz"), ("file-gone", "gone")):
+        ranked: tuple[tuple[Verdict, str], ...] = (
+            ("conflict", "conflict"),
+            ("conflict", "fuzz"),
+            ("file-gone", "gone"),
+        )
+        for verdict, kind in ranked:
             if kind in kinds:
                 return verdict, None
         return ("blocked", None) if "blocked" in kinds else ("conflict", None)
@@ -367,10 +403,11 @@ class _Triage:
     def step(self, patch: Patch) -> PatchTriage:
         result = apply_patch(self.best.read, patch, self.applier)
         evidence = self._evidence(patch, result.hunks, result.problems)
-        verdict, retire = self._verdict(result.status, evidence, patch)
+        on_old = apply_patch(self.old.read, patch, self.applier)
+        intended = Overlay(self.old.read, dict(on_old.files)).read  # what the author's patch makes of the old release
+        verdict, retire = self._verdict(result, evidence, patch, intended)
         changes = dict(result.landed)  # all of it when it applies; else the files it creates and the hunks that apply
         look: list[str] = []
-        on_old = apply_patch(self.old.read, patch, self.applier)
         if verdict in ("exact", "offset", "partly-upstream"):
             applied = {(h.file, h.index) for h in evidence if h.status in ("exact", "offset")}
             for fp in patch.files:

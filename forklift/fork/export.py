@@ -18,16 +18,16 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from forklift.config.schema import Applier
 from forklift.errors import ForkliftError
 from forklift.fork.repo import Git
 from forklift.fork.upstream import UpstreamPaths
 from forklift.fsio import write_atomic
 from forklift.series.apply import apply_patch
-from forklift.series.headers import parse_header, split_trailers
+from forklift.series.headers import Header, parse_header, split_trailers
 from forklift.series.model import (
     PATCH_SUFFIXES,
     SERIES_FILE,
-    Applier,
     Skipped,
     parse_patch,
     parse_series_file,
@@ -146,7 +146,7 @@ def _header_differences(committed: str, fresh: str) -> list[str] | None:
     when the two say different things (a description or a field value changed): that is drift, not wording."""
     old, new = parse_header(split_header(committed)[0]), parse_header(split_header(fresh)[0])
 
-    def message(header) -> str:
+    def message(header: Header) -> str:
         return " ".join(f"{header.fields.get('description', '')} {header.body}".split())
 
     if message(old) != message(new):
@@ -188,7 +188,7 @@ def recorded_base(series_dir: Path) -> str | None:
     return m.group(1) if m else None
 
 
-def slug(subject: str) -> str:
+def patch_file_stem(subject: str) -> str:
     """A file name from the subject, as git format-patch makes them (without its running number)."""
     text = re.sub(r"[^A-Za-z0-9._]+", "-", subject).strip("-.")
     text = re.sub(r"\.{2,}", ".", text)[:52].rstrip("-.")
@@ -251,7 +251,7 @@ def _patch_name(
         if name in taken:
             raise ForkliftError(f"commits {taken[name][:12]} and {commit[:12]} both name the patch {name!r}")
     else:
-        stem = slug(subject)
+        stem = patch_file_stem(subject)
         known = [n for n in series.names if n not in taken and (series.exported.get(n) == commit)]
         known = known or [n for n in series.names if n not in taken and _NUMBERED.sub("", n) == f"{stem}.patch"]
         if known:

@@ -14,6 +14,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from forklift.config import Config
 from forklift.config.schema import GitPin
@@ -25,6 +26,9 @@ from forklift.fork.repo import Git
 from forklift.series.gate import configured_series
 from forklift.series.headers import Header
 from forklift.series.model import SERIES_FILE, Patch, parse_series_file
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # Fixed dates make an import reproducible: the same series at the same base gives the same commit ids.
 _EPOCH = "1970-01-01T00:00:00+0000"
@@ -145,7 +149,12 @@ def _patches(config: Config) -> tuple[Patch, ...]:
 
 
 def import_branch(
-    config: Config, repo: Path, branch: str, base: str | None = None, force: bool = False, progress=None
+    config: Config,
+    repo: Path,
+    branch: str,
+    base: str | None = None,
+    force: bool = False,
+    progress: Console | None = None,
 ) -> ImportedBranch:
     """Import the configured series as `branch` of the fork at `repo`, starting the fork there when
     the folder is new (or empty) and the pin has no git history of its own."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
@@ -21,6 +22,9 @@ from forklift.errors import ForkliftError, UsageError
 from forklift.fork.base import base_tag, find_base
 from forklift.fork.create import release_commit
 from forklift.fork.repo import Git
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 STATE_FILE = "forklift-rebase.json"
 _FALLBACK_IDENTITY = {"GIT_COMMITTER_NAME": "forklift", "GIT_COMMITTER_EMAIL": "forklift@localhost"}
@@ -31,7 +35,7 @@ class PendingMove:
     """A rebase of `branch` from `old_base` onto `new_base`, the release `pin` names."""
 
     version: str
-    pin: dict
+    pin: dict[str, Any]
     old_base: str
     new_base: str
     branch: str
@@ -84,7 +88,9 @@ def _identity(fork: Git) -> dict[str, str]:
     return _FALLBACK_IDENTITY
 
 
-def start_rebase(config: Config, fork: Git, version: str, branch: str, progress=None) -> RebaseOutcome:
+def start_rebase(
+    config: Config, fork: Git, version: str, branch: str, progress: Console | None = None
+) -> RebaseOutcome:
     """Create the new release's commit, record the pending move, and rebase `branch` onto it."""
     from forklift.series.move import new_pin
     from forklift.source import materialize

@@ -13,11 +13,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from forklift.config.schema import Applier
 from forklift.errors import ForkliftError
 from forklift.fork.repo import Git
 from forklift.fork.upstream import UpstreamPaths
-from forklift.series.apply import APPLIED, apply_series
-from forklift.series.model import Applier, Patch
+from forklift.series.apply import APPLIED, Reader, apply_series
+from forklift.series.model import Patch
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def blob_id(content: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
 
 
-def pristine_reader(root: Path, upstream: UpstreamPaths):
+def pristine_reader(root: Path, upstream: UpstreamPaths) -> Reader:
     """Read a pristine file (a symlink reads as its target, as git stores it); absent paths read None."""
 
     def read(path: str) -> bytes | None:
@@ -58,7 +59,7 @@ def pristine_reader(root: Path, upstream: UpstreamPaths):
     return read
 
 
-def replay(
+def replay_series(
     git: Git,
     ref: str,
     pristine_root: Path,

@@ -28,7 +28,8 @@ from forklift.errors import ForkliftError
 from forklift.fsio import write_atomic
 from forklift.installed.package import InstalledPackage, sha256_hex
 from forklift.series.apply import Overlay, apply_patch, apply_series
-from forklift.series.model import FilePatch, Hunk, Patch, Series
+from forklift.series.diff import FilePatch, Hunk
+from forklift.series.model import Patch, Series
 
 FileState = Literal["pristine", "patched", "unpatched", "modified", "missing", "absent", "extra"]
 PatchState = Literal["applied", "not-applied", "conflicts"]
@@ -152,7 +153,7 @@ def installed_overlay_hash(package: InstalledPackage, series: Series) -> str | N
     return overlay_hash(changed) if changed else None
 
 
-def verify(package: InstalledPackage, series: Series, trimmed: bool = False) -> Verification:
+def verify_installed(package: InstalledPackage, series: Series, trimmed: bool = False) -> Verification:
     """Every file's state; with `trimmed`, RECORD files not on disk (and untouched by the series) are absent."""
     read = package.read
     patches, undone = _undo_applied(package, series)
@@ -184,7 +185,9 @@ def _pristine_matches(path: str, content: bytes | None, package: InstalledPackag
     return content is not None and (want is None or sha256_hex(content) == want)
 
 
-def _touched_state(path, installed, pristine, expected, package) -> FileCheck:
+def _touched_state(
+    path: str, installed: bytes | None, pristine: bytes | None, expected: bytes | None, package: InstalledPackage
+) -> FileCheck:
     if not _pristine_matches(path, pristine, package):
         if installed is None:
             return FileCheck(path, "missing", "in the wheel's RECORD, not on disk")
@@ -210,7 +213,7 @@ def apply_installed(package: InstalledPackage, series: Series) -> Applied:
     (plus any already-applied part of this series), or when a patch does not apply exactly.
     """
     with FileLock(str(package.site / f".forklift-{package.package}.lock")):
-        state = verify(package, series)
+        state = verify_installed(package, series)
         for check in state.files:
             if check.path in state.touched and check.state in ("modified", "missing"):
                 raise ForkliftError(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.config import Config
-from forklift.engines import adapter as engine_adapter
+from forklift.engines import engine_adapter
 from forklift.knobs.registry import Registry, RegistryDiff, compare, registry
 
 

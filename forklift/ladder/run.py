@@ -16,16 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.bench.runner import BenchPlan, cell_specs
-from forklift.bench.session import BenchOutcome, bench
+from forklift.bench.session import BenchOutcome, record_bench
 from forklift.config import Config
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
 from forklift.ladder.axis import Axis, recommend
 from forklift.ladder.memory import MemoryWatch, samplers_for
 from forklift.ladder.schema import Burst, LadderBody, LadderCell
-from forklift.launch.boot import engine_reason, setting_name
+from forklift.launch.boot import engine_reason
 from forklift.launch.bootlog import parse_boot_log
-from forklift.launch.plan import LaunchPlan, make_plan
+from forklift.launch.plan import LaunchPlan, make_launch_plan
+from forklift.launch.resolve import setting_name
 from forklift.launch.schema import BootBody
 from forklift.launch.session import launched
 from forklift.receipts import Receipt, new_receipt, write_receipt
@@ -62,7 +63,9 @@ def boot_failure(body: BootBody) -> str | None:
 def plans(config: Config, profile: str, sets: list[str], axis: Axis, engine: Engine, check: bool) -> list[LaunchPlan]:
     """Every cell's plan, made before the first boot: a value the engine refuses stops the ladder at once."""
     return [
-        make_plan(config, profile, [*sets, axis.set_item(v)], check=check, python=engine.python, command=engine.command)
+        make_launch_plan(
+            config, profile, [*sets, axis.set_item(v)], check=check, python=engine.python, command=engine.command
+        )
         for v in axis.values
     ]
 
@@ -123,7 +126,7 @@ def run_cell(
         if booted.ready:
             offset = booted.server.log_path.stat().st_size
             with MemoryWatch(samplers_for(booted.server.pid)) as watch:
-                outcome = bench(
+                outcome = record_bench(
                     burst_plan(resolved.url, resolved.served_name, burst, nonce=f"ladder-{value}"),
                     mode="batch",
                     folder=receipts,
@@ -184,7 +187,7 @@ def run_ladder(
     """Climb the axis from its lowest value; returns the ladder body and its receipt's path."""
     engine = engine or Engine()
     cell_plans = plans(config, profile, sets, axis, engine, check)
-    base = make_plan(config, profile, sets, check=False, python=engine.python, command=engine.command)
+    base = make_launch_plan(config, profile, sets, check=False, python=engine.python, command=engine.command)
     body = LadderBody(
         profile=profile,
         setting=setting_name(base.resolved),

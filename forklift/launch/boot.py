@@ -14,7 +14,7 @@ from typing import Any
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
-from forklift.launch.resolve import REDACTED, Resolved, is_secret, printed_lines
+from forklift.launch.resolve import Resolved, setting_name, shown_argv, shown_env
 from forklift.launch.schema import BootBody, BootFacts
 from forklift.launch.supervise import OnPoll, Server, boot_body, start, stop, wait_healthy
 from forklift.receipts import new_receipt, write_receipt
@@ -40,16 +40,9 @@ def profile_record(resolved: Resolved) -> dict[str, Any]:
     return {
         "name": resolved.profile,
         "choices": resolved.choices,
-        "argv": printed_lines(resolved)[: len(resolved.argv)],
-        "env": {k: REDACTED if is_secret(k) else v for k, v in resolved.env.items()},
+        "argv": shown_argv(resolved),
+        "env": shown_env(resolved),
     }
-
-
-def setting_name(resolved: Resolved) -> str:
-    """The setting as a label: profile, axis choices, then what --set changed (args and env)."""
-    sets = [f"{f.name[2:]}={' '.join(f.values) or 'true'}" for f in resolved.flags if f.source == "--set"]
-    sets += [f"{k}={v}" for k, v in resolved.env.items() if resolved.env_sources.get(k) == "--set"]
-    return " ".join([resolved.profile, *(f"{k}={v}" for k, v in resolved.choices.items()), *sets])
 
 
 def control_variable(adapter: EngineAdapter) -> str:

@@ -69,7 +69,9 @@ def parse_boot_log(lines: Iterable[str], adapter: EngineAdapter) -> BootFacts:
     )
 
 
-def _per_rank(by_pid: dict[int, dict[str, Any]], tags: dict[int, str], ranks: dict[int, dict[str, int]]):
+def _per_rank(
+    by_pid: dict[int, dict[str, Any]], tags: dict[int, str], ranks: dict[int, dict[str, int]]
+) -> list[RankFacts]:
     """One entry per engine process that stated facts, ordered by rank, only when there is more than one.
 
     The API server (the HTTP front end, not a rank) is left out: it only says where it listens.

@@ -7,11 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from forklift.config import Config
-from forklift.engines import EngineAdapter
-from forklift.engines import adapter as engine_adapter
+from forklift.engines import EngineAdapter, engine_adapter
 from forklift.errors import ForkliftError
-from forklift.launch.boot import setting_name
-from forklift.launch.resolve import Resolved, parse_sets, resolve
+from forklift.launch.resolve import Resolved, parse_sets, resolve, setting_name
 from forklift.receipts.envelope import Labels
 
 CONTAINERENV = Path("/run/.containerenv")  # podman's: the container's name, id, image and imageid
@@ -26,7 +24,7 @@ class LaunchPlan:
     knobs_from: str | None = None  # with no engine installed: where the knobs were checked
 
 
-def make_plan(
+def make_launch_plan(
     config: Config,
     name: str,
     sets: list[str],

@@ -7,10 +7,11 @@ knobs) are in check.py.
 
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from forklift.config.load import extends_chain
 from forklift.config.profile import ArgValue, EnvValue, Profile, Ray
@@ -64,13 +65,19 @@ class Resolved:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def api_key(self) -> str | None:
+        """The key the server requires (--api-key): a client of this launch must send it."""
+        flag = next((f for f in self.flags if f.name == "--api-key"), None)
+        return flag.values[0] if flag and flag.values else None
+
 
 def flatten(profiles: dict[str, Profile], name: str) -> Profile:
     """The profile with its `extends` chain merged in (the child wins, key by key)."""
     if name not in profiles:
         raise UsageError(f"unknown profile {name!r} (profiles: {', '.join(sorted(profiles)) or 'none'})")
     chain = extends_chain(profiles, name)
-    merged: dict = {}
+    merged: dict[str, Any] = {}
     for ancestor in reversed(chain):
         data = profiles[ancestor].model_dump(exclude_unset=True)
         for key, value in data.items():
@@ -128,7 +135,7 @@ def flag_values(name: str, value: ArgValue, where: str) -> tuple[str, tuple[str,
             raise ConfigError(f"{where}: {name} is an empty list (remove it instead)")
         if any(isinstance(v, (dict, list)) for v in value):
             return name, (json.dumps(value, separators=(",", ":")),)
-        if any(isinstance(v, (bool, _dt.date, _dt.time)) for v in value):
+        if any(isinstance(v, (bool, datetime.date, datetime.time)) for v in value):
             raise ConfigError(f"{where}: {name} = {value!r}: a list of booleans or dates is not a flag value")
         return name, tuple(str(v) for v in value)
     if isinstance(value, (int, float, str)):
@@ -252,7 +259,9 @@ def rank_lines(resolved: Resolved) -> list[str]:
     if not resolved.gpus:
         return []
     tp = resolved.parallel.get("--tensor-parallel-size", 1)
-    shared = " ".join(f"{k}={v}" for k, v in resolved.env.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM_")))
+    shared = " ".join(
+        f"{k}={v}" for k, v in shown_env(resolved).items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM_"))
+    )
     lines = []
     hosts = [resolved.ray.head, *resolved.ray.workers] if resolved.ray else ["this host"]
     for node, host in enumerate(hosts):
@@ -271,7 +280,7 @@ def ray_commands(resolved: Resolved) -> list[str]:
     if ray is None:
         return []
     env = " ".join(
-        f"{k}={v}" for k, v in resolved.env.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM_", "CUDA_"))
+        f"{k}={v}" for k, v in shown_env(resolved).items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM_", "CUDA_"))
     )
     head = f"on {ray.head}: {env} ray start --head --port {ray.port} --num-gpus {ray.gpus_per_node}"
     workers = [
@@ -309,11 +318,36 @@ def is_secret(name: str) -> bool:
     return bool(_SECRET.search(name))
 
 
+def shown(name: str, value: str) -> str:
+    """The one redaction rule: the value of a flag or variable with a secret-looking name is never shown."""
+    return REDACTED if is_secret(name) else value
+
+
+def shown_argv(resolved: Resolved) -> list[str]:
+    """The argv as receipts and --print show it: a secret flag's values redacted."""
+    words = [*resolved.command, resolved.model]
+    for flag in resolved.flags:
+        words.append(flag.name)
+        words.extend(shown(flag.name, v) for v in flag.values)
+    return words
+
+
+def shown_env(resolved: Resolved) -> dict[str, str]:
+    """The environment as receipts and --print show it: a secret variable's value redacted."""
+    return {k: shown(k, v) for k, v in resolved.env.items()}
+
+
+def setting_name(resolved: Resolved) -> str:
+    """The setting as a label: profile, axis choices, then what --set changed (args and env), secrets redacted."""
+    sets = [
+        f"{f.name[2:]}={' '.join(shown(f.name, v) for v in f.values) or 'true'}"
+        for f in resolved.flags
+        if f.source == "--set"
+    ]
+    sets += [f"{k}={v}" for k, v in shown_env(resolved).items() if resolved.env_sources.get(k) == "--set"]
+    return " ".join([resolved.profile, *(f"{k}={v}" for k, v in resolved.choices.items()), *sets])
+
+
 def printed_lines(resolved: Resolved) -> list[str]:
     """argv words, then NAME=value lines: one per line, secrets redacted (what --print shows)."""
-    lines = [*resolved.command, resolved.model]
-    for flag in resolved.flags:
-        lines.append(flag.name)
-        lines.extend(REDACTED if is_secret(flag.name) else v for v in flag.values)
-    lines.extend(f"{k}={REDACTED if is_secret(k) else v}" for k, v in resolved.env.items())
-    return lines
+    return [*shown_argv(resolved), *(f"{k}={v}" for k, v in shown_env(resolved).items())]

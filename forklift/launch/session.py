@@ -19,7 +19,7 @@ from types import FrameType
 
 from forklift.config import Config
 from forklift.errors import ForkliftError
-from forklift.launch import gpus as gpu_state
+from forklift.launch import gpus
 from forklift.launch.boot import Booted, boot, check_control, control_variable, failure_message
 from forklift.launch.pidfiles import Running, register, unregister
 from forklift.launch.plan import LaunchPlan, receipt_labels
@@ -29,7 +29,7 @@ from forklift.receipts import write_receipt
 from forklift.receipts.envelope import Labels
 from forklift.receipts.store import read_receipt
 
-__all__ = ["launch", "launched"]
+__all__ = ["launch_and_serve", "launched"]
 
 
 def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:  # `forklift stop` sends SIGTERM
@@ -50,16 +50,13 @@ def _group_pids(pgid: int) -> set[int]:
 
 
 def _record_after_stop(
-    booted: Booted, gpus: list[int], before: dict[int, int], group: set[int], receipts: Path
+    booted: Booted, watched: list[int], before: dict[int, int], group: set[int], receipts: Path
 ) -> None:
     """The GPU idle check after stop, written into the boot receipt; a GPU left busy fails the launch."""
-    after = gpu_state.memory_used()
+    after = gpus.memory_used()
     failure: ForkliftError | None = None
     try:
-        if after is None:
-            verdict = gpu_state.NO_SMI
-        else:
-            verdict = gpu_state.idle_verdict(gpus, before, after, gpu_state.processes(), group)
+        verdict = gpus.NO_SMI if after is None else gpus.idle_verdict(watched, before, after, gpus.processes(), group)
     except ForkliftError as exc:
         verdict, failure = f"not idle: {exc}", exc
     booted.body.after_stop = verdict
@@ -122,8 +119,8 @@ def launched(
         if on_start:
             on_start(server)
 
-    gpus = resolved.gpus or ([0] if gpu_state.memory_used() else [])  # a GPU box: the profile's GPUs, else GPU 0
-    before = gpu_state.memory_used() or {}
+    watched = resolved.gpus or ([0] if gpus.memory_used() else [])  # a GPU box: the profile's GPUs, else GPU 0
+    before = gpus.memory_used() or {}
     try:
         booted = boot(
             resolved,
@@ -150,7 +147,7 @@ def launched(
         finally:
             group = _group_pids(booted.server.pid)
             stop(booted.server)
-            _record_after_stop(booted, gpus, before, group, receipts)
+            _record_after_stop(booted, watched, before, group, receipts)
     finally:
         for entry in entries:
             unregister(entry)
@@ -158,7 +155,7 @@ def launched(
             signal.signal(signal.SIGTERM, previous)
 
 
-def launch(
+def launch_and_serve(
     config: Config,
     plan: LaunchPlan,
     receipts: Path,

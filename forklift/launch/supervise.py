@@ -23,7 +23,7 @@ from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
 from forklift.launch.bootlog import parse_boot_log, strip_prefix
 from forklift.launch.resolve import Resolved
-from forklift.launch.schema import BootBody, Outcome
+from forklift.launch.schema import BootBody, BootFacts, Outcome
 
 LAST_LINES = 20
 POLL_S = 0.5
@@ -34,7 +34,7 @@ DYING_GRACE_S = 5.0
 class Server:
     """A started engine: its process (group leader), where it logs, and where it listens."""
 
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     log_path: Path
     url: str
     model: str
@@ -74,7 +74,7 @@ def last_lines(log_path: Path, adapter: EngineAdapter, count: int = LAST_LINES) 
     return [strip_prefix(adapter, line) for line in tail]
 
 
-def read_facts(server: Server, adapter: EngineAdapter):
+def read_facts(server: Server, adapter: EngineAdapter) -> BootFacts:
     with open(server.log_path, encoding="utf-8", errors="replace") as fh:
         return parse_boot_log(fh, adapter)
 

@@ -1,7 +1,7 @@
 """Quality suites: perplexity through the server's prompt logprobs, and GSM8K exact match.
 
 Each suite is a plain function `run_<suite>(endpoint, options) -> SuiteBody`; see
-forklift.quality.session for receipts and launching, forklift.canary.SUITES for the registry.
+forklift.quality.session for receipts and launching, forklift.canary.SUITE_RUNNERS for the registry.
 """
 
 from forklift.quality.endpoint import Endpoint

@@ -18,7 +18,7 @@ from forklift.config import Config
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
 from forklift.launch.boot import profile_record
-from forklift.launch.plan import make_plan
+from forklift.launch.plan import make_launch_plan
 from forklift.launch.preflight import engine_python
 from forklift.launch.resolve import Resolved
 from forklift.launch.session import launched
@@ -29,7 +29,7 @@ from forklift.receipts.envelope import Labels, Status
 
 
 @dataclass(frozen=True)
-class Suite:
+class ReadySuite:
     """A suite ready to run: its receipt kind, its name and the call that runs it."""
 
     kind: str  # quality or canary
@@ -45,7 +45,7 @@ class Outcome:
 
 
 def run_suite(
-    suite: Suite,
+    suite: ReadySuite,
     endpoint: Endpoint,
     folder: Path,
     *,
@@ -92,7 +92,7 @@ def run_launched(
     config: Config,
     profile: str,
     sets: list[str],
-    suites: list[Suite],
+    suites: list[ReadySuite],
     *,
     folder: Path,
     logs: Path,
@@ -103,7 +103,7 @@ def run_launched(
     `endpoint` carries options of the caller (timeout, model name); url, log and engine
     roots come from the launch. Ctrl-C ends the run with the suites finished so far.
     """
-    planned = make_plan(config, profile, sets)
+    planned = make_launch_plan(config, profile, sets)
     resolved = planned.resolved
     base = endpoint or Endpoint(url="", model="")
     outcomes: list[Outcome] = []

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from forklift.errors import ForkliftError, validation_line
-from forklift.fsio import write_atomic
+from forklift.fsio import read_json, write_atomic
 from forklift.receipts.envelope import SCHEMA, Receipt
 
 SCHEMA_1 = "forklift.receipt/1"
@@ -49,15 +48,13 @@ def from_schema_1(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_receipt(path: Path) -> Receipt:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ForkliftError(f"{path}: not a readable receipt: {exc}") from None
+    raw = read_json(path, "receipt")
     if isinstance(raw, dict) and raw.get("schema") == SCHEMA_1:
         raw = from_schema_1(raw)
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         found = raw.get("schema") if isinstance(raw, dict) else type(raw).__name__
-        raise ForkliftError(f"{path}: schema {found!r} is not {SCHEMA!r} (or {SCHEMA_1!r})")
+        shown = repr(found) if len(repr(found)) <= 60 else repr(found)[:60] + "..."
+        raise ForkliftError(f"{path}: schema {shown} is not {SCHEMA!r} (or {SCHEMA_1!r})")
     try:
         return Receipt.model_validate(raw)
     except ValidationError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forklift.fsio import write_atomic
+from forklift.fsio import make_folder, write_atomic
 from forklift.report.campaign import Campaign, load_campaign
 
 
@@ -15,7 +15,7 @@ def render_report(
     from forklift.report import markdown, plots
 
     campaign = load_campaign(folder, baseline=baseline, seed=seed)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(out.parent)
     drawn = {
         "Throughput vs concurrency": plots.throughput_vs_concurrency(
             campaign, out.with_name(f"{out.stem}-throughput.png")

@@ -11,10 +11,11 @@ blank that reads as zero.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from packaging.version import InvalidVersion, Version
 
@@ -143,11 +144,20 @@ def _boots(receipts: list[tuple[Path, Receipt]]) -> list[Boot]:
     ]
 
 
-def _build_order(runs: list[BenchRun], boots: list[Boot]) -> list[str]:
+class Measured(Protocol):
+    """A receipt read for a report (a bench run, a boot, a suite run): what build it measured."""
+
+    @property
+    def receipt(self) -> Receipt: ...
+
+    @property
+    def build(self) -> str: ...
+
+
+def builds_oldest_first(items: Iterable[Measured]) -> list[str]:
     """Oldest first: by engine version where it parses, else by when it was first measured."""
     first_seen: dict[str, datetime] = {}
     versions: dict[str, Version | None] = {}
-    items: list[BenchRun | Boot] = [*runs, *boots]
     for item in sorted(items, key=lambda x: x.receipt.created):
         first_seen.setdefault(item.build, item.receipt.created)
         try:
@@ -226,7 +236,7 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
         raise ForkliftError(f"{folder}: no bench, boot, ladder, quality or canary receipts to report")
     plans = sorted((r for _, r in receipts if r.kind == PLAN_KIND), key=lambda r: r.created)
     plan = plans[-1].body if plans else None
-    builds = _build_order(runs, boots)
+    builds = builds_oldest_first([*runs, *boots])
     planned = (plan or {}).get("baseline")
     if baseline is None and planned in builds:  # the campaign's own baseline first, as it was planned
         builds = [planned, *(b for b in builds if b != planned)]

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from forklift.ladder.schema import LadderBody
-from forklift.mdtable import table as md_table
+from forklift.mdtable import table_text
 from forklift.receipts import Receipt, validated_body
 from forklift.report.ladder import ladder_rows
 from forklift.stats.runs import build_label
+from forklift.textsafe import markdown
 
 
 def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
@@ -46,7 +47,7 @@ def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
         "suites",
         "cell",
     ]
-    return "\n".join(md_table(header, rows))
+    return table_text(header, rows, escape=markdown)
 
 
 def ladder_build(path: Path, receipt: Receipt, body: LadderBody, receipts: dict[Path, Receipt]) -> str:
@@ -66,7 +67,7 @@ def ladder_tables(receipts: list[tuple[Path, Receipt]]) -> list[str]:
         body = validated_body(path, receipt, LadderBody)
         header, rows = ladder_rows(body)
         build = ladder_build(path, receipt, body, by_path)
-        title = f"### {body.key} on {build} / {body.setting} ({receipt.fingerprint.hostname})"
+        title = f"### {markdown(body.key)} on {markdown(build)} / {markdown(body.setting)} ({markdown(receipt.fingerprint.hostname)})"
         burst = body.burst
         about = (
             f"Each value: a fresh boot{' with a cold compile cache' if body.cold else ''}, then {burst.requests} "
@@ -74,7 +75,7 @@ def ladder_tables(receipts: list[tuple[Path, Receipt]]) -> list[str]:
             f"ignore_eos, unique salts). Highest pass: {body.highest_pass or 'none'}; recommended: "
             f"{body.recommended or 'none'} ({body.note}). Receipt status: {receipt.status}."
         )
-        out.append("\n\n".join([title, about, "\n".join(md_table(header, rows))]))
+        out.append("\n\n".join([title, about, table_text(header, rows, escape=markdown)]))
     return out
 
 

@@ -7,13 +7,15 @@ from collections import Counter
 from pathlib import Path
 
 import forklift
-from forklift.mdtable import table
+from forklift.mdtable import table_text
 from forklift.receipts.envelope import setting_label
-from forklift.report import numbers as fmt
+from forklift.report import numbers
 from forklift.report.campaign import Campaign, Row, Side, boot_state
 from forklift.report.cells import extra_sections
 from forklift.report.control import aa_shift
+from forklift.report.quality import sections
 from forklift.stats import GroupComparison
+from forklift.textsafe import markdown as md
 
 # The summary's verdict: decode speed when measured, else end-to-end latency (a server that
 # sends a whole answer in one burst has no TPOT).
@@ -37,13 +39,9 @@ and output-length deltas of that cell are confounded by trajectory. Boxes are ne
 """
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    return "\n".join(table(header, rows))
-
-
 def _tok_s(side: Side, cell: str) -> str:
     """Output tok/s of a side's cell, or why there is none."""
-    return side.state or fmt.number(side.throughput(cell))
+    return side.state or numbers.number(side.throughput(cell))
 
 
 def _pool(side: Side) -> str:
@@ -86,7 +84,9 @@ def _summary(campaign: Campaign) -> str:
             + [r.cell, _tok_s(r.old, r.cell), _pool(r.old), r.old.tok_step(r.cell) if r.old.runs else "–"]
             for r in rows
         ]
-        return f"One build ({campaign.builds[0]}): numbers only, nothing to compare.\n\n" + _table(header, body)
+        return f"One build ({md(campaign.builds[0])}): numbers only, nothing to compare.\n\n" + table_text(
+            header, body, escape=md
+        )
     header = [
         *lead,
         f"{words[0]} tok/s",
@@ -103,9 +103,9 @@ def _summary(campaign: Campaign) -> str:
     for build, setting in candidates:
         mine = [r for r in rows if r.new.build == build and (not campaign.by_setting or r.new.setting == setting)]
         if campaign.by_setting:
-            out.append(f"### {campaign.baseline} (A) → {setting} (B), build {build}")
+            out.append(f"### {md(campaign.baseline)} (A) → {md(setting)} (B), build {md(build)}")
         else:
-            out.append(f"### {campaign.baseline} (old) → {build} (new)")
+            out.append(f"### {md(campaign.baseline)} (old) → {md(build)} (new)")
         body = []
         for r in mine:
             tok_step = "–" if (r.old.state or r.new.state) else f"{r.old.tok_step(r.cell)} → {r.new.tok_step(r.cell)}"
@@ -124,7 +124,7 @@ def _summary(campaign: Campaign) -> str:
                 ]
                 + ([aa_shift(r.old.runs, r.cell, SUMMARY_METRICS) or "–"] if with_aa else [])
             )
-        out.append(_table(header, body))
+        out.append(table_text(header, body))
     caption = (
         "tok/s: output tokens per second of the cell (completion tokens over wall time, kept runs). verdict: the "
         "paired per-prompt change of decode tok/s (1/TPOT), or of E2E latency where the server delivered answers "
@@ -142,19 +142,21 @@ def _summary(campaign: Campaign) -> str:
 
 def _detail(comparison: GroupComparison) -> str:
     title = (
-        f"### {fmt.setting(comparison)} · {comparison.workload}: A = {comparison.build_a} on {comparison.host_a}, "
-        f"B = {comparison.build_b} on {comparison.host_b}"
+        f"### {md(numbers.setting(comparison))} · {md(comparison.workload)}: A = {md(comparison.build_a)} on "
+        f"{md(comparison.host_a)}, B = {md(comparison.build_b)} on {md(comparison.host_b)}"
     )
     body = [
-        [cell.cell, *fmt.metric_cells(result), result.verdict] for cell in comparison.cells for result in cell.metrics
+        [cell.cell, *numbers.metric_cells(result), result.verdict]
+        for cell in comparison.cells
+        for result in cell.metrics
     ]
-    table = _table(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body)
+    table = table_text(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body)
     notes = []
     for cell in comparison.cells:
-        notes.append(f"- **{cell.cell}**: " + "; ".join(fmt.cell_notes(cell)))
-    notes += [f"- cell {name}: measured by A only" for name in comparison.only_a]
-    notes += [f"- cell {name}: measured by B only" for name in comparison.only_b]
-    notes += [f"- not a whole receipt: `{partial}`" for partial in comparison.partial]
+        notes.append(f"- **{md(cell.cell)}**: " + "; ".join(md(note) for note in numbers.cell_notes(cell)))
+    notes += [f"- cell {md(name)}: measured by A only" for name in comparison.only_a]
+    notes += [f"- cell {md(name)}: measured by B only" for name in comparison.only_b]
+    notes += [f"- not a whole receipt: {md(partial)}" for partial in comparison.partial]
     if comparison.across_machines:
         notes.append("- A and B ran on different boxes")
     return "\n\n".join([title, table, "\n".join(notes)])
@@ -170,7 +172,7 @@ def _boots(campaign: Campaign) -> str:
         detail = "ready" if boot.body.outcome == "ready" else boot_state(boot)
         body.append(
             [
-                fmt.box_name(boot.receipt.fingerprint),
+                numbers.box_name(boot.receipt.fingerprint),
                 boot.build,
                 boot.setting,
                 boot.body.outcome,
@@ -179,7 +181,7 @@ def _boots(campaign: Campaign) -> str:
                 detail,
             ]
         )
-    return _table(["box", "build", "setting", "outcome", "KV pool (tokens)", "boot s", "detail"], body)
+    return table_text(["box", "build", "setting", "outcome", "KV pool (tokens)", "boot s", "detail"], body)
 
 
 def _receipts(campaign: Campaign, out_dir: Path) -> str:
@@ -187,29 +189,30 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
     for path, receipt in campaign.receipts:
         body.append(
             [
-                f"`{os.path.relpath(path, out_dir)}`",
+                os.path.relpath(path, out_dir),
                 receipt.kind,
                 receipt.status,
                 receipt.engine_version or "–",
                 receipt.overlay_hash[:12] if receipt.overlay_hash else "–",
                 setting_label(receipt, absent="–"),
-                fmt.box_name(receipt.fingerprint),
+                numbers.box_name(receipt.fingerprint),
                 f"{receipt.created:%Y-%m-%d %H:%M:%S}",
             ]
         )
-    return _table(["receipt", "kind", "status", "engine", "overlay", "setting", "box", "created (UTC)"], body)
+    return table_text(["receipt", "kind", "status", "engine", "overlay", "setting", "box", "created (UTC)"], body)
 
 
 def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
-    hosts = sorted({fmt.box_name(receipt.fingerprint) for _, receipt in campaign.receipts})
-    builds = ", ".join(f"{b} (baseline)" if b == campaign.baseline else b for b in campaign.builds) or "none compared"
+    hosts = sorted({numbers.box_name(receipt.fingerprint) for _, receipt in campaign.receipts})
+    builds = ", ".join(md(b) + (" (baseline)" if b == campaign.baseline else "") for b in campaign.builds)
+    builds = builds or "none compared"
     kinds = Counter(receipt.kind for _, receipt in campaign.receipts)
-    from forklift.report.quality import sections  # quality and canary tables (imports this module)
 
     parts = [
-        f"# forklift report: {campaign.folder.name}",
-        f"{len(campaign.receipts)} receipts ({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}) from "
-        f"{', '.join(hosts)}; builds: {builds}. Rendered by forklift {forklift.__version__}.",
+        f"# forklift report: {md(campaign.folder.name)}",
+        f"{len(campaign.receipts)} receipts ({', '.join(f'{n} {md(kind)}' for kind, n in sorted(kinds.items()))}) "
+        f"from {', '.join(map(md, hosts))}; builds: {builds or 'none compared'}. "
+        f"Rendered by forklift {forklift.__version__}.",
     ]
     if campaign.ship is not None:
         from forklift.report.ship import decide, decision_table
@@ -224,6 +227,8 @@ def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
     parts += extra_sections(campaign.receipts)
     if images:
         parts.append("## Plots")
-        parts += [f"![{title}]({os.path.relpath(path, out_dir)})" for title, path in images.items()]
+        parts += [
+            f"![{md(title)}]({os.path.relpath(path, out_dir)})" for title, path in images.items()
+        ]  # names forklift made
     parts += ["## Receipts", _receipts(campaign, out_dir)]
     return "\n\n".join(parts) + "\n"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from forklift.receipts import Fingerprint
 from forklift.stats import CellResult, GroupComparison, MetricResult
 from forklift.stats.design import target_note
 from forklift.stats.verdict import interval_phrase, not_claimable_reason, signed_percent
 
 
-def box_name(fingerprint) -> str:
+def box_name(fingerprint: Fingerprint) -> str:
     """A box as a reader tells it apart: hostname plus its GPUs, else its CPU count.
 
     Hostnames repeat across VMs (the borrowed H200 and the 2-core CPU box are both "vm").

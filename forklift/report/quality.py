@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from forklift.mdtable import table_text
 from forklift.receipts import Receipt
-from forklift.report.markdown import _table
+from forklift.report.campaign import builds_oldest_first
 from forklift.stats.quality import SuiteRun, compare_pair, headline, suite_runs
+from forklift.textsafe import markdown as md
 
 NOTES = {
     "Quality": (
@@ -25,9 +27,7 @@ NOTES = {
 
 
 def _build_order(runs: list[SuiteRun], baseline: str | None) -> list[str]:
-    from forklift.report.campaign import _build_order as order
-
-    builds = order(runs, [])  # type: ignore[arg-type]
+    builds = builds_oldest_first(runs)
     if baseline in builds:
         builds.remove(baseline)
         builds.insert(0, baseline)
@@ -43,7 +43,7 @@ def _block(runs: list[SuiteRun], builds: list[str]) -> str:
     keys = list(dict.fromkeys((r.label, r.setting) for r in runs))
     if len(builds) == 1:
         body = [[label, setting, headline(_latest(runs, builds[0], (label, setting)))] for label, setting in keys]  # type: ignore[arg-type]
-        return _table(["suite", "setting", builds[0]], body)
+        return table_text(["suite", "setting", builds[0]], body)
     out = []
     for build in builds[1:]:
         body = []
@@ -52,7 +52,8 @@ def _block(runs: list[SuiteRun], builds: list[str]) -> str:
             verdict = compare_pair(old, new).verdict if old and new else "not compared: one side not run"
             body.append([*key, headline(old) if old else "not run", headline(new) if new else "not run", verdict])
         out.append(
-            f"{builds[0]} (old) → {build} (new)\n\n" + _table(["suite", "setting", "old", "new", "verdict"], body)
+            f"{md(builds[0])} (old) → {md(build)} (new)\n\n"
+            + table_text(["suite", "setting", "old", "new", "verdict"], body, escape=md)
         )
     return "\n\n".join(out)
 
@@ -69,5 +70,5 @@ def sections(receipts: list[tuple[Path, Receipt]], baseline: str | None = None) 
         parts += [f"## {title}", NOTES[title]]
         for machine in dict.fromkeys(r.machine_id for r in mine):
             on_box = [r for r in mine if r.machine_id == machine]
-            parts += [f"### {on_box[0].hostname}", _block(on_box, builds)]
+            parts += [f"### {md(on_box[0].hostname)}", _block(on_box, builds)]
     return parts

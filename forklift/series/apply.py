@@ -28,9 +28,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from forklift.fsio import Link, Reader, ThroughLink
+from forklift.config.schema import Applier
+from forklift.fsio import Executable, Link, Reader, ThroughLink
 from forklift.series.diff import FilePatch, Hunk, split_lines
-from forklift.series.model import Applier, Patch
+from forklift.series.model import Patch
 
 HunkStatus = Literal["exact", "offset", "fuzz", "already-applied", "fails"]
 PatchStatus = Literal["exact", "offset", "fuzz", "already-applied", "partly-applied", "file-missing", "fails"]
@@ -52,6 +53,7 @@ class HunkResult:
     fuzz: int = 0
     line: int | None = None  # 1-based line where it landed (GNU: of the original file; git: of the image)
     stated: int = 0
+    at_end: bool = False  # landed with its old lines ending at the file's end (git's blank-at-eof reads it)
 
     def describe(self) -> str:
         """One line for a row or a report: 'f.py hunk #2 (line 40): needs fuzz 1'."""
@@ -65,15 +67,20 @@ class HunkResult:
         return f"{self.file} hunk #{self.index} (line {self.stated}): {verdict}"
 
 
-ProblemKind = Literal["missing", "exists", "differs", "symlink", "beyond-link", "binary", "binary-data", "empty"]
+ProblemKind = Literal[
+    "missing", "exists", "differs", "symlink", "beyond-link", "binary", "binary-data", "empty", "names"
+]
 
 
 @dataclass(frozen=True)
 class FileProblem:
     file: str
     problem: ProblemKind
+    detail: str = ""  # "names": git apply's own reason
 
     def __str__(self) -> str:
+        if self.problem == "names":
+            return f"{self.file}: git apply refuses it: {self.detail}"
         return (
             f"{self.file}: "
             + {
@@ -226,7 +233,8 @@ def _gnu_hunks(content: bytes, file: str, hunks: Iterable[Hunk]) -> tuple[bytes,
         if where is not None and where - 1 + hunk.leading_context >= frozen:  # else GNU: "misordered hunks"
             in_offset = where - stated
             status: HunkStatus = "exact" if in_offset == 0 else "offset"
-            results.append(HunkResult(file, index, status, in_offset, 0, where, stated))
+            at_end = where - 1 + len(hunk.old) >= len(lines)
+            results.append(HunkResult(file, index, status, in_offset, 0, where, stated, at_end))
             edits.append((where - 1, len(hunk.old), hunk.new))
             frozen = _frozen_after(hunk, where)
             continue
@@ -268,7 +276,8 @@ def _git_hunks(content: bytes, file: str, hunks: Iterable[Hunk]) -> tuple[bytes,
             results.append(replace(diagnosed, status="fails") if diagnosed.status in APPLIED else diagnosed)
             continue
         offset = at - pos
-        results.append(HunkResult(file, index, "exact" if offset == 0 else "offset", offset, 0, at + 1, hunk.first))
+        status: HunkStatus = "exact" if offset == 0 else "offset"
+        results.append(HunkResult(file, index, status, offset, 0, at + 1, hunk.first, at + len(hunk.old) >= len(image)))
         image[at : at + len(hunk.old)] = hunk.new
     return b"".join(image), results
 
@@ -298,15 +307,22 @@ def _all(fp: FilePatch, status: HunkStatus) -> list[HunkResult]:
     ]
 
 
-def _result(fp: FilePatch, content: bytes) -> bytes:
-    return Link(content) if fp.symlink else content
+def _result(fp: FilePatch, content: bytes, current: bytes | None = None) -> bytes:
+    """The new content as the tree will hold it: a link, an executable (the mode the patch gives it,
+    else the one it had) or a plain file."""
+    if fp.symlink:
+        return Link(content)
+    executable = isinstance(current, Executable) if fp.new_mode is None else bool(fp.new_mode & 0o111)
+    return Executable(content) if executable else bytes(content)
 
 
 def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
     """One file's part of a patch under `applier`: creation, deletion, copy, rename or change."""
     git = applier == "git-apply"
-    fp = fp if git else fp.as_gnu_reads_it()
+    fp = fp if git else fp.as_gnu_reads_it(lambda path: read(path) is not None)
     path = fp.path
+    if git and fp.git_refuses:
+        return _FileOutcome({}, _all(fp, "fails"), [FileProblem(path, "names", fp.git_refuses)])
     if fp.binary:
         return _binary(read, fp, git)
     source = fp.old_path
@@ -318,7 +334,7 @@ def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
     if source is None or (current is None and _creates(fp)):
         return _create(fp, current, git)
     if current is None:
-        renamed = fp.new_path and fp.new_path != source and read(fp.new_path) is not None
+        renamed = fp.rename and fp.new_path and fp.new_path != source and read(fp.new_path) is not None
         if fp.new_path is None or renamed:
             return _FileOutcome({}, _all(fp, "already-applied"), [])
         return _FileOutcome({}, _all(fp, "fails"), [FileProblem(source, "missing")])
@@ -328,7 +344,7 @@ def _file(read: Reader, fp: FilePatch, applier: Applier) -> _FileOutcome:
             return _FileOutcome({source: None}, results or _all(fp, "exact"), [])
         problems = [FileProblem(path, "differs")] if all(h.status in APPLIED for h in results) else []
         return _FileOutcome({source: new}, results or _all(fp, "fails"), problems)
-    changes: dict[str, bytes | None] = {fp.new_path: _result(fp, new)}
+    changes: dict[str, bytes | None] = {fp.new_path: _result(fp, new, current)}
     if source != fp.new_path and not fp.copy:
         changes[source] = None
     return _FileOutcome(changes, results, [])
@@ -387,10 +403,10 @@ def _patch_status(hunks: list[HunkResult], problems: list[FileProblem]) -> Patch
         return "already-applied"
     if "fails" in kinds or problems:
         return "fails"
+    if "fuzz" in kinds:  # a hunk that lands only with fuzz: the patch does not apply at fuzz 0
+        return "fuzz"
     if "already-applied" in kinds:
         return "partly-applied"
-    if "fuzz" in kinds:
-        return "fuzz"
     if "offset" in kinds:
         return "offset"
     return "exact"
@@ -428,6 +444,9 @@ def _disagreements(ours: PatchResult, theirs: PatchResult) -> tuple[str, ...]:
             continue
         if h.file in their_problems:  # a whole-file refusal: say why, once
             notes.append(f"{other} would refuse it: {their_problems.pop(h.file)}")
+            continue
+        if h.status not in APPLIED and their_problems and not ours.problems:  # refused under another name
+            notes.append(f"{other} would refuse it: {their_problems.pop(next(iter(their_problems)))}")
             continue
         verb = "would apply" if h.status in APPLIED else "would refuse"
         notes.append(f"{h.file} hunk #{h.index} (line {h.stated}): {other} {verb} this hunk")

@@ -118,30 +118,37 @@ def _explain(result: PatchResult) -> str:
     return f"{result.status}: " + "; ".join(result.reasons())
 
 
-def whitespace_findings(patches: list[Patch]) -> list[Finding]:
-    """git's default whitespace rules on added lines: blank at end of line, space before tab in indent."""
+def whitespace_findings(patches: list[Patch], results: list[PatchResult]) -> list[Finding]:
+    """git's default whitespace rules on added lines: blank at end of line, space before tab in indent,
+    and blank lines added at the end of a file (where each hunk landed says which hunks end there)."""
     findings = []
-    for patch in patches:
+    for patch, result in zip(patches, results, strict=True):
+        landed = {(h.file, h.index): h for h in result.hunks}
         for fp in patch.files:
             for index, hunk in enumerate(fp.hunks, 1):
-                for line in hunk.added:
-                    text = line.rstrip(b"\n")
-                    indent = text[: len(text) - len(text.lstrip(b" \t"))]
-                    if text != text.rstrip(b" \t"):
-                        problem = "trailing whitespace"
-                    elif b" \t" in indent:
-                        problem = "space before tab in indent"
-                    else:
-                        continue
-                    shown = text.decode("utf-8", "replace").strip()[:60]
-                    findings.append(
-                        Finding(
-                            check="whitespace",
-                            subject=patch.name,
-                            message=f"{fp.path} hunk #{index}: {problem} in added line {shown!r}",
-                        )
-                    )
+                problems = [_line_problem(line) for line in hunk.added]
+                place = landed.get((fp.path, index))
+                if hunk.blank_at_end and (fp.old_path is None or (place is not None and place.at_end)):
+                    problems.append("new blank line at end of file")
+                findings += [
+                    Finding(check="whitespace", subject=patch.name, message=f"{fp.path} hunk #{index}: {problem}")
+                    for problem in problems
+                    if problem
+                ]
     return findings
+
+
+def _line_problem(line: bytes) -> str:
+    """blank-at-eol or space-before-tab in one added line, with the line quoted; '' when clean."""
+    text = line.rstrip(b"\n")
+    indent = text[: len(text) - len(text.lstrip(b" \t"))]
+    if text != text.rstrip(b" \t\r"):  # a CR is trailing whitespace to git (cr-at-eol is not a default)
+        problem = "trailing whitespace"
+    elif b" \t" in indent:
+        problem = "space before tab in indent"
+    else:
+        return ""
+    return f"{problem} in added line {text.decode('utf-8', 'replace').strip()[:60]!r}"
 
 
 class CompiledMemo(Protocol):
@@ -232,7 +239,7 @@ def check_series(
                 Finding(check="pass2", subject=name, message="standalone on the pristine tree: " + _explain(result))
             )
 
-    findings += whitespace_findings(patches)
+    findings += whitespace_findings(patches, results)
     findings += compile_findings(overlay, compiled)
     changed = overlay.changed()
     if not changed:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Literal
@@ -57,6 +58,7 @@ class Hunk:
     removed: tuple[bytes, ...]
     leading_context: int
     trailing_context: int
+    blank_at_end: bool = False  # ends in blank lines, one or more of them added (git's blank-at-eof reads it)
 
     @property
     def first(self) -> int:
@@ -70,21 +72,28 @@ class FilePatch:
     new_path: str | None  # None: the patch deletes the file
     hunks: tuple[Hunk, ...]
     copy: bool = False  # git's copy from/to: old_path stays
+    rename: bool = False  # git's rename from/to lines
     binary: Literal["", "data-less", "data"] = ""  # 'Binary files ... differ' / 'GIT binary patch'
     mode: int | None = None  # the file mode git states for it (120000: a symlink)
     git: bool = False  # a `diff --git` stanza (git's rules for names and creation)
-    gnu_path: str | None = None  # the path GNU patch reads when it cuts an unquoted name at a space
+    new_mode: int | None = None  # `new file mode` / `new mode`: the mode the file gets (else it keeps its own)
+    # (old, new) of a git rename or copy as GNU patch reads it: the ---/+++ names, not the rename lines'
+    gnu_names: tuple[str | None, str | None] | None = None
+    # a stanza of one file whose names differ (---/+++, or a name GNU cuts at a space): GNU patches the
+    # best of those that exist, else the best of all (`_best_name`)
+    gnu_choices: tuple[str, ...] = ()
+    git_refuses: str = ""  # why git apply refuses the stanza as written (its own words)
 
-    def as_gnu_reads_it(self) -> FilePatch:
-        """This stanza with the path GNU patch would patch (it differs only for names with spaces)."""
-        if self.gnu_path is None:
+    def as_gnu_reads_it(self, exists: Callable[[str], bool]) -> FilePatch:
+        """This stanza with the paths GNU patch would patch in a tree where `exists` says which files are."""
+        if self.gnu_choices:
+            path = _best_name([n for n in self.gnu_choices if exists(n)] or list(self.gnu_choices))
+            old, new = (path if self.old_path is not None else None), (path if self.new_path is not None else None)
+            return replace(self, old_path=old, new_path=new, gnu_choices=())
+        if self.gnu_names is None:
             return self
-        return replace(
-            self,
-            old_path=self.gnu_path if self.old_path is not None else None,
-            new_path=self.gnu_path if self.new_path is not None else None,
-            gnu_path=None,
-        )
+        old, new = self.gnu_names
+        return replace(self, old_path=old, new_path=new, gnu_names=None)
 
     @property
     def path(self) -> str:
@@ -227,6 +236,7 @@ def _hunk(reader: _Reader, path: str) -> Hunk:
     added: list[bytes] = []
     removed: list[bytes] = []
     kinds: list[int] = []
+    blank_run = 0  # added blank lines since the last other line (blank context lines neither count nor reset)
     while len(old) < old_count or len(new) < new_count:
         if i < end:
             line = lines[i]
@@ -257,6 +267,8 @@ def _hunk(reader: _Reader, path: str) -> Hunk:
             reader.i = i - 1
             raise reader.fail(f"{path}: hunk at line {old_start} has more lines than its header states")
         kinds.append(kind)
+        blank = not value.strip(b" \t\r\n")
+        blank_run = blank_run + 1 if kind == PLUS and blank else blank_run if kind == SPACE and blank else 0
     if i < end and lines[i][:1] == b"\\":
         i += 1
         _no_newline(kinds, old, new, added, removed)
@@ -265,10 +277,10 @@ def _hunk(reader: _Reader, path: str) -> Hunk:
     trail = next((n for n, k in enumerate(reversed(kinds)) if k != SPACE), len(kinds))
     if lead == len(kinds):
         raise reader.fail(f"{path}: hunk at line {old_start} changes nothing", header_at)
-    return Hunk(old_start, new_start, tuple(old), tuple(new), tuple(added), tuple(removed), lead, trail)
+    return Hunk(old_start, new_start, tuple(old), tuple(new), tuple(added), tuple(removed), lead, trail, blank_run > 0)
 
 
-def _no_newline(kinds: list[int], old: list[bytes], new: list[bytes], added: list[bytes], removed: list[bytes]):
+def _no_newline(kinds: list[int], old: list[bytes], new: list[bytes], added: list[bytes], removed: list[bytes]) -> None:
     """'\\ No newline at end of file' applies to the line before it, on the side(s) it was on."""
     previous = kinds[-1] if kinds else None
     if previous in (SPACE, MINUS) and old:
@@ -304,14 +316,13 @@ def _plain_stanza(reader: _Reader, strip: int) -> FilePatch:
     if old is None and new is None:
         raise reader.fail("both sides of the diff are /dev/null: no file to patch", reader.i - 2)
     gnu = [tree_path(name, _gnu_header_name(raw), strip) for raw in (old_raw, new_raw)]
-    gnu_path = _best_name([n for n in gnu if n is not None])
     path = new or old or ""
     hunks = _hunks(reader, path)
     if not hunks:
         raise reader.fail(f"{path}: no hunks after the ---/+++ lines")
     if old is not None and new is not None and old != new:
         old = new = _best_name([old, new])
-    return FilePatch(old_path=old, new_path=new, hunks=hunks, gnu_path=gnu_path if gnu_path != (new or old) else None)
+    return FilePatch(old_path=old, new_path=new, hunks=hunks, gnu_choices=_choices(gnu, new or old))
 
 
 def _git_stanza(reader: _Reader, strip: int) -> FilePatch:
@@ -323,17 +334,21 @@ def _git_stanza(reader: _Reader, strip: int) -> FilePatch:
     old: str | None = tree_path(name, names[0], strip)
     new: str | None = tree_path(name, names[1], strip)
     reader.i += 1
+    git_line = old, new
     created = deleted = copy = renamed = False
     mode: int | None = None
+    new_mode: int | None = None
     binary: Literal["", "data-less", "data"] = ""
     while (line := reader.peek()) is not None:
         body = line.rstrip(b"\r\n")
         if body.startswith(b"new file mode "):
             created, mode = True, int(body[14:], 8)
+            new_mode = mode
         elif body.startswith(b"deleted file mode "):
             deleted, mode = True, int(body[18:], 8)
         elif body.startswith(b"new mode ") or (body.startswith(b"old mode ") and mode is None):
             mode = int(body[9:], 8)
+            new_mode = mode if body.startswith(b"new mode ") else new_mode
         elif body.startswith((b"copy from ", b"rename from ", b"rename old ")):
             copy, renamed = body.startswith(b"copy"), renamed or body.startswith(b"rename")
             old = tree_path(name, unquote(body.split(b" ", 2)[2]), 0)
@@ -346,18 +361,25 @@ def _git_stanza(reader: _Reader, strip: int) -> FilePatch:
         reader.i += 1
     line = reader.peek()
     hunks: tuple[Hunk, ...] = ()
+    sides: tuple[str | None, str | None] | None = None  # the ---/+++ names as git reads them
+    gnu_sides = git_line
+    refuses = ""
     if (
         line is not None
         and line.startswith(b"--- ")
         and (reader.lines[reader.i + 1 : reader.i + 2] or [b""])[0][:4] == b"+++ "
     ):
-        old_side = tree_path(name, _header_name(line[4:]), strip)
-        new_side = tree_path(name, _header_name(reader.lines[reader.i + 1][4:]), strip)
-        if old_side is None and new_side is None:
+        raw = (line[4:], reader.lines[reader.i + 1][4:])
+        sides = (tree_path(name, _header_name(raw[0]), strip), tree_path(name, _header_name(raw[1]), strip))
+        if sides == (None, None):
             raise reader.fail("both sides of the diff are /dev/null: no file to patch")
-        created, deleted = created or old_side is None, deleted or new_side is None
+        gnu_sides = (tree_path(name, _gnu_header_name(raw[0]), strip), tree_path(name, _gnu_header_name(raw[1]), strip))
+        created, deleted = created or sides[0] is None, deleted or sides[1] is None
+        refuses = _inconsistent(sides, (old, new), copy or renamed)
+        if not (copy or renamed):  # git takes the ---/+++ names (a differing pair renames)
+            old, new = sides[0] or old, sides[1] or new
         reader.i += 2
-        hunks = _hunks(reader, new_side or old_side or "")
+        hunks = _hunks(reader, sides[1] or sides[0] or "")
     elif line is not None and line.startswith((b"Binary files ", b"Files ")) and line.rstrip().endswith(b"differ"):
         binary = "data-less"
         reader.i += 1
@@ -372,9 +394,47 @@ def _git_stanza(reader: _Reader, strip: int) -> FilePatch:
         new = None
     if old is None and new is None:
         raise reader.fail("both sides of the diff are /dev/null: no file to patch", at)
-    if not (copy or renamed) and old is not None and new is not None and old != new:
+    if sides is None and not (copy or renamed) and old is not None and new is not None and old != new:
         raise reader.fail(f"diff --git names two files ({old}, {new}) without rename or copy lines", at)
-    return FilePatch(old_path=old, new_path=new, hunks=hunks, copy=copy, binary=binary, mode=mode, git=True)
+    gnu = _gnu_git_names(gnu_sides, created, deleted)
+    moved = copy or renamed
+    return FilePatch(
+        old_path=old,
+        new_path=new,
+        hunks=hunks,
+        copy=copy,
+        rename=renamed,
+        binary=binary,
+        mode=mode,
+        git=True,
+        new_mode=new_mode,
+        gnu_names=gnu if moved and gnu != (old, new) else None,
+        gnu_choices=() if moved else _choices(gnu, new or old),
+        git_refuses=refuses,
+    )
+
+
+def _inconsistent(sides: tuple[str | None, str | None], named: tuple[str | None, str | None], moved: bool) -> str:
+    """git apply's check of the ---/+++ names against the rename/copy names: any other name is refused."""
+    if not moved:
+        return ""
+    for side, dashes, have, want in (("old", "---", sides[0], named[0]), ("new", "+++", sides[1], named[1])):
+        if have is not None and have != want:
+            return f"inconsistent {side} filename ({dashes} names {have}, the rename/copy line {want})"
+    return ""
+
+
+def _choices(names: Iterable[str | None], read_as: str | None) -> tuple[str, ...]:
+    """The names GNU patch chooses among, when they are not simply the one forklift reads."""
+    choices = tuple(dict.fromkeys(n for n in names if n is not None))
+    return choices if len(choices) > 1 or (choices and choices[0] != read_as) else ()
+
+
+def _gnu_git_names(sides: tuple[str | None, str | None], created: bool, deleted: bool) -> tuple[str | None, str | None]:
+    """GNU patch's names in a git stanza: the ---/+++ ones (else the diff --git ones); it notes a rename
+    or copy but ignores the names on those lines."""
+    old, new = sides
+    return (None if created else old), (None if deleted else new)
 
 
 def parse_files(name: str, diff: bytes, strip: int, first_line: int = 1) -> tuple[FilePatch, ...]:

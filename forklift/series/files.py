@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from forklift.errors import ConfigError, ForkliftError
+from forklift.fsio import Executable
 from forklift.series.apply import Overlay, Reader
 from forklift.series.render import diff_stat
 
@@ -58,7 +59,8 @@ def read_overlay(folder: Path, root: str = "") -> dict[str, bytes]:
         rel = path.relative_to(folder).as_posix()
         if not stat.S_ISREG(mode):
             raise ForkliftError(f"{path}: overlay entries must be regular files (links and special files are refused)")
-        files[f"{root}/{rel}" if root else rel] = path.read_bytes()
+        content = path.read_bytes()  # with its own mode, as rsync -a copies it into the tree
+        files[f"{root}/{rel}" if root else rel] = Executable(content) if mode & stat.S_IXUSR else content
     if not files:
         raise ConfigError(f"{folder}: the overlay folder is empty (overlay.dir in forklift.toml)")
     return files

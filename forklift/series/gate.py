@@ -5,17 +5,22 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from forklift.config import Config
 from forklift.errors import ConfigError
-from forklift.fsio import tree_reader, write_atomic
+from forklift.fsio import tree_reader, utf8_text, write_atomic
 from forklift.receipts import new_receipt, receipts_folder, write_receipt
 from forklift.series.check import CheckReport, Published, check_series
+from forklift.series.diff import PatchError
 from forklift.series.digests import parse_sums
 from forklift.series.files import read_overlay
-from forklift.series.model import Series, load_series
+from forklift.series.model import Series, load_series, read_series_part
 from forklift.series.render import series_patches_md
 from forklift.source.hashing import file_sha256
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class CompiledMarkers:
@@ -69,24 +74,29 @@ def configured_overlay(config: Config) -> dict[str, bytes]:
 def published_digests(config: Config, series: Series) -> Published | None:
     """The SHA256SUMS the patch files are held to: `[series] digests`, else one beside `series` if present."""
     path = config.digests_file
-    if not path.is_file():
+    if not path.exists():
         if config.data.series.digests:
             raise ConfigError(f"{path}: no such file (series.digests in forklift.toml)")
         return None
-    sums = parse_sums(path.read_text(encoding="utf-8"), path)
+    # a folder or a device named SHA256SUMS is refused, not taken as "no digests published"
+    sums = parse_sums(utf8_text(read_series_part(path, "SHA256SUMS"), path, "SHA256SUMS", PatchError), path)
     actual = {name: file_sha256(path.parent / name) if (path.parent / name).is_file() else None for name in sums}
     # every applied patch must be published; a skipped one is held to its line only when listed
     required = [os.path.relpath(series.folder / p.name, path.parent).replace(os.sep, "/") for p in series.patches]
     return Published(where=path, sums=sums, actual=actual, required=required)
 
 
-def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -> GateResult:
+def run_check(
+    config: Config, receipts_dir: Path | None = None, progress: Console | None = None, verify_cache: bool = False
+) -> GateResult:
+    """`verify_cache` re-hashes every cached file the check reads (`forklift check --verify-cache`)."""
     from forklift.source import default_cache, materialize
 
     series = configured_series(config)
     overlay_files = configured_overlay(config)
     published = published_digests(config, series)
-    tree = materialize(config.data.upstream, config.root, progress=progress)
+    cache = default_cache(verify=verify_cache)
+    tree = materialize(config.data.upstream, config.root, cache=cache, progress=progress)
     committed = None
     if config.patches_md is not None and config.patches_md.exists():
         committed = config.patches_md.read_text(encoding="utf-8")
@@ -97,10 +107,10 @@ def run_check(config: Config, receipts_dir: Path | None = None, progress=None) -
         tree=tree.label,
         digest=tree.digest,
         committed_patches_md=committed,
-        compiled=CompiledMarkers(default_cache().root / "compiled"),
+        compiled=CompiledMarkers(cache.root / "compiled"),
         overlay_files=overlay_files,
         published=published,
-        diffs=CachedDiffs(default_cache().root / "diffs"),
+        diffs=CachedDiffs(cache.root / "diffs"),
     )
     receipt = new_receipt(
         "check",
@@ -121,7 +131,9 @@ def write_patches_md(config: Config) -> Path:
     return config.patches_md
 
 
-def run_tree(config: Config, out: Path, force: bool = False, progress=None) -> tuple[Path, dict]:
+def run_tree(
+    config: Config, out: Path, force: bool = False, progress: Console | None = None
+) -> tuple[Path, dict[str, Any]]:
     """`forklift tree OUT`: the pinned tree with the series and the overlay, written to OUT with its record."""
     from forklift.series.tree import patched_tree, tree_record, write_tree
     from forklift.source import materialize

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from forklift.config.schema import Applier, Unlisted
 from forklift.errors import ForkliftError
-from forklift.fsio import utf8_text
+from forklift.fsio import read_bounded, utf8_text
 from forklift.series.diff import (
     FilePatch,
     Hunk,  # noqa: F401  (re-exported: callers build reversed hunks)
@@ -198,9 +198,18 @@ def skip_entries(text: str, where: Path) -> tuple[Skipped, ...]:
     return tuple(skipped)
 
 
+def read_series_part(path: Path, what: str) -> bytes:
+    """A file of the series (the series file, a patch) through the bounded reader: a FIFO, a device or
+    a folder is one PatchError naming it, never a read that blocks or fills memory."""
+    try:
+        return read_bounded(path, what)
+    except ForkliftError as exc:
+        raise PatchError(str(exc)) from None
+
+
 def read_patch_file(path: Path, name: str) -> bytes:
     """A patch file's bytes, uncompressed when its name says gzip, bzip2 or xz (as quilt reads them)."""
-    raw = path.read_bytes()
+    raw = read_series_part(path, "a patch")
     opener = _DECOMPRESS.get(path.suffix)
     if opener is None:
         return raw
@@ -225,10 +234,9 @@ def load_series(folder: Path, unlisted: Unlisted = "warn", root: str = "", appli
     `root` is the folder of the tree the patches are written against (like `patch -d` / `git apply --directory`);
     `applier` is whose rules the series is applied by, wherever it is applied."""
     series_file = folder / SERIES_FILE
-    try:
-        series_text = decode_series(series_file.read_bytes(), series_file)
-    except FileNotFoundError:
-        raise PatchError(f"{series_file}: no series file") from None
+    if not series_file.exists():
+        raise PatchError(f"{series_file}: no series file")
+    series_text = decode_series(read_series_part(series_file, "the series file"), series_file)
     entries = parse_series_file(series_text, series_file)
     skipped = skip_entries(series_text, series_file)
     listed = {name for name, _ in entries}
@@ -238,7 +246,7 @@ def load_series(folder: Path, unlisted: Unlisted = "warn", root: str = "", appli
     if not entries:
         raise PatchError(f"{series_file}: the series is empty: nothing to check")
     for name in [name for name, _ in entries] + [s.name for s in skipped]:
-        if not (folder / name).is_file():
+        if not (folder / name).exists():
             raise PatchError(f"{series_file}: lists {name!r}, which is not in {folder}")
     kept = listed | {s.name for s in skipped}
     stray = [name for name in patch_files(folder) if name not in kept]
@@ -247,11 +255,11 @@ def load_series(folder: Path, unlisted: Unlisted = "warn", root: str = "", appli
     patches = []
     digests: dict[str, str] = {}
     for name, strip in entries:
-        digests[name] = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        digests[name] = hashlib.sha256(read_series_part(folder / name, "a patch")).hexdigest()
         raw = read_patch_file(folder / name, name)
         patches.append(with_root(parse_patch(name, raw.decode("utf-8", "surrogateescape"), strip), root))
     for skip in skipped:
-        digests[skip.name] = hashlib.sha256((folder / skip.name).read_bytes()).hexdigest()
+        digests[skip.name] = hashlib.sha256(read_series_part(folder / skip.name, "a patch")).hexdigest()
     notes = tuple(f"{folder / name}: patch file is not listed in {series_file} (not applied)" for name in stray)
     return Series(
         folder=folder,

@@ -12,6 +12,7 @@ import difflib
 import hashlib
 from typing import Protocol
 
+from forklift.fsio import Executable
 from forklift.mdtable import table
 from forklift.series.apply import split_lines
 from forklift.series.lines import line_opcodes
@@ -60,14 +61,22 @@ def diff_stat(before: bytes | None, after: bytes | None) -> tuple[int, int]:
     return added, removed
 
 
+def _mode(content: bytes | None) -> str:
+    return "100755" if isinstance(content, Executable) else "100644"
+
+
 def file_diff(path: str, before: bytes | None, after: bytes | None) -> str:
     """One file's unified diff in git's layout, minus index lines and dates."""
     old, new = _text_lines(before), _text_lines(after)
     head = [f"diff --git a/{path} b/{path}\n"]
     if before is None:
-        head.append("new file mode 100644\n")
+        head.append(f"new file mode {_mode(after)}\n")
     elif after is None:
-        head.append("deleted file mode 100644\n")
+        head.append(f"deleted file mode {_mode(before)}\n")
+    elif _mode(before) != _mode(after):
+        head += [f"old mode {_mode(before)}\n", f"new mode {_mode(after)}\n"]
+    if before == after:
+        return "".join(head)  # the mode alone changed
     head.append("--- /dev/null\n" if before is None else f"--- a/{path}\n")
     head.append("+++ /dev/null\n" if after is None else f"+++ b/{path}\n")
     out = []
@@ -87,9 +96,9 @@ class DiffMemo(Protocol):
 
 
 def _diff_key(path: str, before: bytes | None, after: bytes | None) -> str:
-    digest = hashlib.sha256(f"file_diff 1\0{path}\0".encode("utf-8", "surrogateescape"))
+    digest = hashlib.sha256(f"file_diff 2\0{path}\0".encode("utf-8", "surrogateescape"))
     for side in (before, after):
-        digest.update(b"-" if side is None else hashlib.sha256(side).digest())
+        digest.update(b"-" if side is None else _mode(side).encode() + hashlib.sha256(side).digest())
     return digest.hexdigest()
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from forklift.config import Config
-from forklift.engines import adapter
+from forklift.engines import engine_adapter
 from forklift.errors import ConfigError
 from forklift.series.gate import configured_series
 from forklift.ship.labels import image_labels
@@ -18,7 +18,7 @@ from forklift.ship.wheel import WheelPlan
 
 def base_image(config: Config, plan: WheelPlan, given: str | None = None) -> str:
     """FROM: --from, else [image] base, else the engine's serving image of the pinned version."""
-    template = given or config.data.image.base or adapter(config.data.engine.kind).serving_image
+    template = given or config.data.image.base or engine_adapter(config.data.engine.kind).serving_image
     if not template:
         raise ConfigError(f"{config.path}: no serving image is known for this engine; set [image] base")
     return template.replace("{version}", plan.upstream_version)

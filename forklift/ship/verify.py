@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.config import Config
-from forklift.engines import adapter
+from forklift.engines import engine_adapter
 from forklift.installed.package import locate
-from forklift.installed.verify import Verification, installed_overlay_hash, verify
+from forklift.installed.verify import Verification, installed_overlay_hash, verify_installed
 from forklift.series.gate import configured_series
 from forklift.ship.image import Image, unpacked_engine
 from forklift.ship.labels import image_labels
@@ -36,11 +36,11 @@ class ImageCheck:
 
 def verify_image(config: Config, archive: Path, tag: str | None = None, trimmed: bool = False) -> ImageCheck:
     """Unpack the engine from `archive` (offline), verify it against the series, compare the labels."""
-    engine = adapter(config.data.engine.kind)
+    engine = engine_adapter(config.data.engine.kind)
     series = configured_series(config)
     with unpacked_engine(archive, engine.package, tag) as unpacked:
         package = locate(unpacked.site, engine.package, engine.serve_script)
-        state = verify(package, series, trimmed=trimmed)
+        state = verify_installed(package, series, trimmed=trimmed)
         overlay = installed_overlay_hash(package, series) or "none (the series is not applied)"
         version = package.version or "unknown"
         stamp = package.stamp

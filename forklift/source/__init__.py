@@ -5,6 +5,15 @@ Everything is verified against forklift.toml before use and kept in a content-ad
 
 from forklift.source.cache import Cache, default_cache
 from forklift.source.index import IndexFile, resolve_pypi_file
-from forklift.source.materialize import Tree, materialize, materialize_ref
+from forklift.source.materialize import Tree, materialize, materialize_ref, pinned_tree
 
-__all__ = ["Cache", "IndexFile", "Tree", "default_cache", "materialize", "materialize_ref", "resolve_pypi_file"]
+__all__ = [
+    "Cache",
+    "IndexFile",
+    "Tree",
+    "default_cache",
+    "materialize",
+    "materialize_ref",
+    "pinned_tree",
+    "resolve_pypi_file",
+]

@@ -22,22 +22,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from forklift.errors import ForkliftError
 from forklift.fsio import write_atomic
 from forklift.source.hashing import directory_digest
-
-ABANDONED_AFTER_SECONDS = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -68,12 +65,36 @@ class Cache:
         """A temporary folder on the cache's file system, so finished work can be renamed into place."""
         folder = self.root / "tmp"
         folder.mkdir(parents=True, exist_ok=True)
-        _sweep_abandoned(folder)
-        path = Path(tempfile.mkdtemp(dir=folder))
-        try:
-            yield path
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
+        self.sweep_scratch()
+        name = secrets.token_hex(8)
+        # The folder's lock is taken before the folder exists and held while it is in use; the OS drops
+        # it when its process dies (even by SIGKILL), so an unheld lock beside a folder means abandoned.
+        with self.lock(f"scratch-{name}"):
+            path = folder / name
+            path.mkdir()
+            try:
+                yield path
+            finally:
+                shutil.rmtree(path, ignore_errors=True)
+        (self.root / "locks" / f"scratch-{name}.lock").unlink(missing_ok=True)
+
+    def sweep_scratch(self) -> list[str]:
+        """Remove the scratch folders whose process is gone (its lock is free); returns their names."""
+        folder = self.root / "tmp"
+        removed = []
+        for entry in folder.iterdir() if folder.is_dir() else ():
+            lock = self.lock(f"scratch-{entry.name}")
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:  # in use
+                continue
+            try:
+                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+                removed.append(entry.name)
+            finally:
+                lock.release()
+            Path(lock.lock_file).unlink(missing_ok=True)
+        return removed
 
     def cached_tree(self, key: str) -> Path | None:
         """The finished tree for `key`, or None. Costs two stat calls (the warm hot path), plus a
@@ -173,26 +194,18 @@ class Cache:
         return dest
 
 
-def default_cache() -> Cache:
-    """The user's cache: ``$FORKLIFT_CACHE`` when set, else platformdirs' user cache folder for forklift."""
-    verify = os.environ.get("FORKLIFT_VERIFY_CACHE", "") == "1" or os.environ.get("CI", "").lower() == "true"
+def default_cache(verify: bool = False) -> Cache:
+    """The user's cache: ``$FORKLIFT_CACHE`` when set, else platformdirs' user cache folder for forklift.
+
+    With `verify` (`forklift check --verify-cache`), and always when the user asks for it in the
+    environment (FORKLIFT_VERIFY_CACHE=1, or CI=true), every hit is re-hashed."""
+    verify = verify or os.environ.get("FORKLIFT_VERIFY_CACHE", "") == "1" or os.environ.get("CI", "").lower() == "true"
     override = os.environ.get("FORKLIFT_CACHE")
     if override:
         return Cache(Path(override).expanduser(), verify)
     from platformdirs import user_cache_dir
 
     return Cache(Path(user_cache_dir("forklift", appauthor=False)), verify)
-
-
-def _sweep_abandoned(folder: Path) -> None:
-    """Remove scratch folders a killed process left behind (old enough that nobody still writes there)."""
-    cutoff = time.time() - ABANDONED_AFTER_SECONDS
-    for entry in folder.iterdir():
-        try:
-            if entry.stat().st_mtime < cutoff:
-                shutil.rmtree(entry, ignore_errors=True)
-        except FileNotFoundError:  # another process swept it first
-            continue
 
 
 def _marker(tree: Path) -> Path:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from forklift.errors import ForkliftError, UnreachableError
 from forklift.source.cache import Cache
 from forklift.source.index import IndexFile, http_client, read_guarded, reason, redact
 
+if TYPE_CHECKING:
+    import httpx
+    from rich.console import Console
 
-def download(file: IndexFile, sha256: str, cache: Cache, progress=None) -> Path:
+
+def download(file: IndexFile, sha256: str, cache: Cache, progress: Console | None = None) -> Path:
     """The cached artifact for `file`, downloaded when absent; `sha256` is the pinned hash.
 
     `progress` is a rich Console to draw a download bar on, or None for silence.
@@ -41,12 +46,12 @@ def download(file: IndexFile, sha256: str, cache: Cache, progress=None) -> Path:
         raise ForkliftError(f"truncated download of {url}: cut off after {received} bytes: {reason(exc)}") from None
 
 
-def _length(response) -> int | None:
+def _length(response: httpx.Response) -> int | None:
     value = response.headers.get("content-length")
     return int(value) if value and value.isdigit() else None
 
 
-def _with_bar(stream: Iterator[bytes], name: str, total: int | None, console) -> Iterator[bytes]:
+def _with_bar(stream: Iterator[bytes], name: str, total: int | None, console: Console) -> Iterator[bytes]:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
     columns = (TextColumn(name), BarColumn(), DownloadColumn(), TransferSpeedColumn())

@@ -13,6 +13,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urldefrag, urljoin
 
 from packaging.tags import Tag, sys_tags
@@ -27,6 +28,9 @@ from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
 from forklift.errors import ForkliftError, UnreachableError, UsageError
+
+if TYPE_CHECKING:
+    import httpx
 
 PEP691_JSON = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_SECONDS = 30.0
@@ -51,7 +55,8 @@ def pip_index_url() -> tuple[str, str]:
     if os.environ.get("PIP_INDEX_URL"):
         return os.environ["PIP_INDEX_URL"], "PIP_INDEX_URL"
     try:  # pip's own reader: the same files, in the same order, as `pip config list` shows
-        from pip._internal.configuration import Configuration, ConfigurationError
+        from pip._internal.configuration import Configuration
+        from pip._internal.exceptions import ConfigurationError
         from pip._internal.models.index import PyPI
     except ImportError:
         raise UsageError(
@@ -74,7 +79,7 @@ def redact(url: str) -> str:
     return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/]*@", r"\1***@", url, flags=re.IGNORECASE)
 
 
-def http_client():
+def http_client() -> httpx.Client:
     """An httpx client with forklift's timeouts; imported lazily: the warm cache path needs no HTTP."""
     import httpx
 
@@ -116,7 +121,9 @@ class Deadline:
         return cls(**values)
 
 
-def read_guarded(response, url: str, deadline: Deadline | None = None, limit: int | None = None) -> Iterator[bytes]:
+def read_guarded(
+    response: httpx.Response, url: str, deadline: Deadline | None = None, limit: int | None = None
+) -> Iterator[bytes]:
     """The body of an httpx streaming `response` as it arrives, stopped with one line when it stalls
     (below the deadline's rate over a window) or grows past `limit` bytes."""
     deadline = deadline or Deadline.from_env()
@@ -162,7 +169,7 @@ def resolve_pypi_file(
     return pick_file(fetch_project_page(page, package), page, package, version, filename, wheel=wheel, tags=tags)
 
 
-def fetch_project_page(page: str, package: str) -> dict:
+def fetch_project_page(page: str, package: str) -> dict[str, Any]:
     import httpx
 
     try:
@@ -180,7 +187,8 @@ def fetch_project_page(page: str, package: str) -> dict:
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise UnreachableError(f"cannot reach the index {redact(page)}: {reason(exc)}") from None
     try:
-        return json.loads(body)
+        data: dict[str, Any] = json.loads(body)
+        return data
     except ValueError as exc:
         raise ForkliftError(f"the index {redact(page)} did not answer with PEP 691 JSON ({reason(exc)})") from None
 
@@ -201,7 +209,7 @@ class _ProjectPage(BaseModel):
     versions: list[StrictStr] | None = None
 
 
-def parse_project_page(data: object, page: str) -> tuple[list[dict], list[str]]:
+def parse_project_page(data: object, page: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The page's files (as dicts) and versions, or one line naming the first malformed field."""
     try:
         parsed = _ProjectPage.model_validate(data)
@@ -246,9 +254,9 @@ def pick_file(
     return _index_file(sdists[0], page)
 
 
-def _best_wheel(files: list[dict], where: str) -> dict:
+def _best_wheel(files: list[dict[str, Any]], where: str) -> dict[str, Any]:
     rank = {tag: i for i, tag in enumerate(sys_tags())}
-    best: tuple[int, dict] | None = None
+    best: tuple[int, dict[str, Any]] | None = None
     for f in files:
         if not f["filename"].endswith(".whl"):
             continue
@@ -261,7 +269,7 @@ def _best_wheel(files: list[dict], where: str) -> dict:
     return best[1]
 
 
-def _tagged_wheel(files: list[dict], where: str, tags: frozenset[Tag]) -> dict:
+def _tagged_wheel(files: list[dict[str, Any]], where: str, tags: frozenset[Tag]) -> dict[str, Any]:
     """The wheel built for exactly `tags` (a pin's platform, whatever machine asks)."""
     for f in files:
         if f["filename"].endswith(".whl") and parse_wheel_filename(f["filename"])[3] == tags:
@@ -270,7 +278,7 @@ def _tagged_wheel(files: list[dict], where: str, tags: frozenset[Tag]) -> dict:
     raise ForkliftError(f"{where} has no wheel tagged {shown} (files: {_names(files)})")
 
 
-def _index_file(entry: dict, page: str) -> IndexFile:
+def _index_file(entry: dict[str, Any], page: str) -> IndexFile:
     url = urldefrag(urljoin(page, entry["url"])).url
     return IndexFile(entry["filename"], url, entry["hashes"].get("sha256"), entry["size"])
 
@@ -295,7 +303,7 @@ def _same_version(found: Version | None, wanted: str) -> bool:
         return False
 
 
-def _names(files: list[dict]) -> str:
+def _names(files: list[dict[str, Any]]) -> str:
     names = [f["filename"] for f in files]
     return ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
 

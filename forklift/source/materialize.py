@@ -9,11 +9,13 @@ can change under us, so it is checked every time).
 from __future__ import annotations
 
 import shutil
-from contextlib import nullcontext
+import sys
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.errors import ForkliftError
 from forklift.source import gitpin
@@ -43,7 +45,7 @@ def materialize(
     pin: PypiPin | GitPin | PathPin,
     root: Path,
     cache: Cache | None = None,
-    progress=None,
+    progress: Console | None = None,
     *,
     index_url: str | None = None,
 ) -> Tree:
@@ -64,7 +66,7 @@ def materialize(
     raise TypeError(f"not a pin: {pin!r}")
 
 
-def _pypi(pin: PypiPin, cache: Cache, progress, index_url: str | None) -> Tree:
+def _pypi(pin: PypiPin, cache: Cache, progress: Console | None, index_url: str | None) -> Tree:
     kind: TreeKind = "wheel" if (pin.filename or "").endswith(".whl") else "sdist"
 
     def build(dest: Path) -> None:
@@ -86,7 +88,7 @@ def pypi_artifact(pin: PypiPin, cache: Cache, progress: Console | None = None, i
     return download(file, pin.sha256, cache, progress)
 
 
-def _git(pin: GitPin, root: Path, cache: Cache, progress) -> Tree:
+def _git(pin: GitPin, root: Path, cache: Cache, progress: Console | None) -> Tree:
     url = gitpin.resolve_url(pin.url, root)
     label = f"{redact(pin.url)} {pin.tag} @ {pin.commit[:12]}"
     if gitpin.remote_tag_commit(url, pin.tag) != pin.commit or cache.cached_tree(f"git-{pin.commit}") is None:
@@ -96,7 +98,14 @@ def _git(pin: GitPin, root: Path, cache: Cache, progress) -> Tree:
     return Tree(cache.tree_path(f"git-{pin.commit}"), pin.commit, label, "git")
 
 
-def materialize_ref(pin: GitPin, ref: str, root: Path, cache: Cache | None = None, progress=None) -> tuple[Tree, str]:
+def pinned_tree(config: Config, progress: Console | None = None) -> Tree:
+    """The distribution's pinned upstream tree (materialize() with its pin and folder)."""
+    return materialize(config.data.upstream, config.root, progress=progress)
+
+
+def materialize_ref(
+    pin: GitPin, ref: str, root: Path, cache: Cache | None = None, progress: Console | None = None
+) -> tuple[Tree, str]:
     """The tree a branch or tag `ref` of the pin's repository names now (upstream main, say), and its commit:
     an early look at the next release, never a pin (a branch head moves)."""
     cache = cache or default_cache()
@@ -111,12 +120,12 @@ def materialize_ref(pin: GitPin, ref: str, root: Path, cache: Cache | None = Non
     return Tree(cache.tree_path(f"git-{commit}"), commit, label, "git"), commit
 
 
-def _mirror(url: str, cache: Cache, progress) -> Path:
+def _mirror(url: str, cache: Cache, progress: Console | None) -> Path:
     with _status(progress, f"fetching {redact(url)}"):
         return gitpin.update_mirror(url, cache)
 
 
-def _checkout(mirror: Path, commit: str, label: str, cache: Cache, progress) -> None:
+def _checkout(mirror: Path, commit: str, label: str, cache: Cache, progress: Console | None) -> None:
     def build(dest: Path) -> None:
         with _status(progress, f"checking out {commit[:12]}"):
             gitpin.checkout_commit(mirror, commit, dest)
@@ -125,9 +134,18 @@ def _checkout(mirror: Path, commit: str, label: str, cache: Cache, progress) -> 
     cache.build_tree(f"git-{commit}", build)
 
 
-def _path(pin: PathPin, root: Path, cache: Cache, progress) -> Tree:
+def _path(pin: PathPin, root: Path, cache: Cache, progress: Console | None) -> Tree:
     source = Path(pin.path).expanduser()
     source = source if source.is_absolute() else root / source
+    try:
+        return _path_tree(pin, source, cache, progress)
+    except RecursionError:  # os.walk and shutil.copytree recurse once per folder level
+        raise ForkliftError(
+            f"{source}: folders nested deeper than {sys.getrecursionlimit()} levels; such a tree cannot be pinned"
+        ) from None
+
+
+def _path_tree(pin: PathPin, source: Path, cache: Cache, progress: Console | None) -> Tree:
     if not source.exists():
         raise ForkliftError(f"{source}: no such file or folder (upstream.path in forklift.toml)")
     kind: TreeKind = "dir" if pinnable_kind(source) == "dir" else "tarball"
@@ -151,7 +169,7 @@ def _path(pin: PathPin, root: Path, cache: Cache, progress) -> Tree:
     return Tree(path, pin.sha256, f"{kind} {pin.path}", kind)
 
 
-def _status(console, text: str):
+def _status(console: Console | None, text: str) -> AbstractContextManager[object]:
     """A spinner on `console` for a slow step, or nothing."""
     return console.status(text) if console is not None else nullcontext()
 

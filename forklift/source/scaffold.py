@@ -9,6 +9,7 @@ forklift.toml is never overwritten, and an existing series is kept (a quilt seri
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +62,15 @@ def init_distribution(
     return Initialized(config, series, upstream)
 
 
-def _resolve(folder, pypi, wheel, git_url, tag, path, index_url) -> tuple[dict[str, str], str]:
+def _resolve(
+    folder: Path,
+    pypi: str | None,
+    wheel: bool,
+    git_url: str | None,
+    tag: str | None,
+    path: str | None,
+    index_url: str | None,
+) -> tuple[dict[str, str], str]:
     """The [upstream] table and the project's name, for the one source given."""
     given = [flag for flag, value in (("--pypi", pypi), ("--git", git_url), ("--path", path)) if value]
     if len(given) != 1:
@@ -82,18 +91,21 @@ def _resolve(folder, pypi, wheel, git_url, tag, path, index_url) -> tuple[dict[s
         if wheel:
             pin["filename"] = file.filename
         return {**pin, "sha256": file.sha256}, package
-    if git_url:
+    if git_url and tag:  # together, as checked above
         url = gitpin.resolve_url(git_url, Path.cwd())  # a local path as typed, from where the user stands
         commit = gitpin.remote_tag_commit(url, tag)
         if url != git_url:  # stored like --path: forklift.toml resolves it from its own folder
             url = _relative_if_inside(Path(url), folder)
         repo = re.sub(r"\.git$", "", git_url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1])
         return {"source": "git", "url": url, "tag": tag, "commit": commit}, repo
+    assert path is not None  # exactly one source was given
     source = Path(path).expanduser().resolve()
     if not source.exists():
         raise UsageError(f"--path {path}: no such file or folder")
     digest = directory_digest(source) if pinnable_kind(source) == "dir" else file_sha256(source)
-    return {"source": "path", "path": _relative_if_inside(source, folder), "sha256": digest}, _project_name(source)
+    stored = os.path.relpath(source, folder.resolve()) if not Path(path).expanduser().is_absolute() else None
+    where = Path(stored).as_posix() if stored else _relative_if_inside(source, folder)
+    return {"source": "path", "path": where, "sha256": digest}, _project_name(source)
 
 
 def render_config(engine_kind: str, upstream: dict[str, str]) -> str:
@@ -108,7 +120,8 @@ def render_config(engine_kind: str, upstream: dict[str, str]) -> str:
 
 
 def _relative_if_inside(source: Path, folder: Path) -> str:
-    """Relative to the distribution when the source lives inside it (portable), else absolute."""
+    """Relative to the distribution when the source lives inside it (portable), else absolute
+    (a --path given relative is stored relative to forklift.toml wherever it lies)."""
     try:
         return source.relative_to(folder.resolve()).as_posix()
     except ValueError:

@@ -22,7 +22,7 @@ from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, unpaired_change, welch_change, with_floor
 from forklift.stats.metrics import METRICS, Metric
 from forklift.stats.sample import BenchRun, output_throughput, requests_by_text, server_tok_step
-from forklift.stats.units import Components, SideColumns, components, unit_tables
+from forklift.stats.units import Components, SideColumns, Sides, components
 from forklift.stats.verdict import DEFAULT_MARGIN, Kind, Verdict, judge
 
 
@@ -120,19 +120,18 @@ def _prompt_estimate(a: np.ndarray, b: np.ndarray, paired: bool, seed: int) -> E
 
 def unit_estimate(
     metric: Metric,
-    a: SideColumns,
-    b: SideColumns,
+    sides: Sides,
     *,
     paired: bool = True,
     seed: int = 0,
-    aa: SideColumns | None = None,
+    aa: Sides | None = None,
 ) -> tuple[Estimate | None, Components, Components]:
     """The interval of B vs A over the right unit, floored by an A/A control, and each side's components.
 
     The unit is the run when every unit of both sides ran on one boot, else the boot (forklift.stats.units).
     Short of two units a side, the finer interval is shown marked with the unit it lacks.
     """
-    (table_a, table_b), (matrix_a, matrix_b) = unit_tables(metric, a, b)
+    (table_a, table_b), (matrix_a, matrix_b) = sides.tables(metric)
     comps = components(table_a), components(table_b)
     level: Literal["run", "boot"] = "run" if len(set(table_a.boots) | set(table_b.boots)) == 1 else "boot"
     if level == "run":
@@ -154,19 +153,18 @@ def unit_estimate(
 
 def compare_metric(
     metric: Metric,
-    a: SideColumns,
-    b: SideColumns,
+    sides: Sides,
     *,
     paired: bool = True,
     seed: int = 0,
-    aa: SideColumns | None = None,
+    aa: Sides | None = None,
     margin: float = DEFAULT_MARGIN,
 ) -> MetricResult | None:
     """None when neither side has the metric (e.g. tok/step without per-request speculation stats)."""
-    logs_a, logs_b = a.log_values(metric), b.log_values(metric)
+    logs_a, logs_b = (side.log_values(metric) for side in sides.sides)
     if np.isnan(logs_a).all() and np.isnan(logs_b).all():
         return None
-    estimate, comps_a, comps_b = unit_estimate(metric, a, b, paired=paired, seed=seed, aa=aa)
+    estimate, comps_a, comps_b = unit_estimate(metric, sides, paired=paired, seed=seed, aa=aa)
     return MetricResult(
         metric=metric.key,
         label=metric.label,
@@ -198,7 +196,8 @@ def compare_cell(
 ) -> CellResult:
     """`margins`: the practical margin of each metric key (a fraction; DEFAULT_MARGIN for any not given)."""
     a, b = SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)
-    aa = SideColumns(aa_runs, cell_name) if aa_runs else None
+    sides = Sides(a, b)
+    aa = Sides(SideColumns(aa_runs, cell_name)) if aa_runs else None
     pairs, paired = pairing(a, b)
     texts_a, texts_b = requests_by_text(a_runs, cell_name), requests_by_text(b_runs, cell_name)
     drift = divergence(
@@ -207,7 +206,7 @@ def compare_cell(
     metrics = []
     for metric in METRICS:
         margin = (margins or {}).get(metric.key, DEFAULT_MARGIN)
-        result = compare_metric(metric, a, b, paired=paired, seed=seed, aa=aa, margin=margin)
+        result = compare_metric(metric, sides, paired=paired, seed=seed, aa=aa, margin=margin)
         if result is None:
             continue
         if metric.trajectory_sensitive and drift.diverged:
@@ -223,10 +222,10 @@ def compare_cell(
         pairs=pairs,
         requests_a=len(a.records),
         requests_b=len(b.records),
-        failed_a=sum(not r.ok for r in a.records),
-        failed_b=sum(not r.ok for r in b.records),
-        bursts_a=sum(r.delivered_in_burst for r in a.records),
-        bursts_b=sum(r.delivered_in_burst for r in b.records),
+        failed_a=len(a.ok) - sum(a.ok),
+        failed_b=len(b.ok) - sum(b.ok),
+        bursts_a=sum(a.bursts),
+        bursts_b=sum(b.bursts),
         throughput_a=output_throughput(a_runs, cell_name),
         throughput_b=output_throughput(b_runs, cell_name),
         server_tok_step_a=server_tok_step(a_runs, cell_name),
@@ -314,8 +313,8 @@ def judge_cell(
     """
     metric = metric_by_key(metric_key)
     a, b = SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)
-    aa = SideColumns(aa_runs, cell_name) if aa_runs else None
-    result = compare_metric(metric, a, b, paired=pairing(a, b)[1], seed=seed, aa=aa, margin=margin)
+    aa = Sides(SideColumns(aa_runs, cell_name)) if aa_runs else None
+    result = compare_metric(metric, Sides(a, b), paired=pairing(a, b)[1], seed=seed, aa=aa, margin=margin)
     return result.decision if result is not None else judge(metric, None, margin)
 
 
@@ -328,5 +327,5 @@ def boot_values(
     `two_stage_estimate(*boot_values(...), stage)` on every boot, judged with `judge`.
     """
     metric = metric_by_key(metric_key)
-    (table_a, table_b), _ = unit_tables(metric, SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name))
+    (table_a, table_b), _ = Sides(SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)).tables(metric)
     return table_a.boot_means(), table_b.boot_means()

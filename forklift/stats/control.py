@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from forklift.stats.interval import Floor, floor_from_units
 from forklift.stats.metrics import Metric
-from forklift.stats.units import SideColumns, unit_tables
+from forklift.stats.units import Sides
 
 
-def aa_floor(aa: SideColumns, metric: Metric) -> Floor | None:
-    """The floor of one cell and metric from A/A receipts' columns; None with fewer than two units of it."""
-    [table], _ = unit_tables(metric, aa)
+def aa_floor(aa: Sides, metric: Metric) -> Floor | None:
+    """The floor of one cell and metric from an A/A control (one side); None with fewer than two units of it."""
+    [table], _ = aa.tables(metric)
     if len(set(table.boots)) >= 2:
         return floor_from_units(list(table.boot_means()), "boot")
     return floor_from_units(list(table.means), "run")

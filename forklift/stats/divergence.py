@@ -15,6 +15,8 @@ from pydantic import BaseModel
 
 from forklift.client.records import RequestRecord
 
+TextKey = tuple[Any, ...]  # what identifies the exact text a request sent (stats.sample.text_key)
+
 
 def is_greedy(sampling: dict[str, Any]) -> bool:
     """Greedy when the preset says so or temperature is exactly zero."""
@@ -51,7 +53,7 @@ def _hashes(records: list[RequestRecord]) -> set[str]:
 
 
 def divergence(
-    a: dict[tuple, list[RequestRecord]], b: dict[tuple, list[RequestRecord]], greedy_a: bool, greedy_b: bool
+    a: dict[TextKey, list[RequestRecord]], b: dict[TextKey, list[RequestRecord]], greedy_a: bool, greedy_b: bool
 ) -> Divergence:
     """Per prompt: did the same text sent to both sides come back different? (inputs keyed by text_key)"""
     if not (greedy_a and greedy_b):
@@ -87,7 +89,7 @@ class Determinism(BaseModel):
         return f"NOT deterministic: {len(self.changed)}/{self.prompts} prompts wrote different text for the same input"
 
 
-def determinism(by_text: dict[tuple, list[RequestRecord]]) -> Determinism:
+def determinism(by_text: dict[TextKey, list[RequestRecord]]) -> Determinism:
     """Same side, same input text sent again (another run unsalted, or another receipt with the same salts)."""
     repeated = {key: [r.output_sha256 for r in records if r.ok and r.output_sha256] for key, records in by_text.items()}
     repeated = {key: hashes for key, hashes in repeated.items() if len(hashes) >= 2}

@@ -204,7 +204,8 @@ def _bootstrap(
 
 def _mean_difference(a: np.ndarray, b: np.ndarray, axis: int) -> np.ndarray:
     """mean(b) - mean(a), vectorised over resamples as scipy.stats.bootstrap calls it."""
-    return np.mean(b, axis=axis) - np.mean(a, axis=axis)
+    shift: np.ndarray = np.mean(b, axis=axis) - np.mean(a, axis=axis)
+    return shift
 
 
 def paired_change(a: np.ndarray, b: np.ndarray, *, seed: int = 0, resamples: int = RESAMPLES) -> Estimate:

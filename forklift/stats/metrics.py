@@ -15,11 +15,6 @@ from typing import Literal
 from forklift.client.records import RequestRecord
 
 
-def decode_timing(read: Callable[[RequestRecord], float | None]) -> Callable[[RequestRecord], float | None]:
-    """A decode-timing metric, unmeasured for requests delivered in bursts."""
-    return lambda record: None if record.delivered_in_burst else read(record)
-
-
 def spec_tok_step(record: RequestRecord) -> float | None:
     """Tokens per engine step for one request, from its own speculative-decoding stats.
 
@@ -70,14 +65,30 @@ class Metric:
     trajectory_sensitive: bool = False  # depends on which text was written, not only on speed
     value: Callable[[RequestRecord], float | None] = lambda record: None
     scale: float = 1.0  # display scale (seconds -> ms)
+    decode_timing: bool = False  # unmeasured for requests delivered in bursts (RequestRecord.delivered_in_burst)
+
+    def read(self, record: RequestRecord, burst: bool | None = None) -> float | None:
+        """The metric of one ok request, or None; `burst` when already known (it costs a pass over the chunks)."""
+        if not record.ok:
+            return None
+        if self.decode_timing and (record.delivered_in_burst if burst is None else burst):
+            return None
+        return self.value(record)
 
 
 METRICS: tuple[Metric, ...] = (
     Metric(
-        "decode_tps", "decode tok/s", "tok/s", "higher", "faster", "slower", value=decode_timing(lambda r: r.decode_tps)
+        "decode_tps",
+        "decode tok/s",
+        "tok/s",
+        "higher",
+        "faster",
+        "slower",
+        value=lambda r: r.decode_tps,
+        decode_timing=True,
     ),
     Metric("ttft", "TTFT", "ms", "lower", "slower", "faster", value=lambda r: r.ttft, scale=1000.0),
-    Metric("tpot", "TPOT", "ms", "lower", "slower", "faster", value=decode_timing(lambda r: r.tpot), scale=1000.0),
+    Metric("tpot", "TPOT", "ms", "lower", "slower", "faster", value=lambda r: r.tpot, scale=1000.0, decode_timing=True),
     Metric("e2e", "E2E", "ms", "lower", "slower", "faster", value=lambda r: r.e2e, scale=1000.0),
     Metric("tok_step", "tok/step", "", "higher", "higher", "lower", trajectory_sensitive=True, value=spec_tok_step),
     Metric(

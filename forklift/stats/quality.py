@@ -20,6 +20,7 @@ sha256, windows, subset, shots) are refused with one line naming the field.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +30,7 @@ from scipy import stats
 
 from forklift.errors import ForkliftError
 from forklift.quality.schema import Question, SuiteBody, Window
-from forklift.receipts import Receipt
+from forklift.receipts import Receipt, read_receipts
 from forklift.stats.interval import LEVEL
 from forklift.stats.runs import ReceiptRun, validated_runs
 
@@ -324,3 +325,27 @@ def compare_suites(
     matched = {(r.suite, r.label) for r in rows}
     alone += [f"A only: {a.label} on {a.hostname}" for (k, _), a in latest_a.items() if k not in matched]
     return rows, alone
+
+
+@dataclass(frozen=True)
+class SuiteComparisons:
+    """The quality and canary receipts of each folder after the first, compared with the first's."""
+
+    rows: list[SuiteComparison]
+    unmatched: list[str]  # suites only one side ran
+    has_bench: bool  # the baseline holds bench receipts too (compared after these)
+
+
+def compare_suite_folders(paths: list[Path], *, across_machines: bool) -> SuiteComparisons | None:
+    """paths[1:] each against paths[0]; None when the baseline holds no quality or canary receipt."""
+    baseline_receipts = read_receipts([paths[0]])
+    baseline = suite_runs(baseline_receipts)
+    if not baseline:
+        return None
+    rows: list[SuiteComparison] = []
+    alone: list[str] = []
+    for other in paths[1:]:
+        found, only = compare_suites(baseline, suite_runs(read_receipts([other])), across_machines=across_machines)
+        rows += found
+        alone += only
+    return SuiteComparisons(rows, alone, any(r.kind == "bench" for _, r in baseline_receipts))

@@ -15,6 +15,7 @@ from forklift.bench.aggregate import run_duration
 from forklift.bench.schema import BenchBody, Cell
 from forklift.client.records import RequestRecord
 from forklift.receipts import Receipt
+from forklift.stats.divergence import TextKey
 from forklift.stats.runs import ReceiptRun, validated_runs
 
 Key = tuple[str, int, int]
@@ -65,7 +66,7 @@ def kept_requests(runs: list[BenchRun], cell_name: str) -> dict[Key, RequestReco
     return keyed
 
 
-def text_key(run: BenchRun, cell_name: str, record: RequestRecord) -> tuple:
+def text_key(run: BenchRun, cell_name: str, record: RequestRecord) -> TextKey:
     """What identifies the exact text a request sent: its prompt, plus its salt's inputs when salted.
 
     The bench derives each salt from (nonce, cell, run, prompt id), so a salted
@@ -77,9 +78,9 @@ def text_key(run: BenchRun, cell_name: str, record: RequestRecord) -> tuple:
     return (record.prompt_id, workload.salt_nonce, cell_name, record.run)
 
 
-def requests_by_text(runs: list[BenchRun], cell_name: str) -> dict[tuple, list[RequestRecord]]:
+def requests_by_text(runs: list[BenchRun], cell_name: str) -> dict[TextKey, list[RequestRecord]]:
     """Every request of a cell (warm-up runs included) grouped by the exact text it sent."""
-    grouped: dict[tuple, list[RequestRecord]] = {}
+    grouped: dict[TextKey, list[RequestRecord]] = {}
     for run in runs:
         cell = run.cell(cell_name)
         for record in cell.requests if cell else []:

@@ -74,6 +74,8 @@ class SideColumns:
                 units.append(unit)
                 self.prompts.append(f"{record.prompt_id}#{occurrence}")
         self.units = np.array(units, dtype=int)
+        self.ok = [record.ok for record in self.records]
+        self.bursts = [record.delivered_in_burst for record in self.records]
         self._values: dict[str, np.ndarray] = {}
 
     def keys(self) -> set[tuple[int, str]]:
@@ -83,19 +85,24 @@ class SideColumns:
     def log_values(self, metric: Metric) -> np.ndarray:
         """log of the metric per row; NaN where the request failed or has no positive finite value."""
         if metric.key not in self._values:
-            values = np.array([(metric.value(r) if r.ok else None) for r in self.records], dtype=float)  # None -> NaN
+            values = np.array(
+                [
+                    metric.read(r, burst) if ok else None
+                    for r, ok, burst in zip(self.records, self.ok, self.bursts, strict=True)
+                ],
+                dtype=float,
+            )  # None -> NaN
             with np.errstate(divide="ignore", invalid="ignore"):
                 logs = np.log(values)
             logs[~np.isfinite(logs)] = np.nan
             self._values[metric.key] = logs
         return self._values[metric.key]
 
-    def matrix(self, metric: Metric, prompt_ids: dict[str, int]) -> np.ndarray:
-        """(units, prompts) log values, NaN where a unit has none for a prompt."""
-        out = np.full((len(self.unit_boots), len(prompt_ids)), np.nan)
+    def matrix(self, metric: Metric, codes: np.ndarray, prompts: int) -> np.ndarray:
+        """(units, prompts) log values, NaN where a unit has none for a prompt; `codes`: each row's prompt column."""
+        out = np.full((len(self.unit_boots), prompts), np.nan)
         if self.records:
-            columns = np.fromiter((prompt_ids[p] for p in self.prompts), dtype=int, count=len(self.prompts))
-            out[self.units, columns] = self.log_values(metric)
+            out[self.units, codes] = self.log_values(metric)
         return out
 
 
@@ -115,32 +122,50 @@ class UnitTable:
         return np.array([np.mean(values) for values in grouped.values()])
 
 
-def unit_tables(metric: Metric, *sides: SideColumns) -> tuple[list[UnitTable], list[np.ndarray]]:
-    """Each side's units over the prompts every unit of every side measured, and each side's matrix.
+class Sides:
+    """The sides of one comparison (or one A/A control), their prompts coded once for every metric."""
 
-    A unit with no value at all is dropped. When the sides share no prompt, a unit's mean is over its own.
-    """
-    prompt_ids: dict[str, int] = {}
-    for side in sides:
-        for prompt in side.prompts:
-            prompt_ids.setdefault(prompt, len(prompt_ids))
-    matrices = [side.matrix(metric, prompt_ids) for side in sides]
-    present = [~np.isnan(m).all(axis=1) for m in matrices]
-    kept = [m[rows] for m, rows in zip(matrices, present, strict=True)]
-    common = np.ones(len(prompt_ids), dtype=bool)
-    for m in kept:
-        common &= ~np.isnan(m).any(axis=0)
-    tables = []
-    for side, m, rows in zip(sides, kept, present, strict=True):
-        means = m[:, common].mean(axis=1) if common.any() else np.nanmean(m, axis=1) if len(m) else np.array([])
-        tables.append(
-            UnitTable(
-                boots=[b for b, keep in zip(side.unit_boots, rows, strict=True) if keep],
-                positions=np.array(side.unit_positions)[rows] if len(rows) else np.array([], dtype=int),
-                means=means,
+    def __init__(self, *sides: SideColumns) -> None:
+        self.sides = sides
+        prompt_ids: dict[str, int] = {}
+        self.codes = [
+            np.fromiter(
+                (prompt_ids.setdefault(p, len(prompt_ids)) for p in side.prompts), dtype=int, count=len(side.prompts)
             )
-        )
-    return tables, kept
+            for side in sides
+        ]
+        self.prompts = len(prompt_ids)
+
+    def tables(self, metric: Metric) -> tuple[list[UnitTable], list[np.ndarray]]:
+        """Each side's units over the prompts every unit of every side measured, and each side's matrix.
+
+        A unit with no value at all is dropped. When the sides share no prompt, a unit's mean is over its own.
+        """
+        matrices = [
+            side.matrix(metric, codes, self.prompts) for side, codes in zip(self.sides, self.codes, strict=True)
+        ]
+        present = [~np.isnan(m).all(axis=1) for m in matrices]
+        kept = [m[rows] for m, rows in zip(matrices, present, strict=True)]
+        common = np.ones(self.prompts, dtype=bool)
+        for m in kept:
+            common &= ~np.isnan(m).any(axis=0)
+        tables = []
+        for side, m, rows in zip(self.sides, kept, present, strict=True):
+            own = common if common.any() else ~np.isnan(m).all(axis=0)  # no shared prompt: each unit's own
+            means = np.nanmean(m[:, own], axis=1) if len(m) else np.array([])
+            tables.append(
+                UnitTable(
+                    boots=[b for b, keep in zip(side.unit_boots, rows, strict=True) if keep],
+                    positions=np.array(side.unit_positions, dtype=int)[rows],
+                    means=means,
+                )
+            )
+        return tables, kept
+
+
+def unit_tables(metric: Metric, *sides: SideColumns) -> tuple[list[UnitTable], list[np.ndarray]]:
+    """Sides(*sides).tables(metric), for one metric (code the prompts once with Sides for several)."""
+    return Sides(*sides).tables(metric)
 
 
 class Components(BaseModel):

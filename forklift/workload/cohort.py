@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
-from forklift.errors import UsageError, validation_line
+from forklift.errors import ForkliftError, UsageError, validation_line
+from forklift.fsio import loads_json, read_bounded
 from forklift.workload.items import PRESETS, WorkItem, Workload
 
 
@@ -51,18 +51,18 @@ def load_cohort(
     if preset not in PRESETS:
         raise UsageError(f"sampling preset {preset!r}: expected one of {', '.join(PRESETS)}")
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read cohort: {exc.strerror}") from None
+        raw = read_bounded(path, "cohort")
+    except ForkliftError as exc:
+        raise UsageError(str(exc)) from None
     items: list[WorkItem] = []
     seen: dict[str, int] = {}
     for lineno, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            entry = CohortLine.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}:{lineno}: not JSON: {exc.msg}") from None
+            entry = CohortLine.model_validate(loads_json(line, f"{path}:{lineno}", "cohort line"))
+        except ForkliftError as exc:
+            raise UsageError(str(exc)) from None
         except ValidationError as exc:
             raise UsageError(f"{path}:{lineno}: {validation_line(exc, top='line')}") from None
         if entry.id in seen:

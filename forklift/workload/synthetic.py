@@ -7,13 +7,17 @@ filler tokens, count the request as the endpoint will see it, move k by the miss
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
 import aiohttp
 
+from forklift.client.bodies import read_start, read_within
+from forklift.client.records import Endpoint
+from forklift.client.sse import TooLarge
 from forklift.errors import ForkliftError, UsageError
-from forklift.workload.items import PRESETS, Endpoint, WorkItem, Workload
+from forklift.workload.items import PRESETS, WorkItem, Workload
 
 # Plain words most tokenizers keep whole: filler text that tokenizes predictably.
 FILLER_WORDS = [
@@ -108,6 +112,9 @@ def as_request(endpoint: Endpoint, text: str) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": text}]} if endpoint == "chat" else {"prompt": text}
 
 
+TOKENIZER_BYTES = 16 * 2**20  # a /tokenize answer of a 100k-token prompt is under 1 MiB
+
+
 class ServerTokenizer:
     """The server's /tokenize and /detokenize (vLLM's): the engine's own count, template included."""
 
@@ -118,25 +125,31 @@ class ServerTokenizer:
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
-            async with self.session.post(self.base_url + path, json={"model": self.model, **body}) as response:
+            request = {"model": self.model, **body}
+            async with self.session.post(self.base_url + path, json=request, allow_redirects=False) as response:
                 if response.status != 200:
-                    text = (await response.text())[:200]
+                    text = " ".join((await read_start(response, 200)).decode(errors="replace").split())
                     raise ForkliftError(
                         f"{self.base_url}{path} answered HTTP {response.status} ({text}); synthetic prompts "
                         "need the server's tokenizer endpoint (vLLM's /tokenize)"
                     )
-                return await response.json()
-        except aiohttp.ClientError as exc:
+                answer = json.loads(await read_within(response, TOKENIZER_BYTES))
+        except (aiohttp.ClientError, ValueError, TooLarge) as exc:
             raise ForkliftError(f"{self.base_url}{path}: {exc}") from None
+        if not isinstance(answer, dict):
+            raise ForkliftError(f"{self.base_url}{path}: answered {type(answer).__name__}, not a JSON object")
+        return answer
 
     async def encode(self, text: str) -> list[int]:
-        return (await self._post("/tokenize", {"prompt": text, "add_special_tokens": False}))["tokens"]
+        return [
+            int(t) for t in (await self._post("/tokenize", {"prompt": text, "add_special_tokens": False}))["tokens"]
+        ]
 
     async def decode(self, ids: list[int]) -> str:
-        return (await self._post("/detokenize", {"tokens": ids}))["prompt"]
+        return str((await self._post("/detokenize", {"tokens": ids}))["prompt"])
 
     async def count(self, endpoint: Endpoint, text: str) -> int:
-        return (await self._post("/tokenize", as_request(endpoint, text)))["count"]
+        return int((await self._post("/tokenize", as_request(endpoint, text)))["count"])
 
 
 async def fit_prompt(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from forklift.bench.runner import BenchPlan, cell_specs
-from forklift.bench.session import bench, discover_model
+from forklift.bench.session import discover_model, record_bench
 from forklift.errors import ForkliftError
 from forklift.receipts import read_receipts
 from forklift.workload import load_cohort
@@ -41,7 +41,7 @@ def run(tmp_path, url, *, n=6, concurrency=2, timeout=10.0, runs=1, warmup=0):
         warmup=warmup,
         timeout=timeout,
     )
-    outcome = bench(plan, mode="batch", folder=tmp_path / "receipts")
+    outcome = record_bench(plan, mode="batch", folder=tmp_path / "receipts")
     [(_, receipt)] = read_receipts([outcome.path])
     assert receipt.status == outcome.status
     return receipt, receipt.body["cells"][0]

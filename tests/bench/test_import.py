@@ -65,7 +65,7 @@ def test_appended_results_become_cells_and_spec_decode_is_derived(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("{nope", "append.json:1: not JSON"),
+        ("{nope", "append.json:1: not a readable result line"),
         ('{"duration": 1.0}', "not a `vllm bench serve --save-result` file \\(missing completed, model_id\\)"),
         ("", "empty result file"),
         (

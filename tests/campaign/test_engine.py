@@ -50,7 +50,7 @@ def forklift(*args):
 
 def campaign(folder, *args, timeout):
     """`forklift campaign campaign.toml ARGS` in the folder, to its end."""
-    env = {**os.environ, "COLUMNS": "250"}
+    env = {**os.environ, "COLUMNS": "250", "FORKLIFT_STATE_DIR": str(folder / "state")}  # its own launch registry
     return subprocess.run(
         forklift("campaign", "campaign.toml", *args),
         cwd=folder,
@@ -72,7 +72,7 @@ def test_campaign_runs_resumes_after_ctrl_c_and_reports_with_no_relabelling(engi
     )
     (tmp_path / "forklift.toml").write_text(distribution_toml(profiles))
     (tmp_path / "campaign.toml").write_text(CAMPAIGN.format(python=engine_python, gsm8k=TEST_SET))
-    env = {**os.environ, "COLUMNS": "250"}
+    env = {**os.environ, "COLUMNS": "250", "FORKLIFT_STATE_DIR": str(tmp_path / "state")}  # its own launch registry
     receipts = tmp_path / "receipts"
 
     dry = campaign(tmp_path, "--dry-run", timeout=300)

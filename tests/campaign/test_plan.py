@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from forklift.campaign import load_campaign_file, make_plan
+from forklift.campaign import load_campaign_file, make_campaign_plan
 from forklift.campaign.plan import build_order
 from forklift.config.load import parse_config
 from forklift.errors import ConfigError
@@ -64,7 +64,7 @@ def test_ab_with_aa_closes_on_a_second_copy_of_the_first_build():
 
 def test_plan_interleaves_every_setting_and_runs_ladders_once_per_build_and_setting(tmp_path):
     campaign, config = files(tmp_path)
-    plan = make_plan(campaign, config)
+    plan = make_campaign_plan(campaign, config)
     names = ["tiny spec=off", "tiny spec=ngram", "tiny spec=off max-num-seqs=4"]
     assert [s.setting.name for s in plan.slots] == [n for n in names for _ in range(4)]
     assert [(s.build, s.aa) for s in plan.slots[:4]] == [("old", 1), ("new", None), ("new", None), ("old", 2)]
@@ -93,7 +93,7 @@ def test_plan_interleaves_every_setting_and_runs_ladders_once_per_build_and_sett
 def test_bad_campaign_is_one_line_naming_file_and_key(tmp_path, change, culprit):
     with pytest.raises(ConfigError) as caught:
         campaign, config = files(tmp_path, CAMPAIGN.replace(*change))
-        make_plan(campaign, config)
+        make_campaign_plan(campaign, config)
     message = str(caught.value)
     assert "campaign.toml" in message and culprit in message, message
     assert "\n" not in message
@@ -110,18 +110,18 @@ def test_a_campaign_needs_builds_settings_and_suites(tmp_path):
 
 def test_a_suite_can_be_kept_to_some_settings_and_an_unknown_one_is_named(tmp_path):
     only = CAMPAIGN.replace('axis = "VLLM', 'settings = ["tiny spec=ngram"]\naxis = "VLLM')
-    plan = make_plan(*files(tmp_path, only))
+    plan = make_campaign_plan(*files(tmp_path, only))
     assert [(j.setting.name, j.build) for j in plan.ladders] == [("tiny spec=ngram", "old"), ("tiny spec=ngram", "new")]
     with pytest.raises(ConfigError, match=r"suites\[1\]\.settings: no setting 'tiny spec=eagle'"):
-        make_plan(*files(tmp_path, only.replace("tiny spec=ngram", "tiny spec=eagle")))
+        make_campaign_plan(*files(tmp_path, only.replace("tiny spec=ngram", "tiny spec=eagle")))
 
 
 def test_quality_and_canary_suites_plug_in_with_their_own_options_checked(tmp_path):
     gsm8k = CAMPAIGN + '[[suites]]\nkind = "gsm8k"\ndata = "gsm8k.jsonl"\nn = 3\n'
-    plan = make_plan(*files(tmp_path, gsm8k))
+    plan = make_campaign_plan(*files(tmp_path, gsm8k))
     chosen, options = plan.served[1]
     assert chosen.name == "gsm8k" and options.ready.n == 3 and options.ready.data == tmp_path / "gsm8k.jsonl"
     with pytest.raises(ConfigError, match=r"suites\[2\]\.n: Input should be a valid integer"):
-        make_plan(*files(tmp_path, gsm8k.replace("n = 3", 'n = "three"')))
+        make_campaign_plan(*files(tmp_path, gsm8k.replace("n = 3", 'n = "three"')))
     with pytest.raises(ConfigError, match=r"suites\[2\]: --corpus 'wiki': not in \[quality.corpora\]"):
-        make_plan(*files(tmp_path, CAMPAIGN + '[[suites]]\nkind = "ppl"\ncorpus = "wiki"\n'))
+        make_campaign_plan(*files(tmp_path, CAMPAIGN + '[[suites]]\nkind = "ppl"\ncorpus = "wiki"\n'))

@@ -110,7 +110,7 @@ def test_a_site_build_puts_its_folder_first_on_pythonpath_for_forklifts_own_prob
 
 
 def test_budget_and_target_mde_are_checked_when_the_campaign_is_read(tmp_path):
-    from forklift.campaign import make_plan
+    from forklift.campaign import make_campaign_plan
     from forklift.campaign.precision import parse_budget, repeats_to_add
     from forklift.config.load import parse_config
     from tests.fixtures.engine import distribution_toml
@@ -126,7 +126,7 @@ def test_budget_and_target_mde_are_checked_when_the_campaign_is_read(tmp_path):
     (tmp_path / "forklift.toml").write_text(distribution_toml('[profiles.tiny]\nmodel = "/models/tiny"\n'))
     config = parse_config((tmp_path / "forklift.toml").read_text(), tmp_path / "forklift.toml")
     with pytest.raises(ConfigError, match=r"suites\[0\]: target_mde: 'none': give a percent, e.g. '1%'"):
-        make_plan(load_campaign_file(path), config)
+        make_campaign_plan(load_campaign_file(path), config)
     # Stein's second stage: whole repeats up to what the rule asks, never past the budget
     assert repeats_to_add(needed=6, boots_now=2, per_repeat=2, affordable=10) == 2
     assert repeats_to_add(needed=6, boots_now=2, per_repeat=2, affordable=1) == 1

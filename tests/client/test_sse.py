@@ -1,6 +1,8 @@
 """The SSE decoder: comments never become chunks; events split anywhere still decode."""
 
-from forklift.client.sse import SSEDecoder
+import pytest
+
+from forklift.client.sse import SSEDecoder, TooLarge
 
 
 def test_keepalive_comments_are_dropped():
@@ -21,3 +23,22 @@ def test_multiline_data_and_other_fields():
 
 def test_event_without_data_is_ignored():
     assert SSEDecoder().feed(b"event: ping\n\nretry: 10\n\n") == []
+
+
+def test_crlf_split_between_reads_is_one_line_ending():
+    """CR at the end of one read and LF at the start of the next end one line, not two (a blank line)."""
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: a\r") == []
+    assert decoder.feed(b"\ndata: b\r") == []
+    assert decoder.feed(b"\n\r\n") == [b"a\nb"]
+
+
+def test_an_event_over_the_limit_is_too_large_whether_or_not_it_ended():
+    with pytest.raises(TooLarge, match="without a blank line"):
+        SSEDecoder(max_event_bytes=100).feed(b"data: " + b"x" * 100)
+    with pytest.raises(TooLarge, match="an SSE event of 106 bytes exceeds the 100-byte limit"):
+        SSEDecoder(max_event_bytes=100).feed(b"data: ok\n\ndata: " + b"x" * 100 + b"\n\n")
+
+
+def test_an_event_at_the_limit_decodes():
+    assert SSEDecoder(max_event_bytes=100).feed(b"data: " + b"x" * 94 + b"\n\n") == [b"x" * 94]

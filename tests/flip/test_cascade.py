@@ -27,7 +27,7 @@ def flipped(real_series, tmp_path_factory):
 def test_every_verdict(flipped):
     _, rows, _ = flipped
     assert {name[5:-6]: row["verdict"] for name, row in rows.items()} == {
-        "backport-edited": "retire-candidate",
+        "backport-edited": "recut",
         "partly-landed": "retire-candidate",
         "chain-a": "conflict",
         "chain-b": "blocked",
@@ -68,10 +68,10 @@ def test_a_conflict_shows_the_line_upstream_changed(flipped):
     assert "  -    loads: dict[str, tuple[int, list[int]]] = field(default_factory=dict)\n" in markdown
 
 
-def test_a_backport_upstream_took_and_edited_is_a_retire_candidate(flipped):
+def test_a_backport_upstream_took_but_for_one_line_is_partly_upstream_not_a_retire_candidate(flipped):
     _, rows, markdown = flipped
     retire = rows["0001-backport-edited.patch"]["retire"]
-    assert (retire["present"], retire["total"]) == (6, 7)
+    assert (retire["present"], retire["total"]) == (6, 7) and not retire["whole"]
     assert retire["differing"] == [
         [
             "is started with `--no-enable-flash-late-interaction`; the reference",
@@ -79,7 +79,8 @@ def test_a_backport_upstream_took_and_edited_is_a_retire_candidate(flipped):
         ]
     ]
     assert (
-        "| 1 | `0001-backport-edited.patch` | retire candidate | - | 6 of 7 added lines present upstream |" in markdown
+        "| 1 | `0001-backport-edited.patch` | partly upstream: re-cut | - | 6 of 7 added lines present upstream; "
+        "not upstream: `is started with `--no-enable-flash-late-interaction`; the reference` |" in markdown
     )
 
 
@@ -91,7 +92,7 @@ def test_a_patch_whose_hunks_mostly_landed_is_a_retire_candidate(flipped):
         row["hunks"][0]["file"] == PROTOCOL
         and row["hunks"][0]["was"][0] == "    async def start_profile(self) -> None:"
     )
-    assert (row["retire"]["present"], row["retire"]["total"]) == (16, 16)
+    assert (row["retire"]["present"], row["retire"]["total"]) == (16, 16) and row["retire"]["whole"]
 
 
 def test_needs_a_look_only_with_a_reason(flipped):

@@ -9,7 +9,7 @@ import pytest
 
 from forklift.fork.binding import SOURCE_FILE, SourceBinding, parse_binding
 from forklift.fork.export import export_fork
-from forklift.fork.replay import replay as run_replay
+from forklift.fork.replay import replay_series
 from forklift.fork.repo import Git
 from forklift.fork.upstream import UpstreamPaths
 from forklift.series.model import parse_patch
@@ -70,10 +70,10 @@ def test_replay_sets_apart_files_a_git_fork_never_had(vllm_fork, vllm_032_tree):
     contents = git.blobs([f"{vllm_fork.patched}:{p}" for p in changed])
     tip = commit(git, github_like, dict(zip(changed, contents, strict=True)), "the fork's work\n")
     series = load_series_from(git, vllm_fork)
-    result = run_replay(git, tip, vllm_032_tree.path, series, "gnu-patch", base=github_like)
+    result = replay_series(git, tip, vllm_032_tree.path, series, "gnu-patch", base=github_like)
     assert result.identical
     assert result.not_in_base == ("vllm.egg-info/PKG-INFO", "vllm/_version.py")
-    without_base = run_replay(git, tip, vllm_032_tree.path, series, "gnu-patch")
+    without_base = replay_series(git, tip, vllm_032_tree.path, series, "gnu-patch")
     assert [str(d) for d in without_base.differences] == [
         "vllm.egg-info/PKG-INFO: missing from the fork",
         "vllm/_version.py: missing from the fork",

@@ -11,7 +11,7 @@ import pytest
 
 from forklift.errors import ForkliftError
 from forklift.installed.package import locate
-from forklift.installed.verify import apply_installed, verify
+from forklift.installed.verify import apply_installed, verify_installed
 from forklift.series.model import load_series
 from tests.cli import EXAMPLE, forklift
 from tests.fixtures.engine_install import site_packages
@@ -47,7 +47,7 @@ def replace_file(path: Path, text: str) -> None:
 
 def unpatched(site: Path, series) -> Path:
     package = locate(site, "vllm", "vllm")
-    state = verify(package, series)
+    state = verify_installed(package, series)
     if any(f.state == "patched" for f in state.files):  # the cache's engine was patched: undo on the copy
         from forklift.installed.verify import reverse
         from forklift.series.apply import apply_patch
@@ -60,7 +60,7 @@ def unpatched(site: Path, series) -> Path:
 
 
 def test_pristine_install_is_reported_unpatched(site, series):
-    state = verify(locate(unpatched(site, series), "vllm", "vllm"), series)
+    state = verify_installed(locate(unpatched(site, series), "vllm", "vllm"), series)
     assert not state.ok
     assert {f.path: f.state for f in state.files} == {
         "vllm/envs.py": "unpatched",
@@ -76,7 +76,7 @@ def test_apply_then_verify_then_apply_again_changes_nothing(site, series):
     first = apply_installed(package, series)
     assert first.applied == [p.name for p in series.patches] and first.already == []
     assert sorted(first.written) == ["vllm/envs.py", "vllm/v1/core/sched/scheduler.py", "vllm/v1/engine/core.py"]
-    state = verify(package, series)
+    state = verify_installed(package, series)
     assert state.ok, state.problems
     assert {f.state for f in state.files} == {"patched"}
     before = {p: (site / p).stat().st_mtime_ns for p in first.written}
@@ -99,7 +99,7 @@ def test_apply_replaces_files_keeping_their_mode(site, series):
 def test_half_applied_series_is_named(site, series):
     package = locate(unpatched(site, series), "vllm", "vllm")
     apply_installed(package, load_series_subset(series, 2))
-    state = verify(package, series)
+    state = verify_installed(package, series)
     assert not state.ok
     assert [p.state for p in state.patches] == ["applied", "applied", "not-applied"]
     assert {f.path: f.state for f in state.files}["vllm/v1/engine/core.py"] == "unpatched"
@@ -107,7 +107,7 @@ def test_half_applied_series_is_named(site, series):
     # apply finishes the job: only the missing patch is applied.
     again = apply_installed(package, series)
     assert again.applied == [series.patches[2].name] and len(again.already) == 2
-    assert verify(package, series).ok
+    assert verify_installed(package, series).ok
 
 
 def load_series_subset(series, count):
@@ -121,7 +121,7 @@ def test_record_mismatch_modified_missing_extra_are_each_named(site, series):
     replace_file(site / "vllm/version.py", (site / "vllm/version.py").read_text() + "# edited\n")
     (site / "vllm/logger.py").unlink()
     (site / "vllm/stray.py").write_text("x = 1\n")
-    state = verify(locate(site, "vllm", "vllm"), series)
+    state = verify_installed(locate(site, "vllm", "vllm"), series)
     problems = {f.path: f.state for f in state.problems}
     assert problems["vllm/version.py"] == "modified"
     assert problems["vllm/logger.py"] == "missing"
@@ -205,6 +205,6 @@ def test_trimmed_install_is_said_once_and_checked_with_trimmed(site, series):
 def test_trimmed_does_not_excuse_a_file_the_series_touches(site, series):
     unpatched(site, series)
     (site / "vllm/v1/engine/core.py").unlink()
-    state = verify(locate(site, "vllm", "vllm"), series, trimmed=True)
+    state = verify_installed(locate(site, "vllm", "vllm"), series, trimmed=True)
     assert not state.ok
     assert next(f for f in state.files if f.path == "vllm/v1/engine/core.py").state == "missing"

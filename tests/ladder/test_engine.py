@@ -44,7 +44,8 @@ def test_ladder_finds_the_boundary_and_recommends_one_step_below(engine_python, 
         capture_output=True,
         text=True,
         timeout=1500,
-        env={**os.environ, "COLUMNS": "200"},
+        # its own launch registry: a `forklift stop` of another run on this box must not stop these boots
+        env={**os.environ, "COLUMNS": "200", "FORKLIFT_STATE_DIR": str(tmp_path / "state")},
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr

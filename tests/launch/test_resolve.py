@@ -9,7 +9,7 @@ import pytest
 from forklift.config.load import parse_config
 from forklift.engines.vllm import VLLM
 from forklift.errors import ConfigError, UsageError
-from forklift.launch.resolve import parse_sets, printed_lines, resolve
+from forklift.launch.resolve import parse_sets, printed_lines, resolve, setting_name
 from tests.fixtures.pypi import VLLM_032_UPSTREAM
 
 PIN = "\n" + VLLM_032_UPSTREAM
@@ -102,6 +102,18 @@ def test_print_redacts_secrets():
     assert "HF_TOKEN=<redacted>" in lines
     assert lines[lines.index("--api-key") + 1] == "<redacted>"
     assert not any("hf_secret" in line or "sk-123" in line for line in lines)
+
+
+def test_setting_label_and_receipt_record_redact_secrets():
+    """The label compare and report group by is made in one place; a secret given there never leaves it."""
+    from forklift.launch.boot import profile_record
+
+    resolved = run("base", "args.api-key=sk-123", "env.ANTHROPIC_API_KEY=sk-ant-9", "env.VLLM_X=2")
+    assert setting_name(resolved) == "base spec=off ctx=fast api-key=<redacted> ANTHROPIC_API_KEY=<redacted> VLLM_X=2"
+    record = profile_record(resolved)
+    assert record["env"]["HF_TOKEN"] == record["env"]["ANTHROPIC_API_KEY"] == "<redacted>"
+    assert not any(secret in str(record) for secret in ("sk-123", "sk-ant-9", "hf_secret"))
+    assert resolved.api_key == "sk-123"  # the launch's own client still sends it
 
 
 def test_unknown_profile_is_refused():

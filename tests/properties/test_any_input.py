@@ -2,17 +2,16 @@
 result or a ForkliftError (one line), never another exception; and the result holds together (counts agree,
 verdicts match their hunks, entries keep the file's order, the config model has the keys given).
 
-Bounded for CI (the "ci" profile: a few seconds); `scripts/fuzz` runs the "fuzz" profile for a long search.
+Bounded for CI (the "ci" profile: a few seconds); `scripts/fuzz` runs the "long" profile (conftest.py).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from pathlib import Path
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from forklift.config.load import Config, decode_config, parse_config
@@ -22,14 +21,6 @@ from forklift.errors import ForkliftError
 from forklift.series.apply import APPLIED, APPLIERS, PatchResult, apply_patch
 from forklift.series.diff import FilePatch, Hunk, split_lines
 from forklift.series.model import Patch, parse_patch, parse_series_file, retired_entries, skip_entries
-
-settings.register_profile(
-    "ci", max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "fuzz", max_examples=int(os.environ.get("FORKLIFT_FUZZ_EXAMPLES", "50000")), deadline=None, database=None
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # Lines a diff is made of, mutated and mixed with noise, so the search reaches deep into the parser.
 DIFF_LINES = st.sampled_from(
@@ -134,7 +125,7 @@ def assert_hunk_holds(hunk: Hunk) -> None:
 
 def assert_file_holds(fp: FilePatch) -> None:
     assert fp.old_path is not None or fp.new_path is not None
-    for path in (fp.old_path, fp.new_path, fp.gnu_path):
+    for path in (fp.old_path, fp.new_path, *(fp.gnu_names or ()), *fp.gnu_choices):
         if path is not None:
             assert path and not path.startswith("/") and ".." not in path.split("/") and "\0" not in path
     assert fp.git or fp.hunks, "a plain ---/+++ stanza without hunks"
@@ -149,7 +140,7 @@ def assert_result_holds(result: PatchResult, patch: Patch, applier: str) -> None
     assert result.name == patch.name and result.applier == applier
     hunks_at: dict[str, int] = {}  # path -> most hunks a stanza of it has (a stanza without any reports one)
     for fp in patch.files:
-        for path in {fp.path, fp.as_gnu_reads_it().path, fp.old_path}:
+        for path in {fp.path, fp.as_gnu_reads_it(lambda name: name in TREE).path, fp.old_path}:
             if path is not None:
                 hunks_at[path] = max(hunks_at.get(path, 1), len(fp.hunks))
     for h in result.hunks:
@@ -165,7 +156,7 @@ def assert_result_holds(result: PatchResult, patch: Patch, applier: str) -> None
     stanzas = Counter(path for fp in patch.files for path in {fp.old_path, fp.new_path})
     for fp in patch.files:  # a file changed in place by one stanza: old lines - removed + added
         before, after = TREE.get(fp.path), result.files.get(fp.path)
-        in_place = fp.old_path == fp.new_path and stanzas[fp.path] == 1 and not fp.binary and fp.gnu_path is None
+        in_place = fp.old_path == fp.new_path and stanzas[fp.path] == 1 and not fp.binary and not fp.gnu_choices
         if in_place and before and after is not None:
             assert len(split_lines(after)) == len(split_lines(before)) - fp.removed + fp.added
     for line in (*result.reasons(), *result.disagreements):

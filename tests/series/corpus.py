@@ -20,6 +20,7 @@ import argparse
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -31,7 +32,9 @@ from filelock import FileLock
 from forklift.config.toml import tomllib
 from forklift.fsio import tree_reader
 from forklift.series.apply import Applier, Overlay, PatchResult, apply_patch
-from forklift.series.model import PatchError, parse_patch
+from forklift.series.check import whitespace_findings
+from forklift.series.model import Patch, PatchError, parse_patch
+from forklift.series.tree import RECORD, write_tree
 from tests.series.peers import offsets, run_tool
 
 DATA = Path(__file__).parent / "data" / "debian-corpus.toml"
@@ -74,6 +77,7 @@ class PeerPatch:
     applies: bool
     offsets: list[tuple[int, int]] = field(default_factory=list)  # (hunk number, offset) in report order
     output: str = ""
+    whitespace: set[str] | None = None  # git's whitespace rules the patch breaks (git apply runs only)
 
 
 @dataclass
@@ -84,6 +88,8 @@ class Outcome:
     agree: int = 0
     offsets: int = 0  # hunks landed off their stated line, compared
     files: int = 0  # touched files whose final bytes were compared
+    entries: int = 0  # tree entries (files, folders, links) compared with their kind, mode and target
+    whitespace: int = 0  # patches whose whitespace findings were compared with git's
     refused: int = 0  # patches the real tool refuses (forklift must refuse them too)
     split: int = 0  # patches where forklift says the other applier's verdict differs
     disagreements: list[str] = field(default_factory=list)
@@ -103,14 +109,52 @@ def packages(ci_only: bool = False) -> list[Package]:
     return [p for p in out if p.ci or not ci_only]
 
 
+def system_mirror(suite: str, etc: Path = Path("/etc/apt")) -> tuple[str, str]:
+    """(URI, keyring) of the system's apt source for `suite` main, read from its sources.list and
+    sources.list.d (one-line and deb822 forms): the corpus downloads from the mirror the box uses."""
+    stanzas: list[dict[str, str]] = []
+    for path in [etc / "sources.list", *sorted((etc / "sources.list.d").glob("*"))]:
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".sources":
+            for block in re.split(r"\n\s*\n", text):
+                fields = dict(
+                    (k.strip().lower(), v.strip())
+                    for k, _, v in (line.partition(":") for line in block.splitlines() if not line.startswith("#"))
+                    if v
+                )
+                stanzas.append(fields)
+        elif path.suffix == ".list" or path.name == "sources.list":
+            for line in text.splitlines():
+                m = re.match(r"\s*(deb(?:-src)?)\s+(?:\[(.*?)\]\s+)?(\S+)\s+(\S+)\s+(.*)", line)
+                if m:
+                    options = dict(o.split("=", 1) for o in (m.group(2) or "").split() if "=" in o)
+                    stanzas.append(
+                        {
+                            "types": m.group(1),
+                            "uris": m.group(3),
+                            "suites": m.group(4),
+                            "components": m.group(5),
+                            "signed-by": options.get("signed-by", ""),
+                        }
+                    )
+    for fields in stanzas:
+        if suite in fields.get("suites", "").split() and "main" in fields.get("components", "").split():
+            return fields["uris"].split()[0], fields.get("signed-by") or KEYRING
+    raise ArchiveUnreachable(f"no apt source for {suite} main in {etc} (the corpus reads the system's mirror)")
+
+
 def _apt_config(root: Path) -> Path:
-    """A private apt: its own sources.list (deb-src for the suite), state, cache and config parts."""
+    """A private apt: its own sources.list (deb-src for the suite, from the system's mirror), state, cache
+    and config parts."""
     data = tomllib.loads(DATA.read_text(encoding="utf-8"))
     apt = root / "apt"
     for sub in ("etc/sources.list.d", "etc/apt.conf.d", "etc/preferences.d", "state/lists/partial", "cache"):
         (apt / sub).mkdir(parents=True, exist_ok=True)
+    mirror, keyring = system_mirror(data["suite"])
     (apt / "etc" / "sources.list").write_text(
-        f"deb-src [signed-by={KEYRING}] {data['mirror']} {data['suite']} main\n", encoding="utf-8"
+        f"deb-src [signed-by={keyring}] {mirror} {data['suite']} main\n", encoding="utf-8"
     )
     conf = apt / "apt.conf"
     conf.write_text(
@@ -215,21 +259,31 @@ def run_quilt(tree: Path, work: Path) -> tuple[dict[str, PeerPatch], Path]:
 
 
 def run_git(tree: Path, work: Path, entries: list[tuple[str, int]]) -> tuple[dict[str, PeerPatch], Path]:
-    """`git apply -v -pN` patch by patch on a fresh copy (outside any repository)."""
+    """`git apply -v -pN` patch by patch on a fresh copy (outside any repository); before each, git's
+    default whitespace rules as `git apply --check --whitespace=error-all` counts them (`error` shows only 5)."""
     copy = _copy(tree, work / "git")
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(work)}
     results = {}
     for name, strip in entries:
         patch = tree / "debian" / "patches" / name
+        _, said = run_tool(["git", "apply", "--check", "--whitespace=error-all", f"-p{strip}", str(patch)], copy, env)
         ok, output = run_tool(["git", "apply", "-v", f"-p{strip}", str(patch)], copy, env)
-        results[name] = PeerPatch(ok, offsets(output), output)
+        rules = {rule for rule, words in WHITESPACE.items() if words in said} if ok else set()
+        results[name] = PeerPatch(ok, offsets(output), output, rules)
     return results, copy
+
+
+WHITESPACE = {  # forklift's finding -> git's words for it
+    "trailing whitespace": "trailing whitespace",
+    "space before tab in indent": "space before tab in indent",
+    "new blank line at end of file": "new blank line at EOF",
+}
 
 
 def run_forklift(tree: Path, entries: list[tuple[str, int]], applier: Applier) -> tuple[dict, Overlay]:
     """The engine over the pristine tree, patch by patch; a patch it refuses to read is a verdict too."""
     overlay = Overlay(tree_reader(tree))
-    results: dict[str, PatchResult | str] = {}
+    results: dict[str, tuple[Patch, PatchResult] | str] = {}
     for name, strip in entries:
         raw = (tree / "debian" / "patches" / name).read_bytes()
         try:
@@ -239,29 +293,57 @@ def run_forklift(tree: Path, entries: list[tuple[str, int]], applier: Applier) -
             continue
         result = apply_patch(overlay.read, patch, applier)
         overlay.files.update(result.files)
-        results[name] = result
+        results[name] = patch, result
     return results, overlay
 
 
-def _touched(copy: Path, tree: Path, paths: set[str]) -> set[str]:
-    """Paths a peer changed: from quilt's .pc backups, else those forklift touched (checked both ways below)."""
-    pc = copy / ".pc"
-    if pc.is_dir():
-        for patch_dir in pc.iterdir():
-            if patch_dir.is_dir():
-                paths |= {p.relative_to(patch_dir).as_posix() for p in patch_dir.rglob("*") if not p.is_dir()}
-    return {p for p in paths if not p.startswith(".pc/") and p not in (".timestamp",)}
+def _listing(root: Path, skip: tuple[str, ...]) -> dict[str, tuple]:
+    """Every entry below `root` (but the top-level `skip`): (kind, exec bit, size, mtime) of a file,
+    a link's target, or a folder."""
+    out: dict[str, tuple] = {}
+    for folder, dirs, files in os.walk(root):
+        rel_folder = Path(folder).relative_to(root)
+        if rel_folder == Path("."):
+            dirs[:] = [d for d in dirs if d not in skip]
+            files = [f for f in files if f not in skip]
+        for name in dirs + files:
+            place = Path(folder) / name
+            info = place.lstat()
+            rel = (rel_folder / name).as_posix()
+            if stat.S_ISLNK(info.st_mode):
+                out[rel] = ("link", os.readlink(place))
+            elif stat.S_ISDIR(info.st_mode):
+                out[rel] = ("folder",)
+            else:
+                out[rel] = ("file", bool(info.st_mode & stat.S_IXUSR), info.st_size, info.st_mtime_ns)
+    return out
 
 
-def _read(root: Path, path: str) -> bytes | None:
-    place = root / path
-    if place.is_symlink():
-        return b"-> " + os.readlink(place).encode("utf-8", "surrogateescape")
-    return place.read_bytes() if place.is_file() else None
+def _tree_differences(pristine: Path, peer: Path, ours: Path) -> tuple[int, list[str]]:
+    """Whole trees compared: every path, its kind, exec bit and link target; a file's bytes wherever
+    either tree holds it other than pristine's copy (size or mtime differ: both copies keep mtimes)."""
+    before = _listing(pristine, ())
+    theirs, mine = _listing(peer, (".pc",)), _listing(ours, (RECORD,))
+    problems = []
+    for path in sorted(theirs.keys() | mine.keys()):
+        a, b = theirs.get(path), mine.get(path)
+        if a is None or b is None:
+            problems.append(f"{path}: only in {'forklift' if a is None else 'the peer'}'s tree")
+        elif a[:2] != b[:2]:
+            problems.append(f"{path}: {a[:2]} in the peer's tree, {b[:2]} in forklift's")
+        elif _touched(a, b, before.get(path)) and (peer / path).read_bytes() != (ours / path).read_bytes():
+            problems.append(f"{path}: final bytes differ from the peer's tree")
+    return len(theirs), problems
+
+
+def _touched(theirs: tuple, mine: tuple, pristine: tuple | None) -> bool:
+    """A file either tree holds other than pristine's copy (what is not must be pristine's bytes in both)."""
+    return theirs[0] == "file" and (theirs != pristine or mine != pristine)
 
 
 def compare(package: Package, applier: Applier, work: Path) -> Outcome:
-    """Hold forklift under `applier` to its real tool on every patch, offset and touched file."""
+    """Hold forklift under `applier` to its real tool on every patch, offset, whitespace rule and the
+    whole patched tree (what `forklift tree` writes)."""
     tree = pristine(package)
     entries = series_entries(tree)
     outcome = Outcome(package.label, applier)
@@ -279,12 +361,13 @@ def compare(package: Package, applier: Applier, work: Path) -> Outcome:
         if theirs is None:
             continue  # quilt stopped before it (after a patch that does not apply): not compared
         outcome.patches += 1
-        mine = ours[name]
-        if isinstance(mine, str):
+        read = ours[name]
+        if isinstance(read, str):
             outcome.disagreements.append(
-                f"{name}: forklift refuses to read it ({mine}); the peer applies={theirs.applies}"
+                f"{name}: forklift refuses to read it ({read}); the peer applies={theirs.applies}"
             )
             continue
+        patch, mine = read
         mine_offsets = [(h.index, h.offset) for h in mine.hunks if h.offset and h.status in ("exact", "offset")]
         if mine.applies != theirs.applies:
             outcome.disagreements.append(
@@ -296,17 +379,24 @@ def compare(package: Package, applier: Applier, work: Path) -> Outcome:
         else:
             outcome.agree += 1
             outcome.offsets += len(theirs.offsets)
+        if theirs.whitespace is not None and theirs.applies:
+            found = {rule for rule in WHITESPACE for f in whitespace_findings([patch], [mine]) if rule in f.message}
+            if found != theirs.whitespace:
+                outcome.disagreements.append(
+                    f"{name}: whitespace forklift {sorted(found)}, git {sorted(theirs.whitespace)}"
+                )
+            else:
+                outcome.whitespace += 1
         outcome.refused += not theirs.applies
         outcome.split += bool(mine.disagreements)
     gnu_stopped = applier == "gnu-patch" and not all(p.applies for p in peer.values())
-    if not gnu_stopped:  # quilt stops at a failing patch where forklift goes on: bytes compare only without one
-        for path in sorted(_touched(copy, tree, set(overlay.files))):
-            outcome.files += 1
-            mine_bytes = overlay.read(path)
-            if isinstance(mine_bytes, bytes) and type(mine_bytes).__name__ == "Link":
-                mine_bytes = b"-> " + bytes(mine_bytes)
-            if mine_bytes != _read(copy, path):
-                outcome.disagreements.append(f"{path}: final bytes differ from the peer's tree")
+    if not gnu_stopped:  # quilt stops at a failing patch where forklift goes on: trees compare only without one
+        start = time.perf_counter()
+        written = write_tree(tree, work / "forklift", overlay.files, {})
+        outcome.entries, problems = _tree_differences(tree, copy, written)
+        outcome.files = len(overlay.changed())
+        outcome.disagreements += problems
+        outcome.seconds["trees"] = time.perf_counter() - start
     return outcome
 
 
@@ -319,9 +409,10 @@ def run(selection: list[Package], work: Path, appliers: tuple[Applier, ...]) -> 
             outcomes.append(outcome)
             print(
                 f"{package.label:<42} {applier:<9} {outcome.patches:>4} patches {outcome.agree:>4} agree "
-                f"{outcome.offsets:>4} offsets {outcome.files:>5} files {outcome.refused:>2} refused "
+                f"{outcome.offsets:>4} offsets {outcome.files:>5} files {outcome.entries:>6} entries "
+                f"{outcome.whitespace:>4} ws {outcome.refused:>2} refused "
                 f"{outcome.split:>2} split  peer {outcome.seconds['peer']:.2f}s "
-                f"forklift {outcome.seconds['forklift']:.2f}s",
+                f"forklift {outcome.seconds['forklift']:.2f}s trees {outcome.seconds.get('trees', 0):.2f}s",
                 flush=True,
             )
             for line in outcome.disagreements[:20]:
@@ -343,12 +434,15 @@ def main() -> int:
         mine = [o for o in outcomes if o.applier == applier]
         total = sum(o.patches for o in mine)
         agree = sum(o.agree for o in mine)
-        files = sum(o.files for o in mine)
+        files, tree_entries = sum(o.files for o in mine), sum(o.entries for o in mine)
         wrong = sum(len(o.disagreements) for o in mine)
         refused, split = sum(o.refused for o in mine), sum(o.split for o in mine)
+        whitespace = sum(o.whitespace for o in mine)
         print(
-            f"{applier}: {len(mine)} packages, {total} patches, {agree} agree, {files} files compared, "
-            f"{refused} refused by the tool, {split} flagged as split between the tools, {wrong} disagreements"
+            f"{applier}: {len(mine)} packages, {total} patches, {agree} agree, {files} changed files in "
+            f"{tree_entries} tree entries compared, "
+            + (f"{whitespace} whitespace verdicts agree, " if applier == "git-apply" else "")
+            + f"{refused} refused by the tool, {split} flagged as split between the tools, {wrong} disagreements"
         )
     return 1 if any(o.disagreements for o in outcomes) else 0
 

@@ -1,9 +1,11 @@
 """forklift's engine held to quilt (GNU patch) and git apply on real Debian series (network: the archive).
 
-The fixed CI subset of tests/series/data/debian-corpus.toml (175 patches of 7
-packages); `scripts/corpus` runs all 19 packages. Downloads are cached under
-the test cache (FORKLIFT_TEST_CACHE or ~/.cache/forklift-tests) through a
-private apt configuration; later runs only extract and apply.
+The fixed CI subset of tests/series/data/debian-corpus.toml (the packages marked `ci`: ~180 patches of 8
+packages); `scripts/corpus` runs all 45 packages (1,673 patches). Every verdict, offset, whitespace rule
+(git apply's run) and the whole patched tree (bytes, exec bits, links, folders, as `forklift tree`
+writes it) must agree. Downloads are cached under the test cache (FORKLIFT_TEST_CACHE or
+~/.cache/forklift-tests) through a private apt configuration on the system's own mirror; later runs
+only extract and apply.
 """
 
 from __future__ import annotations

@@ -68,15 +68,15 @@ def test_a_boot_of_the_install_is_labelled_by_the_wheels_local_version(installed
     """What a launch's receipts carry (forklift.launch.plan.receipt_labels): the version the wheel names,
     the overlay found in its files, and the build label, which is the wheel's own version."""
     from forklift.config import load_config
-    from forklift.engines import adapter
+    from forklift.engines import engine_adapter
     from forklift.knobs.flags import engine_version
     from forklift.launch.plan import installed_overlay
     from forklift.receipts.envelope import default_build
 
     python = str(installed_venv / "bin" / "python")
     config = load_config(distribution / "forklift.toml")
-    version = engine_version(python, adapter("vllm"))
-    overlay = installed_overlay(config, python, adapter("vllm"))
+    version = engine_version(python, engine_adapter("vllm"))
+    overlay = installed_overlay(config, python, engine_adapter("vllm"))
     assert version == "0.32.0+forklift.e6745a56"
     assert overlay is not None and overlay.startswith("sha256:e6745a56")
     assert default_build(version, overlay) == "0.32.0+forklift.e6745a56"

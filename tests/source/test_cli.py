@@ -102,6 +102,24 @@ def test_init_path_is_relative_when_inside(tmp_path, env):
     assert forklift("fetch", cwd=tmp_path, env=env).returncode == 0
 
 
+def test_init_path_given_relative_is_written_relative_to_forklift_toml(tmp_path, env):
+    content = sdist_bytes()
+    (tmp_path / "pkg-1.0.tar.gz").write_bytes(content)
+    (tmp_path / "work").mkdir()
+    done = forklift("init", "--path", "../pkg-1.0.tar.gz", cwd=tmp_path / "work", env=env)
+    assert done.returncode == 0, done.stderr
+    assert load_config(tmp_path / "work").data.upstream.path == "../pkg-1.0.tar.gz"
+    other = forklift("init", "--path", "pkg-1.0.tar.gz", "--dir", "work/dist", cwd=tmp_path, env=env)
+    assert other.returncode == 0, other.stderr
+    assert load_config(tmp_path / "work" / "dist").data.upstream.path == "../../pkg-1.0.tar.gz"
+    assert forklift("fetch", cwd=tmp_path / "work", env=env).returncode == 0
+    assert forklift("-c", "work/dist", "fetch", cwd=tmp_path, env=env).returncode == 0
+    absolute = forklift("init", "--path", str(tmp_path / "pkg-1.0.tar.gz"), "--dir", "abs", cwd=tmp_path, env=env)
+    assert absolute.returncode == 0 and load_config(tmp_path / "abs").data.upstream.path == str(
+        tmp_path / "pkg-1.0.tar.gz"
+    )
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -47,9 +47,9 @@ def test_scratch_left_by_a_killed_process_is_swept(index_server, cache, tmp_path
     abandoned, recent = cache.root / "tmp" / "tmpold", cache.root / "tmp" / "tmpbusy"
     for folder in (abandoned, recent):
         (folder / "tree").mkdir(parents=True)
-    os.utime(abandoned, (0, 0))
     sha = index_server.add("pkg", "pkg-1.0.tar.gz", sdist_bytes())
-    materialize(pin_for(sha), tmp_path, cache, index_url=index_server.index)
+    with cache.lock(f"scratch-{recent.name}"):  # held, as by a process still at work there
+        materialize(pin_for(sha), tmp_path, cache, index_url=index_server.index)
     assert not abandoned.exists() and recent.exists()  # a folder still in use is left alone
 
 

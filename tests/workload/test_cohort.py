@@ -22,7 +22,7 @@ def chat(id_, text="hello", **extra):
 @pytest.mark.parametrize(
     "lines, message",
     [
-        (["{not json"], "cohort.jsonl:1: not JSON"),
+        (["{not json"], "cohort.jsonl:1: not a readable cohort line"),
         ([{"messages": [{"role": "user", "content": "x"}]}], "cohort.jsonl:1: id: missing \\(required\\)"),
         ([{"id": "a"}], "give exactly one of 'messages' or 'prompt'"),
         ([{"id": "a", "prompt": "x", "messages": [{"role": "user", "content": "x"}]}], "exactly one"),
