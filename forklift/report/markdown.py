@@ -124,7 +124,7 @@ def _summary(campaign: Campaign) -> str:
                 ]
                 + ([aa_shift(r.old.runs, r.cell, SUMMARY_METRICS) or "–"] if with_aa else [])
             )
-        out.append(table_text(header, body))
+        out.append(table_text(header, body, escape=md))
     caption = (
         "tok/s: output tokens per second of the cell (completion tokens over wall time, kept runs). verdict: the "
         "paired per-prompt change of decode tok/s (1/TPOT), or of E2E latency where the server delivered answers "
@@ -150,7 +150,7 @@ def _detail(comparison: GroupComparison) -> str:
         for cell in comparison.cells
         for result in cell.metrics
     ]
-    table = table_text(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body)
+    table = table_text(["cell", "metric", "A", "B", "Δ", "95% CI", "MDE", "verdict"], body, escape=md)
     notes = []
     for cell in comparison.cells:
         notes.append(f"- **{md(cell.cell)}**: " + "; ".join(md(note) for note in numbers.cell_notes(cell)))
@@ -181,7 +181,7 @@ def _boots(campaign: Campaign) -> str:
                 detail,
             ]
         )
-    return table_text(["box", "build", "setting", "outcome", "KV pool (tokens)", "boot s", "detail"], body)
+    return table_text(["box", "build", "setting", "outcome", "KV pool (tokens)", "boot s", "detail"], body, escape=md)
 
 
 def _receipts(campaign: Campaign, out_dir: Path) -> str:
@@ -199,7 +199,9 @@ def _receipts(campaign: Campaign, out_dir: Path) -> str:
                 f"{receipt.created:%Y-%m-%d %H:%M:%S}",
             ]
         )
-    return table_text(["receipt", "kind", "status", "engine", "overlay", "setting", "box", "created (UTC)"], body)
+    return table_text(
+        ["receipt", "kind", "status", "engine", "overlay", "setting", "box", "created (UTC)"], body, escape=md
+    )
 
 
 def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:

@@ -43,7 +43,7 @@ def _block(runs: list[SuiteRun], builds: list[str]) -> str:
     keys = list(dict.fromkeys((r.label, r.setting) for r in runs))
     if len(builds) == 1:
         body = [[label, setting, headline(_latest(runs, builds[0], (label, setting)))] for label, setting in keys]  # type: ignore[arg-type]
-        return table_text(["suite", "setting", builds[0]], body)
+        return table_text(["suite", "setting", builds[0]], body, escape=md)
     out = []
     for build in builds[1:]:
         body = []

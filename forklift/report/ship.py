@@ -240,10 +240,11 @@ def decision_lines(decisions: list[BuildDecision], baseline: str | None) -> list
 def decision_table(decisions: list[BuildDecision], baseline: str | None) -> str:
     """The report's opening: the decision per build, and every gate with its evidence."""
     from forklift.mdtable import table
+    from forklift.textsafe import markdown
 
     if not decisions:
         return "No [ship] gates judged: one build, or no gates in the campaign."
-    head = f"**{overall(decisions)}** — " + ", ".join(f"{d.build}: **{d.decision}**" for d in decisions)
+    head = f"**{overall(decisions)}** — " + ", ".join(f"{markdown(d.build)}: **{d.decision}**" for d in decisions)
     rows = [[d.build, r.gate.title, r.where, r.outcome.upper(), r.evidence] for d in decisions for r in d.results]
-    lines = table(["build", "gate", "where", "outcome", "evidence"], rows)
-    return head + f" (each against {baseline})\n\n" + "\n".join(lines)
+    lines = table(["build", "gate", "where", "outcome", "evidence"], rows, escape=markdown)
+    return head + f" (each against {markdown(baseline)})\n\n" + "\n".join(lines)
