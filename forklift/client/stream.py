@@ -42,8 +42,9 @@ ERROR_TEXT_CHARS = 300  # of an error body, kept in the record
 class Limits:
     """What forklift reads of one answer; a server that sends more is a failed request (`too_large`).
 
-    Besides these, an answer may not hold more content chunks than the tokens its request asked for
-    (max_tokens x n): every content chunk carries a token at least.
+    Besides these, an answer may not hold many more content chunks than the tokens its request asked for
+    (max_tokens x n): a server may split one token's text over a few chunks (transformers serve does), so
+    the bound is CHUNKS_PER_TOKEN chunks a token plus a few for role and finish chunks: a memory guard.
     """
 
     # A 32k-token answer with running usage is about 10 MiB of stream; the record of one this size holds ~400k
@@ -180,7 +181,7 @@ class StreamClient:
                 _fail(record, "http", f"HTTP {response.status}: {await self._error_text(response, encoding)}")
                 return
             refuse_encoded(response)
-            stream = _StreamState(record, zero, _tokens_asked(body))
+            stream = _StreamState(record, zero, _chunk_bound(body))
             decoder = SSEDecoder(self.limits.event_bytes)
             limit = self.limits.response_bytes
             received = 0
@@ -268,7 +269,7 @@ class _StreamState:
             tokens = 1 if text else 0
         if tokens > 0 or text:
             if len(self.chunks) == self.max_chunks:
-                raise TooLarge(f"more content chunks than the {self.max_chunks} tokens asked for (max_tokens x n)")
+                raise TooLarge(f"more than {self.max_chunks} content chunks for the tokens asked for (max_tokens x n)")
             self.chunks.append((now - self.zero, tokens))
             self.digest.update(text.encode(errors="surrogatepass"))
         return False
@@ -294,11 +295,17 @@ class _StreamState:
             _fail(record, "empty", "empty answer: the stream ended without text or tokens")
 
 
-def _tokens_asked(body: dict[str, Any]) -> int | None:
-    """The most tokens the request allows (max_tokens x n), when it says."""
+CHUNKS_PER_TOKEN = 4
+
+
+def _chunk_bound(body: dict[str, Any]) -> int | None:
+    """The most content chunks an answer may hold: CHUNKS_PER_TOKEN per token the request allows
+    (max_tokens x n) and a few more, when the request says; else only the byte limits hold."""
     most = body.get("max_tokens") or body.get("max_completion_tokens")
     n = body.get("n") or 1
-    return most * n if type(most) is int and type(n) is int and most > 0 and n > 0 else None
+    if type(most) is int and type(n) is int and most > 0 and n > 0:
+        return CHUNKS_PER_TOKEN * most * n + 16
+    return None
 
 
 def _fail(record: RequestRecord, kind: str, message: str) -> None:

@@ -184,7 +184,8 @@ def test_decide_judges_every_candidate_gate_by_gate_and_says_why(tmp_path):
 
 
 def test_a_budget_shorter_than_one_boot_stops_the_campaign_in_one_line(tmp_path, vllm_032_tree):
-    """A command build whose engine exits at once: a real boot that dies, timed, with no engine installed."""
+    """A command build whose engine dies after half a second: a real boot that dies, timed, with no engine
+    installed. The sleep makes the boot longer than the budget whatever the box (a bare exit can beat 0.1 s)."""
     import subprocess
 
     from tests.fixtures.engine import distribution_toml
@@ -192,7 +193,7 @@ def test_a_budget_shorter_than_one_boot_stops_the_campaign_in_one_line(tmp_path,
     profile = '[profiles.tiny]\nmodel = "/models/tiny"\nport = 59999\nhealth_timeout = 30\n'
     (tmp_path / "forklift.toml").write_text(distribution_toml(profile))
     (tmp_path / "campaign.toml").write_text(
-        'budget = "0.1s"\ncontrol = false\n[builds.A]\ncommand = ["sh", "-c", "exit 3"]\n'
+        'budget = "0.1s"\ncontrol = false\n[builds.A]\ncommand = ["sh", "-c", "sleep 0.5; exit 3"]\n'
         '[[settings]]\nprofile = "tiny"\n[[suites]]\nkind = "bench"\nsynthetic = "16:16"\n'
     )
     done = subprocess.run(
