@@ -86,6 +86,7 @@ class BenchOptions(BaseModel):
         return self.mode or ("sweep" if self.concurrency else "single")
 
     def workload(self) -> Workload:
+        # local: the workload loaders pull aiohttp and pydantic (~200 ms); only a bench run needs them
         from forklift.workload import load_cohort, synthetic_workload
 
         if self.synthetic is not None:
@@ -114,6 +115,7 @@ class BenchOptions(BaseModel):
 
     def plan(self) -> PlanMaker:
         """The bench plan with everything but the server: built now, so bad options stop before a launch."""
+        # local: bench.runner pulls aiohttp and numpy (~400 ms); parsing options needs neither
         from forklift.bench.runner import BenchPlan, cell_specs
 
         template = BenchPlan(
@@ -138,6 +140,7 @@ class PlanMaker:
         self.model = model
 
     def __call__(self, base_url: str, served: str | None = None) -> BenchPlan:
+        # local: bench.session pulls aiohttp, httpx, numpy and rich (~600 ms); only a launched bench needs it
         from forklift.bench.session import discover_model
 
         return replace(self.template, url=base_url.rstrip("/"), model=self.model or served or discover_model(base_url))

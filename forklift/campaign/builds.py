@@ -20,7 +20,12 @@ from forklift.campaign.schema import BuildSpec, CampaignFile, expand
 from forklift.config import Config, load_config
 from forklift.engines import engine_adapter
 from forklift.errors import ConfigError, ForkliftError
+from forklift.installed.package import locate
+from forklift.installed.verify import installed_overlay_hash, verify_installed
+from forklift.knobs.flags import engine_version
 from forklift.receipts.envelope import Labels
+from forklift.series.gate import configured_series
+from forklift.series.model import Series
 
 
 @dataclass(frozen=True)
@@ -74,11 +79,6 @@ def interpreter(name: str, spec_python: str, campaign: CampaignFile) -> str:
 
 
 def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Config) -> Build:
-    from forklift.installed.package import locate
-    from forklift.installed.verify import installed_overlay_hash, verify_installed
-    from forklift.knobs.flags import engine_version
-    from forklift.series.gate import configured_series
-    from forklift.series.model import Series
 
     config = load_config(campaign.at(spec.config)) if spec.config else default
     pin = config.data.upstream.model_dump()

@@ -20,6 +20,7 @@ from forklift.campaign.suites import CampaignSuite, SuiteOptions, suite
 from forklift.config import Config
 from forklift.config.load import describe
 from forklift.errors import ConfigError, ForkliftError
+from forklift.launch.plan import make_launch_plan
 from forklift.launch.resolve import setting_name
 
 
@@ -84,7 +85,6 @@ def key_part(text: str) -> str:
 
 def settings(campaign: CampaignFile, config: Config) -> list[Setting]:
     """Every setting: each entry's profile with each combination of its axis choices."""
-    from forklift.launch.plan import make_launch_plan
 
     out = []
     for index, spec in enumerate(campaign.settings):

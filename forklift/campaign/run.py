@@ -9,25 +9,32 @@ cells and the report never mixes a half-measured one in.
 from __future__ import annotations
 
 import math
+import shlex
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from forklift.campaign.builds import Build, engine_environment
-from forklift.campaign.plan import CampaignPlan, LadderJob, Slot
+from forklift.campaign.plan import CampaignPlan, LadderJob, Slot, build_order, make_campaign_plan
+from forklift.campaign.precision import boots_wanted, parse_budget, parse_percent, repeats_to_add
 from forklift.campaign.schema import CampaignFile
-from forklift.campaign.suites import LadderContext, ServedSetting
+from forklift.campaign.suites import BenchSuiteOptions, LadderContext, ServedSetting
 from forklift.config import Config
 from forklift.errors import ForkliftError
+from forklift.installed.package import site_from_python
+from forklift.ladder import parse_axis
 from forklift.launch.boot import check_control, control_variable
 from forklift.launch.plan import LaunchPlan, make_launch_plan
+from forklift.launch.resolve import printed_lines
 from forklift.launch.session import launched
 from forklift.receipts import new_receipt, write_receipt
 from forklift.receipts.envelope import Labels
+from forklift.receipts.store import read_receipt
+from forklift.report.ship import PLAN_KIND
 
 CELL_KIND = "campaign-cell"
 
@@ -68,8 +75,6 @@ class Runner:
         """Resolved and checked once per build and setting (flags and knobs against that build's engine)."""
         key = (build.name, name)
         if key not in self._plans:
-            from dataclasses import replace
-
             with engine_environment(build):
                 plan = make_launch_plan(self.config, profile, list(sets), python=build.python, command=build.command)
             if build.env:  # the build's package folder, stated in the boot receipt with the rest of the env
@@ -79,7 +84,6 @@ class Runner:
 
     def write_plan(self) -> None:
         """The campaign as planned (builds, order, gates) in a receipt, so `forklift report` decides from receipts."""
-        from forklift.report.ship import PLAN_KIND
 
         body = {
             "builds": {name: b.labels.fields() for name, b in self.builds.items()},
@@ -120,7 +124,6 @@ class Runner:
 
     def spent(self) -> list[float]:
         """Seconds each finished boot cell took (from the receipts, so a resumed campaign counts them too)."""
-        from forklift.receipts.store import read_receipt
 
         return [
             float(read_receipt(path).body.get("seconds") or 0.0)
@@ -133,9 +136,6 @@ class Runner:
         Decided once, from the pilot's boots (Stein's two-stage rule, forklift.campaign.precision), and
         said: which target, what the pilot measured, how many boots that asks for, what the budget allows.
         """
-        from forklift.campaign.plan import build_order, make_campaign_plan
-        from forklift.campaign.precision import boots_wanted, parse_budget, parse_percent, repeats_to_add
-        from forklift.campaign.suites import BenchSuiteOptions
 
         targets = [
             o.ready for _, o in self.plan.served if isinstance(o.ready, BenchSuiteOptions) and o.ready.target_mde
@@ -248,8 +248,6 @@ class Runner:
         }
         self._finish(slot.key, "ok" if whole else "failed", body, booted.labels)
         if self.campaign.budget is not None:
-            from forklift.campaign.precision import parse_budget
-
             budget = parse_budget(self.campaign.budget, str(self.campaign.path))
             if seconds > budget:
                 raise ForkliftError(
@@ -279,16 +277,12 @@ class Runner:
 
 def engine_roots(build: Build, package: str) -> tuple[Path, ...]:
     """Where the build's engine package is installed (a quality corpus there would move with the pin)."""
-    from forklift.installed.package import site_from_python
 
     return (site_from_python(Path(build.python), package) / package,) if build.python else ()
 
 
 def plan_lines(runner: Runner) -> list[str]:
     """The plan as --dry-run prints it: every boot with its exact argv and environment (secrets redacted)."""
-    import shlex
-
-    from forklift.launch.resolve import printed_lines
 
     def argv(plan: LaunchPlan, extra: list[str] | None = None) -> str:
         lines = printed_lines(plan.resolved)
@@ -311,8 +305,6 @@ def plan_lines(runner: Runner) -> list[str]:
         control = [f"{plan.adapter.env_prefix}FORKLIFT_CONTROL_<random>=1"] if runner.campaign.control else None
         out.append(f"  {argv(plan, control)}")
     for job in runner.plan.ladders:
-        from forklift.ladder import parse_axis
-
         build = runner.builds[job.build]
         axis = parse_axis(job.options.ready.axis)
         state = "finished, skipped" if finished(runner.receipts / job.key) else "to run"

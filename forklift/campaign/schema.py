@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from forklift.campaign.precision import parse_budget
 from forklift.config.load import describe
 from forklift.config.toml import tomllib
 from forklift.errors import ConfigError
@@ -133,7 +134,5 @@ def load_campaign_file(path: Path) -> CampaignFile:
     if campaign.ship is not None:
         check_gates(campaign.ship, list(campaign.builds), str(path))
     if campaign.budget is not None:
-        from forklift.campaign.precision import parse_budget
-
         parse_budget(campaign.budget, str(path))
     return campaign

@@ -10,13 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from forklift.bench.runner import BenchPlan, cell_specs
+from forklift.bench.session import record_bench
+from forklift.campaign.precision import parse_percent
+from forklift.canary import SUITE_RUNNERS
 from forklift.errors import UsageError
+from forklift.ladder import Burst, parse_axis
+from forklift.ladder.run import Engine, run_ladder
+from forklift.quality.corpus import corpus_from_config
+from forklift.quality.endpoint import Endpoint
+from forklift.quality.session import ReadySuite, run_suite
 from forklift.receipts.envelope import Labels
+from forklift.workload import load_cohort, synthetic_workload
 
 if TYPE_CHECKING:
     from forklift.bench.runner import BenchPlan
@@ -99,16 +110,12 @@ class BenchSuiteOptions(SuiteOptions):
 def bench_options(options: BenchSuiteOptions, config: Any, root: Path) -> BenchSuiteOptions:
     """A cohort path in campaign.toml is relative to the campaign file; a target MDE must be a percent."""
     if options.target_mde is not None:
-        from forklift.campaign.precision import parse_percent
-
         parse_percent(options.target_mde, "target_mde")
     return options if options.cohort is None else options.model_copy(update={"cohort": str(root / options.cohort)})
 
 
 def bench_plan(endpoint: ServedSetting, options: BenchSuiteOptions) -> tuple[BenchPlan, str]:
     """The bench plan for one endpoint."""
-    from forklift.bench.runner import BenchPlan, cell_specs
-    from forklift.workload import load_cohort, synthetic_workload
 
     if (options.cohort is None) == (options.synthetic is None):
         raise UsageError("bench suite: give exactly one workload: cohort = FILE.jsonl or synthetic = IN:OUT")
@@ -147,7 +154,6 @@ def bench_plan(endpoint: ServedSetting, options: BenchSuiteOptions) -> tuple[Ben
 
 
 def run_bench_suite(endpoint: ServedSetting, options: BenchSuiteOptions) -> str:
-    from forklift.bench.session import record_bench
 
     plan, mode = bench_plan(endpoint, options)
     outcome = record_bench(
@@ -186,8 +192,6 @@ class LadderContext:
 
 
 def run_ladder_suite(context: LadderContext, options: LadderOptions) -> str:
-    from forklift.ladder import Burst, parse_axis
-    from forklift.ladder.run import Engine, run_ladder
 
     burst = Burst(
         requests=options.requests,
@@ -219,10 +223,8 @@ class QualityOptions(SuiteOptions):
 
 def quality_options(options_class: type) -> Callable[[QualityOptions, Any, Path], Any]:
     """Turn the campaign's keys into the suite's options: a corpus by its [quality.corpora] name, paths from here."""
-    from pydantic import TypeAdapter
 
     def prepare(options: QualityOptions, config: Any, root: Path) -> Any:
-        from forklift.quality.corpus import corpus_from_config
 
         given = dict(options.model_extra or {})
         if "corpus" in given:
@@ -239,10 +241,6 @@ def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[S
     """A quality/canary suite run against the campaign's boot, its receipt written by forklift.quality.session."""
 
     def run_against(endpoint: ServedSetting, options: Any) -> str:
-        from functools import partial
-
-        from forklift.quality.endpoint import Endpoint
-        from forklift.quality.session import ReadySuite, run_suite
 
         target = Endpoint(
             url=endpoint.url,
@@ -264,7 +262,6 @@ def quality_runner(kind: str, name: str, run: Callable[..., Any]) -> Callable[[S
 
 
 def _register_quality() -> None:
-    from forklift.canary import SUITE_RUNNERS
 
     for name, (kind, run, options_class) in SUITE_RUNNERS.items():
         register(

@@ -91,6 +91,7 @@ class EngineAdapter:
 
 def engine_adapter(kind: str) -> EngineAdapter:
     if kind == "vllm":
+        # local: a cycle, forklift.engines.vllm builds on EngineAdapter defined here
         from forklift.engines.vllm import VLLM
 
         return VLLM

@@ -26,7 +26,7 @@ from forklift.series.gate import configured_overlay, configured_series
 from forklift.series.model import SERIES_FILE, Series
 from forklift.series.move import follow_manifest, moved_toml, new_pin, pin_version
 from forklift.series.render import series_patches_md
-from forklift.source import Tree
+from forklift.source import Tree, default_cache, materialize, materialize_ref
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,7 +50,6 @@ def run_flip(
 ) -> FlipResult:
     """Flip to release `version`; with `git_ref`, `version` names a branch or tag of a git pin's repository
     (upstream main, say): which patches would break before the release, a dry run only."""
-    from forklift.source import default_cache, materialize, materialize_ref
 
     pin = config.data.upstream
     if git_ref and not isinstance(pin, GitPin):

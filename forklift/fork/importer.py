@@ -26,6 +26,7 @@ from forklift.fork.repo import Git
 from forklift.series.gate import configured_series
 from forklift.series.headers import Header
 from forklift.series.model import SERIES_FILE, Patch, parse_series_file
+from forklift.source import materialize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -158,7 +159,6 @@ def import_branch(
 ) -> ImportedBranch:
     """Import the configured series as `branch` of the fork at `repo`, starting the fork there when
     the folder is new (or empty) and the pin has no git history of its own."""
-    from forklift.source import materialize
 
     patches = _patches(config)
     pin = config.data.upstream

@@ -22,6 +22,10 @@ from forklift.errors import ForkliftError, UsageError
 from forklift.fork.base import base_tag, find_base
 from forklift.fork.create import release_commit
 from forklift.fork.repo import Git
+from forklift.fsio import write_atomic
+from forklift.series.gate import configured_series
+from forklift.series.move import follow_manifest, moved_toml, new_pin
+from forklift.source import materialize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -92,8 +96,6 @@ def start_rebase(
     config: Config, fork: Git, version: str, branch: str, progress: Console | None = None
 ) -> RebaseOutcome:
     """Create the new release's commit, record the pending move, and rebase `branch` onto it."""
-    from forklift.series.move import new_pin
-    from forklift.source import materialize
 
     pin = config.data.upstream
     if isinstance(pin, PathPin):
@@ -139,9 +141,6 @@ def start_rebase(
 def finish_rebase(config: Config, fork: Git, move: PendingMove) -> list[Path]:
     """After the export of the rebased branch: forklift.toml's pin (and contract) and the manifest follow the
     series onto the new release, and the pending move is forgotten. Returns the files written."""
-    from forklift.fsio import write_atomic
-    from forklift.series.gate import configured_series
-    from forklift.series.move import follow_manifest, moved_toml
 
     pin = move.target()
     fresh = configured_series(config)

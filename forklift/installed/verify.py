@@ -30,6 +30,7 @@ from forklift.installed.package import InstalledPackage, sha256_hex
 from forklift.series.apply import Overlay, apply_patch, apply_series
 from forklift.series.diff import FilePatch, Hunk
 from forklift.series.model import Patch, Series
+from forklift.series.render import overlay_hash
 
 FileState = Literal["pristine", "patched", "unpatched", "modified", "missing", "absent", "extra"]
 PatchState = Literal["applied", "not-applied", "conflicts"]
@@ -145,7 +146,6 @@ def installed_overlay_hash(package: InstalledPackage, series: Series) -> str | N
     Reads only the files the series touches, so it is cheap enough for every launch; it equals
     `forklift check`'s overlay hash when the whole series is applied to pristine files (verify proves that).
     """
-    from forklift.series.render import overlay_hash
 
     _, undone = _undo_applied(package, series)
     touched = {p for patch in series.patches for p in patch.paths}

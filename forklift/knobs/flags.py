@@ -19,6 +19,7 @@ from pathlib import Path
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
+from forklift.fsio import write_atomic
 
 _OPTION_LINE = re.compile(r"^  (-{1,2}[A-Za-z0-9][^\s,]*(?:[ ,].*?)?)(?:\s{2,}\S.*)?$")
 _INVOCATION = re.compile(r"^(--[A-Za-z0-9][\w.-]*)(?: (.+))?$")
@@ -95,10 +96,10 @@ HELP_TIMEOUT_S = 300.0  # a cold engine import takes ~10 s; minutes mean it is s
 
 def capture_flags(python: str, adapter: EngineAdapter, cache_root: Path | None = None) -> EngineFlags:
     """The engine's flags, from its own help text; cached per engine version (help takes ~10 s)."""
-    from forklift.fsio import write_atomic
 
     version = engine_version(python, adapter)
     if cache_root is None:
+        # local: forklift.source pulls pydantic and packaging; only the default-cache path needs it
         from forklift.source import default_cache
 
         cache_root = default_cache().root

@@ -7,7 +7,12 @@ from pathlib import Path
 
 from forklift.config import Config
 from forklift.engines import engine_adapter
+from forklift.fsio import tree_reader
+from forklift.knobs.overlay import patched_registry
 from forklift.knobs.registry import Registry, RegistryDiff, compare, registry
+from forklift.series.apply import apply_series
+from forklift.series.gate import configured_overlay, configured_series
+from forklift.source import materialize
 
 
 @dataclass(frozen=True)
@@ -21,15 +26,9 @@ class KnobReport:
 
 def knob_report(config: Config, tree: Path | None = None) -> KnobReport:
     """Registries of the pinned pristine tree (or `tree`) and of it with the series and the overlay files."""
-    from forklift.fsio import tree_reader
-    from forklift.knobs.overlay import patched_registry
-    from forklift.series.apply import apply_series
-    from forklift.series.gate import configured_overlay, configured_series
 
     adapter = engine_adapter(config.data.engine.kind)
     if tree is None:
-        from forklift.source import materialize
-
         tree = materialize(config.data.upstream, config.root).path
     pristine = registry(tree, adapter)
     series = configured_series(config)

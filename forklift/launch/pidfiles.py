@@ -17,6 +17,7 @@ def state_dir() -> Path:
     override = os.environ.get("FORKLIFT_STATE_DIR")
     if override:
         return Path(override)
+    # local: platformdirs only when FORKLIFT_STATE_DIR is unset
     from platformdirs import user_state_dir
 
     return Path(user_state_dir("forklift", appauthor=False)) / "running"

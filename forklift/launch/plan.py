@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from forklift.config import Config
 from forklift.engines import EngineAdapter, engine_adapter
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, UnreachableError
+from forklift.installed.package import locate, site_from_python
+from forklift.installed.verify import installed_overlay_hash
+from forklift.knobs.flags import capture_flags, engine_version
+from forklift.knobs.registry import registry
+from forklift.knobs.report import knob_report
+from forklift.launch.engine_checks import check_flags, check_knobs, legacy_warnings
+from forklift.launch.preflight import engine_python
 from forklift.launch.resolve import Resolved, parse_sets, resolve, setting_name
-from forklift.receipts.envelope import Labels
+from forklift.receipts.envelope import Labels, default_build
+from forklift.series.gate import configured_series
 
 CONTAINERENV = Path("/run/.containerenv")  # podman's: the container's name, id, image and imageid
 
@@ -37,10 +45,6 @@ def make_launch_plan(
 
     `python` or `command` replace the profile's engine (a campaign's build runs every setting).
     """
-    from dataclasses import replace
-
-    from forklift.launch.engine_checks import check_flags, check_knobs, legacy_warnings
-    from forklift.launch.preflight import engine_python
 
     adapter = engine_adapter(config.data.engine.kind)
     choices, overrides = parse_sets(sets)
@@ -55,10 +59,6 @@ def make_launch_plan(
         return plan
     python = engine_python(resolved, adapter)
     if python and Path(python).exists():
-        from forklift.installed.package import site_from_python
-        from forklift.knobs.flags import capture_flags
-        from forklift.knobs.registry import registry
-
         check_knobs(resolved, adapter, registry(site_from_python(Path(python), adapter.package), adapter, reads=False))
         flags = capture_flags(python, adapter)
         check_flags(resolved, flags)
@@ -66,8 +66,6 @@ def make_launch_plan(
         return plan
     # No engine here (a CI box printing recipes): knobs are still checked, against the pinned
     # upstream tree with the series applied, when that tree can be had.
-    from forklift.errors import UnreachableError
-    from forklift.knobs.report import knob_report
 
     try:
         check_knobs(resolved, adapter, knob_report(config).patched)
@@ -83,8 +81,6 @@ def receipt_labels(config: Config, plan: LaunchPlan, python: str | None) -> Labe
     The overlay hash is what the distribution's series changed in the installed engine (none
     when it is not applied, or when the engine runs through a command forklift cannot see into).
     """
-    from forklift.knobs.flags import engine_version
-    from forklift.receipts.envelope import default_build
 
     version = plan.checked_against or (engine_version(python, plan.adapter) if python else None)
     overlay = installed_overlay(config, python, plan.adapter) if python else None
@@ -116,9 +112,6 @@ def running_image(environ: dict[str, str] | None = None, containerenv: Path = CO
 
 
 def installed_overlay(config: Config, python: str, adapter: EngineAdapter) -> str | None:
-    from forklift.installed.package import locate
-    from forklift.installed.verify import installed_overlay_hash
-    from forklift.series.gate import configured_series
 
     try:
         return installed_overlay_hash(

@@ -15,6 +15,7 @@ from typing import Any
 
 from forklift.config.load import extends_chain
 from forklift.config.profile import ArgValue, EnvValue, Profile, Ray
+from forklift.config.toml import tomllib
 from forklift.engines import EngineAdapter
 from forklift.errors import ConfigError, UsageError
 
@@ -112,7 +113,6 @@ def parse_sets(sets: list[str]) -> tuple[dict[str, str], dict[str, object]]:
 
 def _toml_value(text: str) -> object:
     """`4096` -> 4096, `true` -> True, `{method = "ngram"}` -> dict; anything else stays text."""
-    from forklift.config.toml import tomllib
 
     try:
         return tomllib.loads(f"v = {text}")["v"]

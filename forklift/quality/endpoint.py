@@ -76,6 +76,7 @@ def get(endpoint: Endpoint, path: str) -> Answer:
 
 def counter(endpoint: Endpoint, role: str) -> float | None:
     """A server-wide counter (by adapter role, e.g. prefix_cache_hits) from /metrics; None when not exposed."""
+    # local: bench.metrics pulls aiohttp (~150 ms); only the counter read needs it
     from forklift.bench.metrics import metric_names, parse_snapshot
 
     family = metric_names(endpoint.engine).get(role)

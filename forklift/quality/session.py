@@ -17,6 +17,7 @@ from typing import Any
 from forklift.config import Config
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
+from forklift.installed.package import site_from_python
 from forklift.launch.boot import profile_record
 from forklift.launch.plan import make_launch_plan
 from forklift.launch.preflight import engine_python
@@ -80,7 +81,6 @@ def run_suite(
 
 def engine_roots(resolved: Resolved, adapter: EngineAdapter) -> tuple[Path, ...]:
     """Where the profile's engine package is installed: a corpus there changes with the pin."""
-    from forklift.installed.package import site_from_python
 
     python = engine_python(resolved, adapter)
     if not python or not Path(python).exists():

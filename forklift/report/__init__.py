@@ -12,6 +12,7 @@ def render_report(
     folder: Path, out: Path, *, baseline: str | None = None, seed: int = 0
 ) -> tuple[Campaign, list[Path]]:
     """Write `out` (markdown) and its PNGs beside it, named after it; returns the campaign and every file written."""
+    # local: plots pulls matplotlib (~400 ms); only a rendered report needs it
     from forklift.report import markdown, plots
 
     campaign = load_campaign(folder, baseline=baseline, seed=seed)

@@ -14,6 +14,7 @@ from forklift.report.campaign import Campaign, Row, Side, boot_state
 from forklift.report.cells import extra_sections
 from forklift.report.control import aa_shift
 from forklift.report.quality import sections
+from forklift.report.ship import decide, decision_table
 from forklift.stats import GroupComparison
 from forklift.textsafe import markdown as md
 
@@ -217,8 +218,6 @@ def render(campaign: Campaign, images: dict[str, Path], out_dir: Path) -> str:
         f"Rendered by forklift {forklift.__version__}.",
     ]
     if campaign.ship is not None:
-        from forklift.report.ship import decide, decision_table
-
         parts += ["## Decision", decision_table(decide(campaign, campaign.ship), campaign.baseline)]
     if campaign.rows:
         parts += ["## Summary", _summary(campaign)]

@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forklift.errors import ConfigError
+from forklift.mdtable import table
 from forklift.stats.metrics import METRICS
+from forklift.stats.runs import build_label
+from forklift.textsafe import markdown
 
 if TYPE_CHECKING:
     from forklift.report.campaign import Campaign
@@ -184,7 +187,6 @@ def _pool_results(campaign: Campaign, baseline: str, build: str, gate: Gate) -> 
 
 
 def _canary_results(campaign: Campaign, build: str, gate: Gate) -> list[GateResult]:
-    from forklift.stats.runs import build_label
 
     mine = [r for _, r in campaign.receipts if r.kind in ("quality", "canary") and build_label(r) == build]
     if not mine:
@@ -239,8 +241,6 @@ def decision_lines(decisions: list[BuildDecision], baseline: str | None) -> list
 
 def decision_table(decisions: list[BuildDecision], baseline: str | None) -> str:
     """The report's opening: the decision per build, and every gate with its evidence."""
-    from forklift.mdtable import table
-    from forklift.textsafe import markdown
 
     if not decisions:
         return "No [ship] gates judged: one build, or no gates in the campaign."

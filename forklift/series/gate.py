@@ -17,6 +17,8 @@ from forklift.series.digests import parse_sums
 from forklift.series.files import read_overlay
 from forklift.series.model import Series, load_series, read_series_part
 from forklift.series.render import series_patches_md
+from forklift.series.tree import patched_tree, tree_record, write_tree
+from forklift.source import default_cache, materialize
 from forklift.source.hashing import file_sha256
 
 if TYPE_CHECKING:
@@ -90,7 +92,6 @@ def run_check(
     config: Config, receipts_dir: Path | None = None, progress: Console | None = None, verify_cache: bool = False
 ) -> GateResult:
     """`verify_cache` re-hashes every cached file the check reads (`forklift check --verify-cache`)."""
-    from forklift.source import default_cache, materialize
 
     series = configured_series(config)
     overlay_files = configured_overlay(config)
@@ -135,8 +136,6 @@ def run_tree(
     config: Config, out: Path, force: bool = False, progress: Console | None = None
 ) -> tuple[Path, dict[str, Any]]:
     """`forklift tree OUT`: the pinned tree with the series and the overlay, written to OUT with its record."""
-    from forklift.series.tree import patched_tree, tree_record, write_tree
-    from forklift.source import materialize
 
     series = configured_series(config)
     overlay_files = configured_overlay(config)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from packaging.utils import parse_wheel_filename
+
 from forklift.config import Config
 from forklift.config.load import parse_config
 from forklift.config.schema import GitPin, PypiPin
@@ -19,15 +21,13 @@ from forklift.fsio import write_atomic
 from forklift.series.gate import configured_overlay
 from forklift.series.manifest import MANIFEST_FILE, load_manifest, render_manifest
 from forklift.series.model import Series
+from forklift.source import gitpin
+from forklift.source.index import resolve_pypi_file
 
 
 def new_pin(pin: PypiPin | GitPin, version: str, root: Path) -> PypiPin | GitPin:
     """The pin moved to `version`: for PyPI the same artifact kind (a wheel with the same tags) with the
     sha256 the index gives, for git the tag `version` bound to the commit it names now."""
-    from packaging.utils import parse_wheel_filename
-
-    from forklift.source import gitpin
-    from forklift.source.index import resolve_pypi_file
 
     if isinstance(pin, GitPin):
         commit = gitpin.remote_tag_commit(gitpin.resolve_url(pin.url, root), version)

@@ -203,6 +203,7 @@ def default_cache(verify: bool = False) -> Cache:
     override = os.environ.get("FORKLIFT_CACHE")
     if override:
         return Cache(Path(override).expanduser(), verify)
+    # local: platformdirs only when FORKLIFT_CACHE is unset
     from platformdirs import user_cache_dir
 
     return Cache(Path(user_cache_dir("forklift", appauthor=False)), verify)
