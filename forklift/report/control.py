@@ -1,6 +1,6 @@
 """The A/A control: the same build and setting benched twice in one campaign (aa = 1 and 2), compared.
 
-Its shift is what the box alone moves a number by in this session; an A/B change no larger than
+Its shift is what the box alone moves a number by in this campaign; an A/B change no larger than
 it is not a finding, whatever its interval says. Computed by stats' own compare_groups.
 """
 

@@ -11,7 +11,7 @@ from forklift.stats.verdict import interval_phrase, not_claimable_reason, signed
 def box_name(fingerprint: Fingerprint) -> str:
     """A box as a reader tells it apart: hostname plus its GPUs, else its CPU count.
 
-    Hostnames repeat across VMs (the borrowed H200 and the 2-core CPU box are both "vm").
+    Hostnames repeat across VMs (a GPU host and a 2-core CPU box can both be "vm").
     """
     if fingerprint.gpus:
         return f"{fingerprint.hostname} ({', '.join(fingerprint.gpus)})"
