@@ -8,17 +8,17 @@
 #   $GITHUB_STEP_SUMMARY (default $FORKLIFT_CI_OUT/summary.md): the markdown job summary, appended to
 # $FORKLIFT_UPSTREAM_REF: the branch upstream-main tries (default main). Exit status: forklift's own.
 set -euo pipefail
-out=${FORKLIFT_CI_OUT:-forklift-ci}
-mkdir -p "$out"
-summary=${GITHUB_STEP_SUMMARY:-$out/summary.md}
+results=${FORKLIFT_CI_OUT:-forklift-ci}
+mkdir -p "$results"
+summary=${GITHUB_STEP_SUMMARY:-$results/summary.md}
 case ${1:-} in
   check)
-    exec forklift check --junit "$out/check.xml" --summary "$summary" --receipts "$out/receipts"
+    exec forklift check --junit "$results/check.xml" --summary "$summary" --receipts "$results/receipts"
     ;;
   upstream-main)
     status=0
-    forklift flip --git-ref "${FORKLIFT_UPSTREAM_REF:-main}" --report "$out/flip.md" --receipts "$out/receipts" || status=$?
-    [ -f "$out/flip.md" ] && cat "$out/flip.md" >>"$summary"
+    forklift flip --git-ref "${FORKLIFT_UPSTREAM_REF:-main}" --report "$results/flip.md" --receipts "$results/receipts" || status=$?
+    [ -f "$results/flip.md" ] && cat "$results/flip.md" >>"$summary"
     exit "$status"
     ;;
   *)
