@@ -69,7 +69,10 @@ def test_added_removed_and_mode_changes_count(folder, tmp_path):
 def test_racily_fresh_files_are_not_remembered(folder, tmp_path, reads):
     """A file written within the racy window of the memo could change again in the same clock tick."""
     memo = tmp_path / "memo.json"
-    (folder / "pkg" / "fresh.py").write_text("f = 1\n")
+    fresh = folder / "pkg" / "fresh.py"
+    fresh.write_text("f = 1\n")
+    ahead = time.time() + 60  # inside the window however long the box takes to get to the digest
+    os.utime(fresh, (ahead, ahead))
     directory_digest(folder, memo)
     assert "pkg/fresh.py" not in json.loads(memo.read_text())
     assert RACY_NS > 0
