@@ -1,6 +1,6 @@
 """A campaign's builds, proved before anything runs: which series each engine install really carries.
 
-Each build names an engine interpreter; `forklift verify --installed`'s check runs on it
+Each build names an engine interpreter; `forklift verify`'s check runs on it
 against the series of the distribution it was built from (or no series, for a pristine
 install), and must pass. Its version and the overlay hash of what the series changed in it
 then label every receipt the build measures.

@@ -51,7 +51,7 @@ class BuildSpec(_Strict):
     """One engine install: its interpreter (or command), and the distribution it was built from.
 
     `site` is for one interpreter with the engine in several package folders (each build's vLLM
-    copied and patched with `forklift apply --installed FOLDER`): the folder goes first on the
+    copied and patched with `forklift apply FOLDER`): the folder goes first on the
     engine's PYTHONPATH, so its package shadows the interpreter's own.
     """
 

@@ -1,4 +1,4 @@
-"""`forklift verify --image`: the engine in an image checked as `verify --installed` checks one, and its labels."""
+"""`forklift verify --image`: the engine in an image checked as `forklift verify` checks an install, and its labels."""
 
 from __future__ import annotations
 
