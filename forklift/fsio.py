@@ -13,7 +13,8 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,9 @@ def max_file_bytes() -> int:
     return int(mib * 1024 * 1024)
 
 
-def read_bounded(path: Path, what: str = "file", limit: int | None = None) -> bytes:
-    """A regular file's bytes, at most `limit` of them; anything else is one line naming the path.
+@contextmanager
+def open_regular(path: Path, what: str = "file", limit: int | None = None) -> Iterator[tuple[int, int]]:
+    """A regular file of at most `limit` bytes, open for reading: (descriptor, size); anything else is one line.
 
     Opened without blocking (a FIFO named *.json would wait for a writer forever) and checked with
     fstat on the open descriptor: a device, a folder or a FIFO is refused, never read.
@@ -59,22 +61,29 @@ def read_bounded(path: Path, what: str = "file", limit: int | None = None) -> by
         if not stat.S_ISREG(info.st_mode):
             raise ForkliftError(f"{path}: not a regular file ({_kind(info.st_mode)}); {what} must be a plain file")
         if info.st_size > limit:
-            raise ForkliftError(f"{path}: {what} of {info.st_size:,} bytes is over the {_limit(limit)}")
+            raise ForkliftError(f"{path}: {what} of {info.st_size:,} bytes is over the {limit_words(limit)}")
         os.set_blocking(fd, True)
-        chunks, size = [], 0
-        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:  # it grew while being read
-                raise ForkliftError(f"{path}: {what} is over the {_limit(limit)}")
-        return b"".join(chunks)
+        yield fd, info.st_size
     except OSError as exc:
         raise ForkliftError(f"{path}: cannot read {what}: {exc.strerror}") from None
     finally:
         os.close(fd)
 
 
-def _limit(limit: int) -> str:
+def read_bounded(path: Path, what: str = "file", limit: int | None = None) -> bytes:
+    """A regular file's bytes, at most `limit` of them (`open_regular`); anything else is one line naming the path."""
+    limit = max_file_bytes() if limit is None else limit
+    with open_regular(path, what, limit) as (fd, _):
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # it grew while being read
+                raise ForkliftError(f"{path}: {what} is over the {limit_words(limit)}")
+        return b"".join(chunks)
+
+
+def limit_words(limit: int) -> str:
     return f"{limit / 1024 / 1024:g} MiB limit ({LIMIT_ENV} raises it)"
 
 
@@ -108,15 +117,18 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def loads_json(text: str | bytes, where: str, what: str = "JSON file", foreign_nan: bool = False) -> Any:
+def loads_json(
+    text: str | bytes, where: str, what: str = "JSON file", foreign_nan: bool = False, above: int = 0
+) -> Any:
     """Strict JSON: no NaN or Infinity, no float that overflows, integers of at most 40 digits, at most 64
     levels deep; anything else is one `ForkliftError` line naming `where`.
 
     `foreign_nan` reads another tool's NaN / Infinity as numbers (vLLM's own result files hold them).
+    `above`: the levels a document read in parts holds above this part (they count toward the 64).
     """
     constant = float if foreign_nan else _no_constant
     number = float if foreign_nan else _finite_float
-    _check_expansion(text, where, what)
+    check_expansion(text, where, what)
     try:
         value = json.loads(text, parse_constant=constant, parse_int=_bounded_int, parse_float=number)
     except RecursionError:
@@ -127,11 +139,11 @@ def loads_json(text: str | bytes, where: str, what: str = "JSON file", foreign_n
         ) from None
     except ValueError as exc:  # JSONDecodeError is one; so are the hooks' refusals
         raise ForkliftError(f"{where}: not a readable {what}: {exc}") from None
-    _check_depth(value, where, what)
+    _check_depth(value, where, what, above)
     return value
 
 
-def _check_expansion(text: str | bytes, where: str, what: str) -> None:
+def check_expansion(text: str | bytes, where: str, what: str) -> None:
     """Refuse, before parsing, JSON whose objects would take more than PARSED_PER_BYTE times the size limit:
     an upper estimate from CPython's object sizes (an empty dict 64 bytes, a list 56, an element 32)."""
     if len(text) < 1 << 20:
@@ -149,8 +161,8 @@ def _check_expansion(text: str | bytes, where: str, what: str) -> None:
         )
 
 
-def _check_depth(value: Any, where: str, what: str) -> None:
-    stack = [(value, 1)]
+def _check_depth(value: Any, where: str, what: str, above: int = 0) -> None:
+    stack = [(value, above + 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, (dict, list)):

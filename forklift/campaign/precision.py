@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.errors import ConfigError
-from forklift.receipts import read_receipts
 from forklift.stats.design import boots_needed, pilot
 from forklift.stats.metrics import METRICS
-from forklift.stats.sample import bench_runs
+from forklift.stats.sample import read_bench_runs
 from forklift.stats.units import SideColumns, unit_tables
 
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
@@ -65,7 +64,7 @@ def boots_wanted(
 ) -> list[Need]:
     """Each candidate build and cell: the boots a side Stein's rule asks for, from the pilot's receipts."""
     metric = next(m for m in METRICS if m.key == metric_key)
-    runs = bench_runs(read_receipts([receipts]))
+    runs, _ = read_bench_runs([receipts])
     builds = list(dict.fromkeys(run.build for run in runs))
     out = []
     for build in (b for b in builds if b != baseline):

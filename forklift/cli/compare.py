@@ -41,12 +41,11 @@ TargetOption = Annotated[
 
 
 def _read(path: Path) -> tuple[list[BenchRun], bool]:
-    """A side's bench runs, and whether it holds quality or canary receipts: each file is read once."""
-    from forklift.receipts import read_receipts
-    from forklift.stats import bench_runs
+    """A side's bench runs (records streamed), and whether it holds quality or canary receipts: each file is read once."""
+    from forklift.stats.sample import read_bench_runs
 
-    found = read_receipts([path])
-    return bench_runs(found), any(receipt.kind in ("quality", "canary") for _, receipt in found)
+    runs, found = read_bench_runs([path])
+    return runs, any(receipt.kind in ("quality", "canary") for _, receipt in found)
 
 
 def _bench(path: Path, runs: list[BenchRun]) -> list[BenchRun]:

@@ -48,7 +48,11 @@ def from_schema_1(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_receipt(path: Path) -> Receipt:
-    raw = read_json(path, "receipt")
+    return receipt_from_json(path, read_json(path, "receipt"))
+
+
+def receipt_from_json(path: Path, raw: Any) -> Receipt:
+    """A receipt from its parsed JSON (a /1 receipt read as /2), or one line naming the file and the key."""
     if isinstance(raw, dict) and raw.get("schema") == SCHEMA_1:
         raw = from_schema_1(raw)
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
@@ -74,6 +78,11 @@ def validated_body(path: Path, receipt: Receipt, model: type[BodyModel]) -> Body
 
 def read_receipts(paths: list[Path]) -> list[tuple[Path, Receipt]]:
     """Receipts from files and folders (folders recursively, *.json), in path order."""
+    return [(p, read_receipt(p)) for p in receipt_paths(paths)]
+
+
+def receipt_paths(paths: list[Path]) -> list[Path]:
+    """The receipt files of files and folders (folders recursively, *.json), in path order."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -82,4 +91,4 @@ def read_receipts(paths: list[Path]) -> list[tuple[Path, Receipt]]:
             found.append(path)
         else:
             raise ForkliftError(f"{path}: no such receipt file or folder")
-    return [(p, read_receipt(p)) for p in found]
+    return found

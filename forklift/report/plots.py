@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from packaging.version import Version
 
 from forklift.report.campaign import Campaign, Row
-from forklift.stats.sample import kept_requests, output_throughput
+from forklift.stats.sample import output_throughput
 
 # `vert` is deprecated from matplotlib 3.10 on, `orientation` does not exist before it.
 HORIZONTAL = {"orientation": "horizontal"} if Version(matplotlib.__version__) >= Version("3.10") else {"vert": False}
@@ -84,8 +84,10 @@ def ttft_distribution(campaign: Campaign, path: Path) -> Path | None:
     many_hosts = len(_hosts(campaign)) > 1
     for run in campaign.runs:
         for cell in run.body.cells:
-            ttfts = [r.ttft * 1000 for r in kept_requests([run], cell.name).values() if r.ok and r.ttft is not None]
-            if ttfts:
+            columns, rows = run.requests(cell.name), run.kept_rows(cell.name)
+            ttft = columns.ttft[rows][columns.ok[rows]] * 1000 if columns is not None else np.array([])
+            ttfts = ttft[~np.isnan(ttft)]
+            if len(ttfts):
                 where = f"{run.hostname} · " if many_hosts else ""
                 boxes.append((f"{where}{run.build} · {run.setting} · {cell.name}", np.array(ttfts)))
                 colours.append(f"C{sides.index((run.build, run.setting)) % 10}")

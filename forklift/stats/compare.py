@@ -21,7 +21,7 @@ from forklift.stats.gpustate import cell_gpu_runs, odd_runs
 from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, unpaired_change, welch_change, with_floor
 from forklift.stats.metrics import METRICS, Metric
-from forklift.stats.sample import BenchRun, output_throughput, requests_by_text, server_tok_step
+from forklift.stats.sample import BenchRun, hashes_by_text, output_throughput, server_tok_step
 from forklift.stats.units import Components, SideColumns, Sides, components
 from forklift.stats.verdict import DEFAULT_MARGIN, Kind, Verdict, judge
 
@@ -182,7 +182,7 @@ def pairing(a: SideColumns, b: SideColumns) -> tuple[int, bool]:
     """Requests with a partner (same prompt, same kept-run ordinal), and whether that is enough to pair:
     at least half of the smaller side's kept requests (else the prompts differ and the sides are unpaired)."""
     pairs = len(a.keys() & b.keys())
-    return pairs, pairs >= 2 and pairs >= min(len(a.records), len(b.records)) / 2
+    return pairs, pairs >= 2 and pairs >= min(a.rows, b.rows) / 2
 
 
 def compare_cell(
@@ -199,7 +199,7 @@ def compare_cell(
     sides = Sides(a, b)
     aa = Sides(SideColumns(aa_runs, cell_name)) if aa_runs else None
     pairs, paired = pairing(a, b)
-    texts_a, texts_b = requests_by_text(a_runs, cell_name), requests_by_text(b_runs, cell_name)
+    texts_a, texts_b = hashes_by_text(a_runs, cell_name), hashes_by_text(b_runs, cell_name)
     drift = divergence(
         texts_a, texts_b, is_greedy(a_runs[0].body.workload.sampling), is_greedy(b_runs[0].body.workload.sampling)
     )
@@ -220,12 +220,12 @@ def compare_cell(
         concurrency=cell.concurrency,
         paired=paired,
         pairs=pairs,
-        requests_a=len(a.records),
-        requests_b=len(b.records),
-        failed_a=len(a.ok) - sum(a.ok),
-        failed_b=len(b.ok) - sum(b.ok),
-        bursts_a=sum(a.bursts),
-        bursts_b=sum(b.bursts),
+        requests_a=a.rows,
+        requests_b=b.rows,
+        failed_a=int((~a.ok).sum()),
+        failed_b=int((~b.ok).sum()),
+        bursts_a=int(a.bursts.sum()),
+        bursts_b=int(b.bursts.sum()),
         throughput_a=output_throughput(a_runs, cell_name),
         throughput_b=output_throughput(b_runs, cell_name),
         server_tok_step_a=server_tok_step(a_runs, cell_name),

@@ -13,9 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from forklift.client.records import RequestRecord
-
-TextKey = tuple[Any, ...]  # what identifies the exact text a request sent (stats.sample.text_key)
+TextKey = tuple[Any, ...]  # what identifies the exact text a request sent (stats.sample.hashes_by_text)
 
 
 def is_greedy(sampling: dict[str, Any]) -> bool:
@@ -48,20 +46,15 @@ class Divergence(BaseModel):
         )
 
 
-def _hashes(records: list[RequestRecord]) -> set[str]:
-    return {r.output_sha256 for r in records if r.ok and r.output_sha256}
-
-
-def divergence(
-    a: dict[TextKey, list[RequestRecord]], b: dict[TextKey, list[RequestRecord]], greedy_a: bool, greedy_b: bool
-) -> Divergence:
-    """Per prompt: did the same text sent to both sides come back different? (inputs keyed by text_key)"""
+def divergence(a: dict[TextKey, list[str]], b: dict[TextKey, list[str]], greedy_a: bool, greedy_b: bool) -> Divergence:
+    """Per prompt: did the same text sent to both sides come back different? (the ok requests' output hashes,
+    keyed by the text each sent: stats.sample.hashes_by_text)"""
     if not (greedy_a and greedy_b):
         return Divergence(assessed=False, reason="not greedy on both sides, so texts are expected to differ")
     compared: set[str] = set()
     diverged: set[str] = set()
     for key in a.keys() & b.keys():
-        hashes_a, hashes_b = _hashes(a[key]), _hashes(b[key])
+        hashes_a, hashes_b = {h for h in a[key] if h}, {h for h in b[key] if h}
         if hashes_a and hashes_b:
             compared.add(key[0])
             if hashes_a != hashes_b:
@@ -89,9 +82,9 @@ class Determinism(BaseModel):
         return f"NOT deterministic: {len(self.changed)}/{self.prompts} prompts wrote different text for the same input"
 
 
-def determinism(by_text: dict[TextKey, list[RequestRecord]]) -> Determinism:
+def determinism(by_text: dict[TextKey, list[str]]) -> Determinism:
     """Same side, same input text sent again (another run unsalted, or another receipt with the same salts)."""
-    repeated = {key: [r.output_sha256 for r in records if r.ok and r.output_sha256] for key, records in by_text.items()}
+    repeated = {key: [h for h in hashes if h] for key, hashes in by_text.items()}
     repeated = {key: hashes for key, hashes in repeated.items() if len(hashes) >= 2}
     changed = sorted({key[0] for key, hashes in repeated.items() if len(set(hashes)) > 1})
     sends = max((len(hashes) for hashes in repeated.values()), default=0)

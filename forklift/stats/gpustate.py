@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from statistics import median
 from typing import Protocol
 
-from forklift.stats.sample import BenchRun, kept_run_indexes
+from forklift.stats.sample import BenchRun
 
 CLOCK_TOLERANCE = 0.05
 
@@ -56,7 +56,7 @@ def cell_gpu_runs(runs: list[BenchRun], cell_name: str) -> list[tuple[str, Seque
         cell = run.cell(cell_name)
         if cell is None:
             continue
-        kept = set(kept_run_indexes(cell))
+        kept = set(run.kept_runs(cell_name))
         for facts in getattr(cell, "run_facts", None) or []:  # recorded by benches that sample the GPU
             if facts.run in kept and facts.gpus:
                 out.append((f"{run.receipt.id}#{facts.run}", facts.gpus))

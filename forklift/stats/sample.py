@@ -8,21 +8,33 @@ and several receipts of one setting simply add runs.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from forklift.bench.aggregate import run_duration
+import numpy as np
+
 from forklift.bench.schema import BenchBody, Cell
-from forklift.client.records import RequestRecord
-from forklift.receipts import Receipt
+from forklift.receipts import Receipt, validated_body
+from forklift.receipts.store import receipt_paths
+from forklift.receipts.stream import read_receipt_streaming
 from forklift.stats.divergence import TextKey
+from forklift.stats.requests import RecordBudget, RecordColumns, RequestColumns, columns_of
 from forklift.stats.runs import ReceiptRun, validated_runs
 
-Key = tuple[str, int, int]
 
-
+@dataclass(frozen=True)
 class BenchRun(ReceiptRun[BenchBody]):
-    """One bench receipt with its body validated."""
+    """One bench receipt with its body validated, each cell's requests as columns (its records let go)."""
+
+    columns: dict[str, RequestColumns] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # records still in the body (a receipt read whole, or built in memory) become columns once
+        for cell in self.body.cells:
+            if cell.name not in self.columns:
+                self.columns[cell.name] = columns_of(cell.requests)
 
     @property
     def label(self) -> str:
@@ -32,59 +44,87 @@ class BenchRun(ReceiptRun[BenchBody]):
     def cell(self, name: str) -> Cell | None:
         return next((cell for cell in self.body.cells if cell.name == name), None)
 
+    def requests(self, name: str) -> RequestColumns | None:
+        return self.columns.get(name) if self.cell(name) is not None else None
+
+    def kept_runs(self, name: str) -> list[int]:
+        """The runs statistics use: those the bench kept, or every run when it did not say."""
+        cell, columns = self.cell(name), self.columns.get(name)
+        if cell is None or columns is None:
+            return []
+        return sorted(set(cell.kept_runs or columns.run.tolist()))
+
+    def kept_rows(self, name: str) -> np.ndarray:
+        """The rows of a cell's requests that belong to its kept runs."""
+        columns = self.columns.get(name)
+        if columns is None:
+            return np.array([], dtype=np.int64)
+        return np.flatnonzero(np.isin(columns.run, self.kept_runs(name)))
+
+
+def without_records(body: BenchBody) -> BenchBody:
+    return body.model_copy(update={"cells": [cell.model_copy(update={"requests": []}) for cell in body.cells]})
+
 
 def bench_runs(receipts: list[tuple[Path, Receipt]]) -> list[BenchRun]:
-    """The bench receipts among `receipts`, bodies validated (other kinds are skipped).
+    """The bench receipts among `receipts`, bodies validated (other kinds are skipped), records as columns.
 
-    Each run's receipt keeps its envelope only: the validated body replaces the raw one, which for a
-    receipt of a million requests is gigabytes of parsed JSON held twice.
+    Each run's receipt keeps its envelope only, and its body no records: a receipt of a million requests
+    is gigabytes of parsed JSON and models, its columns about 90 MB.
     """
     runs = validated_runs(receipts, ("bench",), BenchRun, BenchBody)
-    return [BenchRun(run.path, run.receipt.model_copy(update={"body": {}}), run.body) for run in runs]
+    return [
+        BenchRun(run.path, run.receipt.model_copy(update={"body": {}}), without_records(run.body), run.columns)
+        for run in runs
+    ]
 
 
-def kept_run_indexes(cell: Cell) -> list[int]:
-    """The runs statistics use: those the bench kept, or every run when it did not say."""
-    return sorted(cell.kept_runs) if cell.kept_runs else sorted({record.run for record in cell.requests})
+def read_bench_runs(paths: list[Path]) -> tuple[list[BenchRun], list[tuple[Path, Receipt]]]:
+    """Receipts from files and folders, each bench cell's records streamed into columns (bounded memory):
+    the bench runs, oldest first, and every receipt read (bench ones with their envelope only)."""
+    runs, receipts = [], []
+    for path in receipt_paths(paths):
+        built: dict[int, RecordColumns] = {}
+        receipt = read_receipt_streaming(path, _keeper(built, RecordBudget()))
+        if receipt.kind == "bench":
+            body = validated_body(path, receipt, BenchBody)
+            columns = {cell.name: built[i].columns() for i, cell in enumerate(body.cells) if i in built}
+            receipt = receipt.model_copy(update={"body": {}})
+            runs.append(BenchRun(path, receipt, body, columns))
+        receipts.append((path, receipt))
+    runs.sort(key=lambda found: (found.receipt.created, str(found.path)))
+    return runs, receipts
 
 
-def kept_requests(runs: list[BenchRun], cell_name: str) -> dict[Key, RequestRecord]:
-    """Every kept request of a cell across the group's receipts, keyed for pairing."""
-    keyed: dict[Key, RequestRecord] = {}
-    ordinal = 0
-    for run in runs:
-        cell = run.cell(cell_name)
-        if cell is None:
-            continue
-        for index in kept_run_indexes(cell):
-            seen: Counter[str] = Counter()
-            for record in cell.requests:
-                if record.run == index:
-                    keyed[(record.prompt_id, ordinal, seen[record.prompt_id])] = record
-                    seen[record.prompt_id] += 1
-            ordinal += 1
-    return keyed
+def _keeper(built: dict[int, RecordColumns], budget: RecordBudget) -> Callable[[int, list[Any]], None]:
+    def keep(cell: int, batch: list[Any]) -> None:
+        built.setdefault(cell, RecordColumns(budget)).add(batch)
+
+    return keep
 
 
-def text_key(run: BenchRun, cell_name: str, record: RequestRecord) -> TextKey:
-    """What identifies the exact text a request sent: its prompt, plus its salt's inputs when salted.
+def hashes_by_text(runs: list[BenchRun], cell_name: str) -> dict[TextKey, list[str]]:
+    """The output hashes of a cell's ok requests (warm-up runs included), grouped by the exact text each sent.
 
-    The bench derives each salt from (nonce, cell, run, prompt id), so a salted
-    prompt is the same text only for the same nonce, cell and run index.
+    The text is its prompt, plus its salt's inputs when salted: the bench derives each salt from
+    (nonce, cell, run, prompt id), so a salted prompt is the same text only for the same nonce, cell and run.
     """
-    workload = run.body.workload
-    if not workload.salted:
-        return (record.prompt_id,)
-    return (record.prompt_id, workload.salt_nonce, cell_name, record.run)
-
-
-def requests_by_text(runs: list[BenchRun], cell_name: str) -> dict[TextKey, list[RequestRecord]]:
-    """Every request of a cell (warm-up runs included) grouped by the exact text it sent."""
-    grouped: dict[TextKey, list[RequestRecord]] = {}
+    grouped: dict[TextKey, list[str]] = {}
     for run in runs:
-        cell = run.cell(cell_name)
-        for record in cell.requests if cell else []:
-            grouped.setdefault(text_key(run, cell_name, record), []).append(record)
+        columns = run.requests(cell_name)
+        if columns is None:
+            continue
+        rows = np.flatnonzero(columns.ok & (columns.output >= 0))
+        prompts, hashes = columns.prompt_of(rows), columns.output_of(rows)
+        workload = run.body.workload
+        indexes = columns.run[rows].tolist()
+        keys: Iterable[TextKey] = (
+            ((prompt, workload.salt_nonce, cell_name, index) for prompt, index in zip(prompts, indexes, strict=True))
+            if workload.salted
+            else ((prompt,) for prompt in prompts)
+        )
+        for key, digest in zip(keys, hashes, strict=True):
+            grouped.setdefault(key, []).append(str(digest))
     return grouped
 
 
@@ -92,14 +132,16 @@ def output_throughput(runs: list[BenchRun], cell_name: str) -> float | None:
     """Output tok/s of a cell: completion tokens over wall time per kept run, averaged over kept runs."""
     rates = []
     for run in runs:
-        cell = run.cell(cell_name)
-        if cell is None:
+        columns = run.requests(cell_name)
+        if columns is None:
             continue
-        for index in kept_run_indexes(cell):
-            done = [r for r in cell.requests if r.run == index and r.ok and r.completion_tokens]
-            span = run_duration(done)
-            if span:
-                rates.append(sum(r.completion_tokens or 0 for r in done) / span)
+        tokens = columns.completion_tokens
+        counted = columns.ok & ~np.isnan(tokens) & (tokens != 0)
+        for index in run.kept_runs(cell_name):
+            done = counted & (columns.run == index)
+            span = float(columns.end[done].max() - columns.send[done].min()) if done.any() else 0.0
+            if span:  # first send to last end (records of one run share a time base)
+                rates.append(float(tokens[done].sum()) / span)
     return sum(rates) / len(rates) if rates else None
 
 

@@ -15,15 +15,16 @@ counted as a boot of its own (never two receipts pooled as one boot on a guess).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
-from forklift.client.records import RequestRecord
 from forklift.stats.metrics import Metric
-from forklift.stats.sample import BenchRun, kept_run_indexes
+from forklift.stats.requests import RequestColumns
+from forklift.stats.sample import BenchRun
 
 
 def boot_identity(run: BenchRun) -> tuple[str, bool]:
@@ -40,43 +41,43 @@ class SideColumns:
     """One side's kept requests of one cell as columns, read once: what every metric's units are built from.
 
     Row i is one kept request: its unit (kept run) and its prompt key "prompt#occurrence". Each metric's
-    values are read from the records once and kept as an array (NaN: no value).
+    values are read from the requests' columns once and kept as an array (NaN: no value).
     """
 
     def __init__(self, runs: list[BenchRun], cell_name: str) -> None:
-        self.records: list[RequestRecord] = []
-        units: list[int] = []
+        self.parts: list[tuple[RequestColumns, np.ndarray]] = []  # each receipt's columns and its kept rows
+        units: list[np.ndarray] = []
         self.prompts: list[str] = []
         self.unit_boots: list[str] = []
         self.unit_positions: list[int] = []
         seen_on_boot: dict[str, int] = {}
         for run in runs:
-            cell = run.cell(cell_name)
-            if cell is None:
+            columns = run.requests(cell_name)
+            if columns is None:
                 continue
             boot, _ = boot_identity(run)
             first = len(self.unit_boots)
-            kept = {index: first + i for i, index in enumerate(kept_run_indexes(cell))}
+            kept = run.kept_runs(cell_name)
             for _ in kept:
                 position = seen_on_boot.get(boot, 0)
                 seen_on_boot[boot] = position + 1
                 self.unit_boots.append(boot)
                 self.unit_positions.append(position)
-            occurrences: dict[tuple[int, str], int] = {}
-            for record in cell.requests:
-                unit = kept.get(record.run)
-                if unit is None:
-                    continue
-                key = (record.run, record.prompt_id)
-                occurrence = occurrences.get(key, 0)
-                occurrences[key] = occurrence + 1
-                self.records.append(record)
-                units.append(unit)
-                self.prompts.append(f"{record.prompt_id}#{occurrence}")
-        self.units = np.array(units, dtype=int)
-        self.ok = [record.ok for record in self.records]
-        self.bursts = [record.delivered_in_burst for record in self.records]
+            rows = run.kept_rows(cell_name)
+            self.parts.append((columns, rows))
+            units.append(first + np.searchsorted(np.array(kept, dtype=np.int64), columns.run[rows]))
+            occurrence = _occurrences(columns.run[rows], columns.prompt[rows])
+            self.prompts += [f"{p}#{n}" for p, n in zip(columns.prompt_of(rows), occurrence.tolist(), strict=True)]
+        self.units = np.concatenate(units) if units else np.array([], dtype=np.int64)
+        self.rows = len(self.units)
+        self.ok = self._gather(lambda columns: columns.ok).astype(bool)
+        self.bursts = self._gather(lambda columns: columns.burst).astype(bool)
         self._values: dict[str, np.ndarray] = {}
+
+    def _gather(self, read: Callable[[RequestColumns], np.ndarray]) -> np.ndarray:
+        if not self.parts:
+            return np.array([], dtype=float)
+        return np.concatenate([read(columns)[rows] for columns, rows in self.parts])
 
     def keys(self) -> set[tuple[int, str]]:
         """(unit, prompt key) of every row: what pairs a request with its partner on the other side."""
@@ -85,13 +86,7 @@ class SideColumns:
     def log_values(self, metric: Metric) -> np.ndarray:
         """log of the metric per row; NaN where the request failed or has no positive finite value."""
         if metric.key not in self._values:
-            values = np.array(
-                [
-                    metric.read(r, burst) if ok else None
-                    for r, ok, burst in zip(self.records, self.ok, self.bursts, strict=True)
-                ],
-                dtype=float,
-            )  # None -> NaN
+            values = self._gather(metric.read).astype(float)
             with np.errstate(divide="ignore", invalid="ignore"):
                 logs = np.log(values)
             logs[~np.isfinite(logs)] = np.nan
@@ -101,9 +96,24 @@ class SideColumns:
     def matrix(self, metric: Metric, codes: np.ndarray, prompts: int) -> np.ndarray:
         """(units, prompts) log values, NaN where a unit has none for a prompt; `codes`: each row's prompt column."""
         out = np.full((len(self.unit_boots), prompts), np.nan)
-        if self.records:
+        if self.rows:
             out[self.units, codes] = self.log_values(metric)
         return out
+
+
+def _occurrences(runs: np.ndarray, prompts: np.ndarray) -> np.ndarray:
+    """For each row, how many rows before it share its (run, prompt): the same prompt sent twice in one run."""
+    if not len(runs):
+        return np.array([], dtype=np.int64)
+    order = np.lexsort((np.arange(len(runs)), prompts, runs))  # grouped by (run, prompt), in row order within
+    key_runs, key_prompts = runs[order], prompts[order]
+    starts = np.ones(len(order), dtype=bool)
+    starts[1:] = (key_runs[1:] != key_runs[:-1]) | (key_prompts[1:] != key_prompts[:-1])
+    index = np.arange(len(order))
+    group_start = np.maximum.accumulate(np.where(starts, index, 0))
+    out = np.empty(len(order), dtype=np.int64)
+    out[order] = index - group_start
+    return out
 
 
 @dataclass(frozen=True)

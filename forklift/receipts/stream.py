@@ -1,0 +1,239 @@
+"""Read a receipt of any number of request records in bounded memory: the envelope and every small field whole,
+each bench cell's request records in batches handed to the caller, who keeps what it needs of them.
+
+The checks are the whole reader's (forklift.fsio.read_json): a regular file only, opened without blocking;
+at most the size limit outside the records, each record within it too; 64 levels deep; no NaN, Infinity or
+float that overflows; one line naming the file. The file itself may be 32 times the limit (a million
+requests are about 750 MB of text); what the caller keeps of the records is its own budget.
+
+How records are cut: a batch is the records up to the last `}` followed by `,` and `{` in a 4 MiB window,
+parsed as one JSON array by orjson. A cut that is not between two records cannot parse (the array would
+be left open, or closed with text after it), so a batch that parses is whole records. Where the cut
+fails (a string holding `},{`, the array's end inside the window) the window is walked value by value.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from forklift.errors import ForkliftError
+from forklift.fsio import MAX_DEPTH, check_expansion, limit_words, loads_json, max_file_bytes, open_regular
+from forklift.receipts.envelope import Receipt
+from forklift.receipts.store import receipt_from_json
+
+# (cell index, a batch of that cell's request records as parsed JSON); a ValueError it raises is the file's error
+Records = Callable[[int, list[Any]], None]
+
+WINDOW = 4 << 20
+FILE_LIMIT_FACTOR = 32
+
+_SPACE = re.compile(rb"[ \t\n\r]*+")
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_SCALAR = re.compile(rb'[^,:\[\]{}"\s]++')
+_STRUCTURE = re.compile(rb'["\[\]{}]')
+_CUT = re.compile(rb"\}[ \t\n\r]*+,[ \t\n\r]*+\{")
+
+Member = Callable[[str, int, int, dict[str, Any]], tuple[Any, int]]
+
+
+def read_receipt_streaming(path: Path, records: Records) -> Receipt:
+    """A receipt whose bench cells' `requests` went to `records` batch by batch (each left empty here)."""
+    with open_regular(path, "receipt", FILE_LIMIT_FACTOR * max_file_bytes()) as (fd, size):
+        data: mmap.mmap | bytes = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else b""
+        try:
+            raw = _Scan(path, data, records).document()
+        finally:
+            if isinstance(data, mmap.mmap):
+                data.close()
+    return receipt_from_json(path, raw)
+
+
+class _Scan:
+    """One pass over the file's bytes, descending only along root -> body -> cells -> requests."""
+
+    def __init__(self, path: Path, data: mmap.mmap | bytes, records: Records) -> None:
+        self.path, self.data, self.records = path, data, records
+        self.limit = max_file_bytes()
+        self.outside = 0  # bytes read whole: everything but the records
+
+    def fail(self, why: str, at: int) -> ForkliftError:
+        return ForkliftError(f"{self.path}: not a readable receipt: {why} (at byte {at:,})")
+
+    def document(self) -> Any:
+        pos = self.space(0)
+        if self.data[pos : pos + 1] == b"{":
+            raw, pos = self.object(pos, 0, self.root_member)
+        else:
+            raw, pos = self.whole(pos, 0)
+        if self.space(pos) != len(self.data):
+            raise self.fail("text after the receipt", self.space(pos))
+        return raw
+
+    def space(self, pos: int) -> int:
+        found = _SPACE.match(self.data, pos)
+        return found.end() if found else pos
+
+    def string_end(self, pos: int) -> int:
+        found = _STRING.match(self.data, pos)
+        if found is None:
+            raise self.fail("a string that never ends (truncated?)", pos)
+        return found.end()
+
+    def value_end(self, pos: int, above: int) -> int:
+        """Where the value at `pos` ends, walked structure by structure (strings skipped whole)."""
+        data = self.data
+        head = data[pos : pos + 1]
+        if head == b'"':
+            return self.string_end(pos)
+        if head not in (b"[", b"{"):
+            found = _SCALAR.match(data, pos)
+            if found is None:
+                raise self.fail("expected a value" if pos < len(data) else "it ends early (truncated?)", pos)
+            return found.end()
+        depth = 0
+        while True:
+            found = _STRUCTURE.search(data, pos)
+            if found is None:
+                raise self.fail("it ends inside a value (truncated?)", len(data))
+            at = found.start()
+            if data[at] == 0x22:  # a string
+                pos = self.string_end(at)
+                continue
+            pos = at + 1
+            depth += 1 if data[at] in b"[{" else -1
+            if depth + above > MAX_DEPTH:
+                raise self.fail(f"nested more than {MAX_DEPTH} levels", at)
+            if depth == 0:
+                return pos
+
+    def whole(self, pos: int, above: int) -> tuple[Any, int]:
+        """The value at `pos` parsed whole by the strict parser; it counts toward the size limit."""
+        end = self.value_end(pos, above)
+        self.outside += end - pos
+        if self.outside > self.limit:
+            raise ForkliftError(f"{self.path}: receipt is over the {limit_words(self.limit)} outside its records")
+        return loads_json(bytes(self.data[pos:end]), str(self.path), "receipt", above=above), end
+
+    def object(self, pos: int, above: int, member: Member) -> tuple[dict[str, Any], int]:
+        """The object at `pos`, each member's value read by `member(key, position, levels above it, so far)`."""
+        data, out = self.data, dict[str, Any]()
+        pos = self.space(pos + 1)
+        if data[pos : pos + 1] == b"}":
+            return out, pos + 1
+        while True:
+            if data[pos : pos + 1] != b'"':
+                raise self.fail("expected a key", pos)
+            end = self.string_end(pos)
+            try:
+                key = json.loads(bytes(data[pos:end]))
+            except ValueError as exc:
+                raise self.fail(f"a key that is not a JSON string ({exc})", pos) from None
+            self.outside += end - pos
+            pos = self.space(end)
+            if data[pos : pos + 1] != b":":
+                raise self.fail("expected ':'", pos)
+            out[key], pos = member(key, self.space(pos + 1), above + 1, out)
+            pos = self.space(pos)
+            if data[pos : pos + 1] == b"}":
+                return out, pos + 1
+            if data[pos : pos + 1] != b",":
+                raise self.fail("expected ',' or '}'", pos)
+            pos = self.space(pos + 1)
+
+    def is_(self, pos: int, char: bytes) -> bool:
+        return self.data[pos : pos + 1] == char
+
+    def root_member(self, key: str, pos: int, above: int, so_far: dict[str, Any]) -> tuple[Any, int]:
+        if key == "body" and so_far.get("kind") == "bench" and self.is_(pos, b"{"):
+            return self.object(pos, above, self.body_member)
+        return self.whole(pos, above)
+
+    def body_member(self, key: str, pos: int, above: int, so_far: dict[str, Any]) -> tuple[Any, int]:
+        if key != "cells" or not self.is_(pos, b"["):
+            return self.whole(pos, above)
+        cells: list[Any] = []
+        pos = self.space(pos + 1)
+        while not self.is_(pos, b"]"):
+            if self.is_(pos, b"{"):
+                cell, pos = self.object(pos, above + 1, self.cell_member(len(cells)))
+            else:
+                cell, pos = self.whole(pos, above + 1)
+            cells.append(cell)
+            pos = self.space(pos)
+            if self.is_(pos, b","):
+                pos = self.space(pos + 1)
+            elif not self.is_(pos, b"]"):
+                raise self.fail("expected ',' or ']' between cells", pos)
+        return cells, pos + 1
+
+    def cell_member(self, index: int) -> Member:
+        def member(key: str, pos: int, above: int, _: dict[str, Any]) -> tuple[Any, int]:
+            if key == "requests" and self.is_(pos, b"["):
+                return [], self.stream(pos, index)
+            return self.whole(pos, above)
+
+        return member
+
+    def stream(self, pos: int, cell: int) -> int:
+        """Hand the records of the array at `pos` to the caller, batch by batch; returns where the array ends."""
+        pos = self.space(pos + 1)
+        if self.is_(pos, b"]"):
+            return pos + 1
+        while True:
+            batch, pos = self.batch(pos)
+            try:
+                self.records(cell, batch)
+            except ValueError as exc:
+                raise ForkliftError(f"{self.path}: invalid bench body at cells.{cell}.requests: {exc}") from None
+            pos = self.space(pos)
+            if self.is_(pos, b"]"):
+                return pos + 1
+            if not self.is_(pos, b","):
+                raise self.fail("expected ',' or ']' between request records", pos)
+            pos = self.space(pos + 1)
+
+    def batch(self, pos: int) -> tuple[list[Any], int]:
+        """The records from `pos` up to a cut inside the window, and where the last of them ends."""
+        data, window = self.data, pos + WINDOW
+        if window < len(data):
+            cut = data.rfind(b"}", pos, window)
+            for _ in range(64):  # a '}' in a record's nested object or in a string: look further back
+                if cut <= pos or _CUT.match(data, cut):
+                    break
+                cut = data.rfind(b"}", pos, cut)
+            if cut > pos and _CUT.match(data, cut):
+                try:
+                    return self.parse(pos, cut + 1), cut + 1
+                except orjson.JSONDecodeError:
+                    pass  # not between two records after all: walk the window instead
+        end = self.record_end(pos)
+        while end < window:
+            after = self.space(end)
+            if not self.is_(after, b","):
+                break
+            end = self.record_end(self.space(after + 1))
+        try:
+            return self.parse(pos, end), end
+        except orjson.JSONDecodeError as exc:
+            why = str(exc).split(": line ")[0]
+            raise self.fail(f"{why} in the request records from here", pos) from None
+
+    def record_end(self, pos: int) -> int:
+        end = self.value_end(pos, 5)  # root, body, cells, the cell, requests
+        if end - pos > self.limit:
+            raise ForkliftError(f"{self.path}: a request record at byte {pos:,} is over the {limit_words(self.limit)}")
+        return end
+
+    def parse(self, start: int, end: int) -> list[Any]:
+        text = b"[" + self.data[start:end] + b"]"
+        if end - start > WINDOW:  # one record larger than a window: its parsed objects are bounded as a file's are
+            check_expansion(text, str(self.path), "receipt")
+        batch: list[Any] = orjson.loads(text)
+        return batch
