@@ -8,7 +8,9 @@ does not distort). Peak resident memory is the process's own.
 
     .venv/bin/python benchmarks/compare_large.py [--records 1000000] [--before main | --before ""]
 
-`--before ""` measures this tree alone (the old path holds about 6 KiB a record: mind the memory).
+`--before ""` measures this tree alone (the old path holds about 6 KiB a record: mind the memory). The
+other revision reads each file whole, so its size limit is raised to the receipts' size for it alone. The
+result column is a digest of the whole comparison: the same on both rows when both read the same numbers.
 
 The other revision is exported with `git archive` into a scratch folder and run with this
 tree's virtual environment.
@@ -29,16 +31,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 DRIVER = """
-import json, resource, sys, time
+import hashlib, json, resource, sys, time
 from pathlib import Path
-from forklift.receipts import read_receipts
-from forklift.stats import bench_runs, compare_groups
+from forklift.stats import compare_groups
+try:
+    from forklift.stats.sample import read_bench_runs
+    def side(path):
+        return read_bench_runs([path])[0]
+except ImportError:  # a revision before the streaming reader: whole files, a model per record
+    from forklift.receipts import read_receipts
+    from forklift.stats import bench_runs
+    def side(path):
+        return bench_runs(read_receipts([path]))
 def cpu():
     used = resource.getrusage(resource.RUSAGE_SELF)
     return used.ru_utime + used.ru_stime
 start, cpu_start = time.perf_counter(), cpu()
-a = bench_runs(read_receipts([Path(sys.argv[1])]))
-b = bench_runs(read_receipts([Path(sys.argv[2])]))
+a = side(Path(sys.argv[1]))
+b = side(Path(sys.argv[2]))
 read, cpu_read = time.perf_counter() - start, cpu() - cpu_start
 result = compare_groups(a, b)
 tpot = result.cells[0].metric("tpot")
@@ -49,6 +59,7 @@ print(json.dumps({
     "compare_cpu_s": cpu() - cpu_start - cpu_read,
     "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     "tpot": tpot.verdict if hasattr(tpot, "verdict") else None,
+    "result": hashlib.sha256(result.model_dump_json(exclude={"paths_a", "paths_b"}).encode()).hexdigest()[:16],
 }))
 """
 
@@ -109,15 +120,16 @@ def export(revision: str, folder: Path) -> Path:
     return folder
 
 
-def measure(tree: Path, a: Path, b: Path) -> dict[str, object]:
+def measure(tree: Path, a: Path, b: Path, limit_mib: int | None = None) -> dict[str, object]:
+    """One compare in a fresh process of `tree`; `limit_mib`: the file size limit it needs to read them whole."""
+    env = {"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}
+    if limit_mib is not None:
+        env["FORKLIFT_MAX_FILE_MIB"] = str(limit_mib)
     done = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(a), str(b)],
-        cwd=tree,
-        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
+        [sys.executable, "-c", DRIVER, str(a), str(b)], cwd=tree, env=env, capture_output=True, text=True
     )
+    if done.returncode:
+        raise SystemExit(f"compare in {tree} failed: {done.stderr.strip().splitlines()[-1]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -133,17 +145,23 @@ def main() -> None:
         write_receipt(b, args.records, 1.03, seed=2)
         size = a.stat().st_size / 2**20
         print(f"two receipts of {args.records:,} records each ({size:,.0f} MiB each)")
-        rows = [(args.before, measure(export(args.before, folder / "before"), a, b))] if args.before else []
+        whole = 2 * int(a.stat().st_size / 2**20) + 1  # a whole-file reader needs its limit (and parse budget) raised
+        rows = [(args.before, measure(export(args.before, folder / "before"), a, b, whole))] if args.before else []
         rows.append(("this tree", measure(ROOT, a, b)))
-        print(f"{'':10}{'read s':>8}{'(cpu)':>7}{'compare s':>11}{'(cpu)':>7}{'peak MiB':>10}")
+        print(f"{'':10}{'read s':>8}{'(cpu)':>7}{'compare s':>11}{'(cpu)':>7}{'total s':>9}{'peak MiB':>10}  result")
         for name, row in rows:
+            total = float(row["read_s"]) + float(row["compare_s"])  # type: ignore[arg-type]
             print(
                 f"{name[:10]:10}{row['read_s']:8.1f}{row['read_cpu_s']:7.1f}{row['compare_s']:11.1f}"
-                f"{row['compare_cpu_s']:7.1f}{row['peak_mib']:10.0f}"
+                f"{row['compare_cpu_s']:7.1f}{total:9.1f}{row['peak_mib']:10.0f}  {row['result']}"
             )
         if len(rows) == 2:
-            ratio = rows[0][1]["compare_cpu_s"] / max(rows[1][1]["compare_cpu_s"], 1e-9)
-            print(f"compare: {ratio:.1f}x less CPU")
+            before, after = rows[0][1], rows[1][1]
+            cpu = (before["read_cpu_s"] + before["compare_cpu_s"]) / (after["read_cpu_s"] + after["compare_cpu_s"])  # type: ignore[operator]
+            print(
+                f"{cpu:.1f}x less CPU, {before['peak_mib'] / after['peak_mib']:.1f}x less memory; "  # type: ignore[operator]
+                f"same result: {'yes' if before['result'] == after['result'] else 'NO'}"
+            )
         print(f"TPOT: {rows[-1][1]['tpot']}")
 
 

@@ -7,21 +7,23 @@ float that overflows; one line naming the file. The file itself may be 32 times 
 requests are about 750 MB of text); what the caller keeps of the records is its own budget.
 
 How records are cut: a batch is the records up to the last `}` followed by `,` and `{` in a 4 MiB window,
-parsed as one JSON array by orjson. A cut that is not between two records cannot parse (the array would
+decoded as one JSON array of records by msgspec (typed: each field checked as it is read). A cut that is not between two records cannot parse (the array would
 be left open, or closed with text after it), so a batch that parses is whole records. Where the cut
 fails (a string holding `},{`, the array's end inside the window) the window is walked value by value.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import mmap
 import re
 from collections.abc import Callable
 from pathlib import Path
+from types import GenericAlias
 from typing import Any
 
-import orjson
+import msgspec
 
 from forklift.errors import ForkliftError
 from forklift.fsio import MAX_DEPTH, check_expansion, limit_words, loads_json, max_file_bytes, open_regular
@@ -43,13 +45,18 @@ _CUT = re.compile(rb"\}[ \t\n\r]*+,[ \t\n\r]*+\{")
 Member = Callable[[str, int, int, dict[str, Any]], tuple[Any, int]]
 
 
-def read_receipt_streaming(path: Path, records: Records) -> Receipt:
-    """A receipt whose bench cells' `requests` went to `records` batch by batch (each left empty here)."""
+def read_receipt_streaming(path: Path, record: type[msgspec.Struct], records: Records) -> Receipt:
+    """A receipt whose bench cells' `requests` went to `records` batch by batch, each record decoded and
+    type-checked as `record` (the requests are left empty here)."""
     with open_regular(path, "receipt", FILE_LIMIT_FACTOR * max_file_bytes()) as (fd, size):
         data: mmap.mmap | bytes = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else b""
+        collecting = gc.isenabled()
+        gc.disable()  # parsed JSON holds no cycles; collections run over every batch's objects would double the time
         try:
-            raw = _Scan(path, data, records).document()
+            raw = _Scan(path, data, msgspec.json.Decoder(GenericAlias(list, (record,))), records).document()
         finally:
+            if collecting:
+                gc.enable()
             if isinstance(data, mmap.mmap):
                 data.close()
     return receipt_from_json(path, raw)
@@ -58,8 +65,11 @@ def read_receipt_streaming(path: Path, records: Records) -> Receipt:
 class _Scan:
     """One pass over the file's bytes, descending only along root -> body -> cells -> requests."""
 
-    def __init__(self, path: Path, data: mmap.mmap | bytes, records: Records) -> None:
-        self.path, self.data, self.records = path, data, records
+    def __init__(
+        self, path: Path, data: mmap.mmap | bytes, decoder: msgspec.json.Decoder[Any], records: Records
+    ) -> None:
+        self.path, self.data, self.decoder, self.records = path, data, decoder, records
+        self.done = 0  # records of the cell handed on so far
         self.limit = max_file_bytes()
         self.outside = 0  # bytes read whole: everything but the records
 
@@ -184,10 +194,12 @@ class _Scan:
     def stream(self, pos: int, cell: int) -> int:
         """Hand the records of the array at `pos` to the caller, batch by batch; returns where the array ends."""
         pos = self.space(pos + 1)
+        self.done = 0
         if self.is_(pos, b"]"):
             return pos + 1
         while True:
-            batch, pos = self.batch(pos)
+            batch, pos = self.batch(pos, cell)
+            self.done += len(batch)
             try:
                 self.records(cell, batch)
             except ValueError as exc:
@@ -199,7 +211,7 @@ class _Scan:
                 raise self.fail("expected ',' or ']' between request records", pos)
             pos = self.space(pos + 1)
 
-    def batch(self, pos: int) -> tuple[list[Any], int]:
+    def batch(self, pos: int, cell: int) -> tuple[list[Any], int]:
         """The records from `pos` up to a cut inside the window, and where the last of them ends."""
         data, window = self.data, pos + WINDOW
         if window < len(data):
@@ -210,8 +222,8 @@ class _Scan:
                 cut = data.rfind(b"}", pos, cut)
             if cut > pos and _CUT.match(data, cut):
                 try:
-                    return self.parse(pos, cut + 1), cut + 1
-                except orjson.JSONDecodeError:
+                    return self.parse(pos, cut + 1, cell), cut + 1
+                except msgspec.DecodeError:
                     pass  # not between two records after all: walk the window instead
         end = self.record_end(pos)
         while end < window:
@@ -220,10 +232,9 @@ class _Scan:
                 break
             end = self.record_end(self.space(after + 1))
         try:
-            return self.parse(pos, end), end
-        except orjson.JSONDecodeError as exc:
-            why = str(exc).split(": line ")[0]
-            raise self.fail(f"{why} in the request records from here", pos) from None
+            return self.parse(pos, end, cell), end
+        except msgspec.DecodeError as exc:
+            raise self.fail(f"{exc} in the request records from here", pos) from None
 
     def record_end(self, pos: int) -> int:
         end = self.value_end(pos, 5)  # root, body, cells, the cell, requests
@@ -231,9 +242,16 @@ class _Scan:
             raise ForkliftError(f"{self.path}: a request record at byte {pos:,} is over the {limit_words(self.limit)}")
         return end
 
-    def parse(self, start: int, end: int) -> list[Any]:
+    def parse(self, start: int, end: int, cell: int) -> list[Any]:
+        """The records in data[start:end], decoded: a DecodeError when that is not whole records."""
         text = b"[" + self.data[start:end] + b"]"
         if end - start > WINDOW:  # one record larger than a window: its parsed objects are bounded as a file's are
             check_expansion(text, str(self.path), "receipt")
-        batch: list[Any] = orjson.loads(text)
+        try:
+            batch: list[Any] = self.decoder.decode(text)
+        except msgspec.ValidationError as exc:  # whole records (the JSON parsed), of the wrong shape
+            why, _, at = str(exc).partition(" - at `$")
+            found = re.match(r"\[(\d+)\](.*)`", at)
+            where = f"{self.done + int(found[1])}{found[2]}" if found else ""
+            raise ForkliftError(f"{self.path}: invalid bench body at cells.{cell}.requests.{where}: {why}") from None
         return batch

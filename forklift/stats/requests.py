@@ -2,18 +2,19 @@
 
 As RequestRecord objects a receipt of a million requests is gigabytes (each chunk a tuple); as columns it
 is about 90 bytes a request, chunks folded into the two values compare reads of them (delivered in a burst,
-tokens per chunk). `RecordColumns` builds them from raw records, a batch at a time (a receipt read whole
-or streamed, forklift.receipts.stream), checking each field as the RequestRecord schema types it and the
-times as a Cell does: what it refuses is a ValueError naming the record.
+tokens per chunk). `RecordColumns` builds them a batch of records at a time: RequestRecords of a receipt
+read whole, or `Record`s (RequestRecord's fields as a msgspec struct, type-checked as they are decoded) of
+a streamed one (forklift.receipts.stream); it checks the times as a Cell does, refusing with a ValueError.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
-from types import NoneType, UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any
 
+import msgspec
 import numpy as np
 
 from forklift.client.records import BURST_GAP_S, RequestRecord
@@ -23,24 +24,19 @@ ROW_BYTES = 96  # the arrays of one row (12 of them) with the lists they are bui
 STRING_BYTES = 49  # what CPython takes for an empty str, beyond its characters
 
 
-def _types(annotation: Any) -> tuple[frozenset[type], frozenset[Any] | None]:
-    """The JSON value types a RequestRecord field takes, and its allowed strings when it is a Literal."""
-    if get_origin(annotation) in (Union, UnionType):
-        parts = [_types(arg) for arg in get_args(annotation)]
-        types = frozenset[type]().union(*(t for t, _ in parts))
-        words = [w for _, w in parts if w is not None]
-        return types, frozenset[Any]().union(*words, [None] if NoneType in types else []) if words else None
-    if get_origin(annotation) is Literal:
-        return frozenset({str}), frozenset(get_args(annotation))
-    if annotation is float:
-        return frozenset({float, int}), None
-    if annotation in (str, int, NoneType):
-        return frozenset({annotation}), None
-    return frozenset({get_origin(annotation) or annotation}), None  # list, dict: their items are checked apart
+def _record_struct() -> type[msgspec.Struct]:
+    """RequestRecord's fields as a msgspec struct: what a streamed record is decoded and type-checked as."""
+    fields: list[Any] = []
+    for name, field in RequestRecord.model_fields.items():
+        if field.is_required():
+            fields.append((name, field.annotation))
+        else:
+            default = field.get_default(call_default_factory=True)
+            fields.append((name, field.annotation, msgspec.field(default_factory=list) if default == [] else default))
+    return msgspec.defstruct("Record", fields, forbid_unknown_fields=True, kw_only=True)
 
 
-FIELDS = {name: _types(field.annotation) for name, field in RequestRecord.model_fields.items()}
-REQUIRED = [name for name, field in RequestRecord.model_fields.items() if field.is_required()]
+Record = _record_struct()
 
 
 @dataclass(frozen=True)
@@ -133,32 +129,23 @@ class RecordColumns:
         self.parts: list[dict[str, np.ndarray]] = []
         self.rows = 0
 
-    def add(self, batch: list[Any]) -> None:
-        """Check a batch of raw records and keep their columns; a ValueError names the first bad record."""
-        first = self.rows
-        for i, record in enumerate(batch):
-            if type(record) is not dict:
-                raise ValueError(f"request {first + i}: not an object")
-            if not record.keys() <= FIELDS.keys():
-                unknown = sorted(record.keys() - FIELDS.keys())[0]
-                raise ValueError(f"request {first + i}: unknown field {unknown[:40]!r}")
-        column = {name: [r.get(name, DEFAULTS.get(name)) for r in batch] for name in FIELDS}
-        for name, (types, words) in FIELDS.items():
-            _check(name, column[name], types, words, first)
+    def add(self, batch: Sequence[Any]) -> None:
+        """Keep the columns of a batch of records (`Record`s, or RequestRecords); a ValueError names a bad one."""
+        prompt_ids = [r.prompt_id for r in batch]
         part = {
-            name: np.array(column[name], dtype=float) for name in ("send", "first_token", "end", "completion_tokens")
+            name: np.array([getattr(r, name) for r in batch], dtype=float)
+            for name in ("send", "first_token", "end", "completion_tokens")
         }
-        part["run"] = np.array(column["run"], dtype=np.int64)
-        part["ok"] = np.array([kind is None for kind in column["error_kind"]], dtype=bool) & ~np.isnan(part["end"])
-        _check_times(column["prompt_id"], part)
-        part.update(_fold_chunks(column, part["send"]))
-        for i, spec in enumerate(column["spec"]):
-            if spec is not None and not set(map(type, spec.values())) <= {float, int}:
-                raise ValueError(f"request {first + i}: spec holds a value that is not a number")
-        part["tok_step"] = np.array([spec_tok_step(spec) for spec in column["spec"]], dtype=float)
-        prompt, prompt_bytes = _code(self.prompt_codes, column["prompt_id"])
-        output, output_bytes = _code(self.output_codes, column["output_sha256"])
-        part["prompt"], part["output"] = prompt, output
+        try:
+            part["run"] = np.array([r.run for r in batch], dtype=np.int64)
+        except OverflowError:
+            raise ValueError("a run index out of range") from None
+        part["ok"] = np.array([r.error_kind is None for r in batch], dtype=bool) & ~np.isnan(part["end"])
+        _check_times(prompt_ids, part)
+        part.update(_fold_chunks(batch, prompt_ids, part["send"]))
+        part["tok_step"] = np.array([spec_tok_step(r.spec) for r in batch], dtype=float)
+        part["prompt"], prompt_bytes = _code(self.prompt_codes, prompt_ids)
+        part["output"], output_bytes = _code(self.output_codes, [r.output_sha256 for r in batch])
         self.budget.take(ROW_BYTES * len(batch) + prompt_bytes + output_bytes)
         self.parts.append(part)
         self.rows += len(batch)
@@ -187,20 +174,6 @@ COLUMNS = (
     "tok_chunk",
     "tok_step",
 )
-DEFAULTS = {
-    name: field.get_default(call_default_factory=True)
-    for name, field in RequestRecord.model_fields.items()
-    if not field.is_required()
-}
-
-
-def _check(name: str, values: list[Any], types: frozenset[type], words: frozenset[Any] | None, first: int) -> None:
-    """Every record's `name` is of `types` (and among `words`); else a ValueError naming the first that is not."""
-    if set(map(type, values)) <= types and (words is None or set(values) <= words):
-        return
-    index = next(i for i, v in enumerate(values) if type(v) not in types or (words is not None and v not in words))
-    shown = repr(values[index])
-    raise ValueError(f"request {first + index}: {name} = {shown[:40]}{'...' if len(shown) > 40 else ''} is not valid")
 
 
 def _code(codes: dict[Any, int], values: list[Any]) -> tuple[np.ndarray, int]:
@@ -227,26 +200,25 @@ def _check_times(prompt_ids: list[str], part: dict[str, np.ndarray]) -> None:
             raise ValueError(f"prompt {prompt_ids[int(np.argmax(rows))]!r}: {why}")
 
 
-def _fold_chunks(column: dict[str, list[Any]], send: np.ndarray) -> dict[str, np.ndarray]:
-    """Each record's chunks folded into whether they came in a burst and its decode tokens per chunk."""
-    lists = column["chunks"]
-    pairs = list(chain.from_iterable(lists))
-    try:
-        two = set(map(len, pairs)) <= {2}
-        flat = np.fromiter(chain.from_iterable(pairs), dtype=float, count=2 * len(pairs)) if two else None
-    except (TypeError, ValueError):
-        flat = None
-    if flat is None or not np.isfinite(flat).all():
-        raise ValueError("a chunk that is not an (arrival time, tokens) pair of finite numbers")
-    times, tokens = flat[0::2], flat[1::2]
-    if not (tokens == np.floor(tokens)).all():
-        raise ValueError("a chunk whose token count is not a whole number")
+def _fold_chunks(batch: Sequence[Any], prompt_ids: list[str], send: np.ndarray) -> dict[str, np.ndarray]:
+    """Each record's chunks folded into whether they came in a burst and its decode tokens per chunk.
+
+    tok/chunk: decode tokens per streamed chunk after the first, a per-request stand-in for tok/step (vLLM
+    streams one chunk per engine step, so with speculative decoding a chunk carries 1 + accepted tokens), only
+    when the server counted each chunk's tokens (running usage). It is not the server's tok/step: that counts
+    only steps that drafted, and a server that falls behind its client merges steps into one chunk.
+    """
+    lists = [r.chunks for r in batch]
     counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(lists)), dtype=float, count=2 * int(counts.sum()))
+    times, tokens = flat[0::2], flat[1::2]
+    if not np.isfinite(times).all():
+        raise ValueError("a chunk time that is not a finite number")
     starts = np.cumsum(counts) - counts
     owner = np.repeat(np.arange(len(lists)), counts)
     if (times < send[owner]).any():
         bad = int(owner[np.argmax(times < send[owner])])
-        raise ValueError(f"prompt {column['prompt_id'][bad]!r}: a time before its send (or a negative send)")
+        raise ValueError(f"prompt {prompt_ids[bad]!r}: a time before its send (or a negative send)")
     within = np.ones(len(times), dtype=bool)  # a gap to the chunk before, in the same record
     within[starts[counts > 0]] = False
     small = np.zeros(len(times), dtype=bool)
@@ -256,7 +228,7 @@ def _fold_chunks(column: dict[str, list[Any]], send: np.ndarray) -> dict[str, np
     decoding = within & (tokens > 0)  # chunks after the first that carried tokens
     decode_tokens = _segment_sums(np.where(decoding, tokens, 0.0), starts, counts)
     decode_chunks = _segment_sums(decoding.astype(np.int64), starts, counts)
-    usage = np.array([kind == "usage" for kind in column["chunk_tokens_from"]], dtype=bool)
+    usage = np.array([r.chunk_tokens_from == "usage" for r in batch], dtype=bool)
     with np.errstate(invalid="ignore", divide="ignore"):
         tok_chunk = np.where(usage & (decode_chunks > 0), decode_tokens / decode_chunks, np.nan)
     return {"burst": burst, "tok_chunk": tok_chunk}
@@ -273,5 +245,5 @@ def columns_of(records: list[RequestRecord]) -> RequestColumns:
     """Columns of records already validated (a receipt read whole, or built in memory)."""
     built = RecordColumns()
     if records:
-        built.add([record.model_dump() for record in records])
+        built.add(records)
     return built.columns()

@@ -20,7 +20,7 @@ from forklift.receipts import Receipt, validated_body
 from forklift.receipts.store import receipt_paths
 from forklift.receipts.stream import read_receipt_streaming
 from forklift.stats.divergence import TextKey
-from forklift.stats.requests import RecordBudget, RecordColumns, RequestColumns, columns_of
+from forklift.stats.requests import Record, RecordBudget, RecordColumns, RequestColumns, columns_of
 from forklift.stats.runs import ReceiptRun, validated_runs
 
 
@@ -85,7 +85,7 @@ def read_bench_runs(paths: list[Path]) -> tuple[list[BenchRun], list[tuple[Path,
     runs, receipts = [], []
     for path in receipt_paths(paths):
         built: dict[int, RecordColumns] = {}
-        receipt = read_receipt_streaming(path, _keeper(built, RecordBudget()))
+        receipt = read_receipt_streaming(path, Record, _keeper(built, RecordBudget()))
         if receipt.kind == "bench":
             body = validated_body(path, receipt, BenchBody)
             columns = {cell.name: built[i].columns() for i, cell in enumerate(body.cells) if i in built}
