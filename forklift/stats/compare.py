@@ -205,7 +205,7 @@ def compare_cell(
     """`margins`: the practical margin of each metric key (a fraction; DEFAULT_MARGIN for any not given).
     `pool_runs`: each further build's runs of this cell, whose boots join the pooled boot-to-boot sd."""
     a, b = SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)
-    pool = [side for runs in pool_runs or [] if (side := SideColumns(runs, cell_name)).records]
+    pool = [side for runs in pool_runs or [] if (side := SideColumns(runs, cell_name)).rows]
     sides = Sides(a, b, *pool)
     aa = Sides(SideColumns(aa_runs, cell_name)) if aa_runs else None
     pairs, paired = pairing(a, b)
