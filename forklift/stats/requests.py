@@ -52,8 +52,8 @@ class RequestColumns:
     completion_tokens: np.ndarray
     ok: np.ndarray  # no error and an end (RequestRecord.ok)
     burst: np.ndarray  # RequestRecord.delivered_in_burst
-    tok_chunk: np.ndarray  # decode tokens per chunk when the server counted them (stats.metrics.tokens_per_chunk)
-    tok_step: np.ndarray  # from the record's own speculation stats (stats.metrics.spec_tok_step)
+    tok_chunk: np.ndarray  # decode tokens per chunk, when the server counted them (`_fold_chunks`)
+    tok_step: np.ndarray  # from the record's own speculation stats (`spec_tok_step`)
     outputs: list[str]  # each distinct output hash once
     output: np.ndarray  # row -> index into outputs; -1: no hash
 

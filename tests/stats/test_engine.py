@@ -146,21 +146,26 @@ def check_decode(cell, a_runs, b_runs) -> None:
     the raw records here and the verdict is held to it: an estimate from >= 2 timed pairs, no row when no answer
     was timed on either side (every one burst, as two busy loops on both cores made happen).
     """
-    from forklift.stats.sample import kept_requests
+    from forklift.stats.metrics import METRICS
+    from forklift.stats.units import SideColumns
 
-    a, b = kept_requests(a_runs, cell.cell), kept_requests(b_runs, cell.cell)
-    timed = [k for k in a.keys() & b.keys() if a[k].tpot and b[k].tpot]
-    timed = [k for k in timed if not a[k].delivered_in_burst and not b[k].delivered_in_burst]
+    tpot = next(metric for metric in METRICS if metric.key == "tpot")
 
-    def timed_on(side):
-        return (r.tpot and not r.delivered_in_burst for r in side.values())
+    def timed_on(runs) -> set[tuple[int, str]]:  # (kept run, prompt#occurrence) of each ok request timed apart
+        side = SideColumns(runs, cell.cell)
+        logs = side.log_values(tpot)  # NaN: failed, no TPOT, or delivered in a burst
+        keys = zip(side.units.tolist(), side.prompts, strict=True)
+        return {key for key, value in zip(keys, logs.tolist(), strict=True) if not math.isnan(value)}
+
+    a, b = timed_on(a_runs), timed_on(b_runs)
+    timed = a & b
 
     for key in ("tpot", "decode_tps"):
         decode = cell.metric(key)
         if len(timed) >= 2:
             assert decode.estimate is not None, decode.verdict
             assert decode.a > 0 and decode.b > 0, decode
-        elif not any(timed_on(a)) and not any(timed_on(b)):  # every answer burst: not measured, so no row
+        elif not a and not b:  # every answer burst: not measured, so no row
             assert decode is None, decode
         else:  # a few timed answers: a row, judged over whichever units have them
             assert decode is not None
