@@ -34,6 +34,7 @@ from forklift.receipts.store import receipt_from_json
 Records = Callable[[int, list[Any]], None]
 
 WINDOW = 4 << 20
+RELEASE_EVERY = 64 << 20
 FILE_LIMIT_FACTOR = 32
 
 _SPACE = re.compile(rb"[ \t\n\r]*+")
@@ -70,6 +71,7 @@ class _Scan:
     ) -> None:
         self.path, self.data, self.decoder, self.records = path, data, decoder, records
         self.done = 0  # records of the cell handed on so far
+        self.released = 0  # the mapped bytes before this were let go
         self.limit = max_file_bytes()
         self.outside = 0  # bytes read whole: everything but the records
 
@@ -200,6 +202,7 @@ class _Scan:
         while True:
             batch, pos = self.batch(pos, cell)
             self.done += len(batch)
+            self.let_go(pos)
             try:
                 self.records(cell, batch)
             except ValueError as exc:
@@ -210,6 +213,13 @@ class _Scan:
             if not self.is_(pos, b","):
                 raise self.fail("expected ',' or ']' between request records", pos)
             pos = self.space(pos + 1)
+
+    def let_go(self, pos: int) -> None:
+        """Drop the mapped pages of the file before `pos` from this process: read once, they would stay resident
+        (a million records are 750 MB of them); a later look behind reads them from the file again."""
+        if isinstance(self.data, mmap.mmap) and pos - self.released >= RELEASE_EVERY:
+            self.released = pos - pos % mmap.PAGESIZE
+            self.data.madvise(mmap.MADV_DONTNEED, 0, self.released)
 
     def batch(self, pos: int, cell: int) -> tuple[list[Any], int]:
         """The records from `pos` up to a cut inside the window, and where the last of them ends."""

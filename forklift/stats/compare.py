@@ -16,12 +16,12 @@ import numpy as np
 from pydantic import BaseModel
 
 from forklift.stats.control import aa_floor
-from forklift.stats.divergence import Determinism, Divergence, determinism, divergence, is_greedy
+from forklift.stats.divergence import Determinism, Divergence, TextCodes, determinism, divergence, is_greedy
 from forklift.stats.gpustate import cell_gpu_runs, odd_runs
 from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, pooled_change, unpaired_change, welch_change, with_floor
 from forklift.stats.metrics import METRICS, Metric
-from forklift.stats.sample import BenchRun, hashes_by_text, output_throughput, server_tok_step
+from forklift.stats.sample import BenchRun, output_throughput, server_tok_step, text_hashes
 from forklift.stats.units import Components, SideColumns, Sides, components
 from forklift.stats.verdict import DEFAULT_MARGIN, Kind, Verdict, judge
 
@@ -188,7 +188,7 @@ def compare_metric(
 def pairing(a: SideColumns, b: SideColumns) -> tuple[int, bool]:
     """Requests with a partner (same prompt, same kept-run ordinal), and whether that is enough to pair:
     at least half of the smaller side's kept requests (else the prompts differ and the sides are unpaired)."""
-    pairs = len(a.keys() & b.keys())
+    pairs = Sides(a, b).shared_rows()
     return pairs, pairs >= 2 and pairs >= min(a.rows, b.rows) / 2
 
 
@@ -209,10 +209,10 @@ def compare_cell(
     sides = Sides(a, b, *pool)
     aa = Sides(SideColumns(aa_runs, cell_name)) if aa_runs else None
     pairs, paired = pairing(a, b)
-    texts_a, texts_b = hashes_by_text(a_runs, cell_name), hashes_by_text(b_runs, cell_name)
-    drift = divergence(
-        texts_a, texts_b, is_greedy(a_runs[0].body.workload.sampling), is_greedy(b_runs[0].body.workload.sampling)
-    )
+    codes = TextCodes()
+    texts_a, texts_b = text_hashes(a_runs, cell_name, codes), text_hashes(b_runs, cell_name, codes)
+    greedy = [is_greedy(runs[0].body.workload.sampling) for runs in (a_runs, b_runs)]
+    drift = divergence(texts_a, texts_b, codes, *greedy)
     metrics = []
     for metric in METRICS:
         margin = (margins or {}).get(metric.key, DEFAULT_MARGIN)
@@ -242,8 +242,8 @@ def compare_cell(
         server_tok_step_b=server_tok_step(b_runs, cell_name),
         metrics=metrics,
         divergence=drift,
-        determinism_a=determinism(texts_a),
-        determinism_b=determinism(texts_b),
+        determinism_a=determinism(texts_a, codes),
+        determinism_b=determinism(texts_b, codes),
         gpu_flags_a=odd_runs(cell_gpu_runs(a_runs, cell_name)),
         gpu_flags_b=odd_runs(cell_gpu_runs(b_runs, cell_name)),
     )

@@ -9,11 +9,13 @@ and say nothing about the engine. Output hashes are how we see it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 
-TextKey = tuple[Any, ...]  # what identifies the exact text a request sent (stats.sample.hashes_by_text)
+TextKey = tuple[Any, ...]  # what identifies the exact text a request sent (stats.sample.text_hashes)
 
 
 def is_greedy(sampling: dict[str, Any]) -> bool:
@@ -46,25 +48,54 @@ class Divergence(BaseModel):
         )
 
 
-def divergence(a: dict[TextKey, list[str]], b: dict[TextKey, list[str]], greedy_a: bool, greedy_b: bool) -> Divergence:
-    """Per prompt: did the same text sent to both sides come back different? (the ok requests' output hashes,
-    keyed by the text each sent: stats.sample.hashes_by_text)"""
+class TextCodes:
+    """Numbers for the texts requests sent and the outputs they got, shared by the sides of one comparison."""
+
+    def __init__(self) -> None:
+        self.texts: dict[TextKey, int] = {}
+        self.outputs: dict[str, int] = {}
+        self.prompts: list[str] = []  # text code -> the prompt id it is a text of (a TextKey's first item)
+
+    def text(self, key: TextKey) -> int:
+        code = self.texts.setdefault(key, len(self.texts))
+        if code == len(self.prompts):
+            self.prompts.append(str(key[0]))
+        return code
+
+    def output(self, digest: str) -> int:
+        return self.outputs.setdefault(digest, len(self.outputs))
+
+    def pairs(self, side: TextHashes) -> np.ndarray:
+        """Each distinct (text, output) of a side as one number."""
+        return np.unique(side.text * max(len(self.outputs), 1) + side.output)
+
+    def named(self, texts: np.ndarray) -> set[str]:
+        return {self.prompts[code] for code in texts.tolist()}
+
+
+@dataclass(frozen=True)
+class TextHashes:
+    """One side's ok requests with an output hash: the text each sent and the output it got (TextCodes numbers)."""
+
+    text: np.ndarray
+    output: np.ndarray
+
+
+def divergence(a: TextHashes, b: TextHashes, codes: TextCodes, greedy_a: bool, greedy_b: bool) -> Divergence:
+    """Per prompt: did the same text sent to both sides come back different? (stats.sample.text_hashes)"""
     if not (greedy_a and greedy_b):
         return Divergence(assessed=False, reason="not greedy on both sides, so texts are expected to differ")
-    compared: set[str] = set()
-    diverged: set[str] = set()
-    for key in a.keys() & b.keys():
-        hashes_a, hashes_b = {h for h in a[key] if h}, {h for h in b[key] if h}
-        if hashes_a and hashes_b:
-            compared.add(key[0])
-            if hashes_a != hashes_b:
-                diverged.add(key[0])
+    common = np.intersect1d(a.text, b.text)
+    compared = codes.named(common)
     if not compared:
         return Divergence(
             assessed=False,
             reason="no prompt was sent as the same text to both sides with an output hash on each "
             "(salts differ: another nonce or run index)",
         )
+    per_text = max(len(codes.outputs), 1)
+    pairs_a, pairs_b = (pairs[np.isin(pairs // per_text, common)] for pairs in (codes.pairs(a), codes.pairs(b)))
+    diverged = codes.named(np.unique(np.setxor1d(pairs_a, pairs_b) // per_text))  # a text whose outputs differ
     return Divergence(assessed=True, reason="greedy on both sides", compared=len(compared), diverged=sorted(diverged))
 
 
@@ -82,10 +113,12 @@ class Determinism(BaseModel):
         return f"NOT deterministic: {len(self.changed)}/{self.prompts} prompts wrote different text for the same input"
 
 
-def determinism(by_text: dict[TextKey, list[str]]) -> Determinism:
+def determinism(side: TextHashes, codes: TextCodes) -> Determinism:
     """Same side, same input text sent again (another run unsalted, or another receipt with the same salts)."""
-    repeated = {key: [h for h in hashes if h] for key, hashes in by_text.items()}
-    repeated = {key: hashes for key, hashes in repeated.items() if len(hashes) >= 2}
-    changed = sorted({key[0] for key, hashes in repeated.items() if len(set(hashes)) > 1})
-    sends = max((len(hashes) for hashes in repeated.values()), default=0)
-    return Determinism(prompts=len({key[0] for key in repeated}), sends=sends, changed=changed)
+    texts, sends = np.unique(side.text, return_counts=True)
+    repeated = texts[sends >= 2]
+    if not len(repeated):
+        return Determinism(prompts=0, sends=0)
+    outputs_of, distinct = np.unique(codes.pairs(side) // max(len(codes.outputs), 1), return_counts=True)
+    changed = codes.named(outputs_of[distinct > 1])
+    return Determinism(prompts=len(codes.named(repeated)), sends=int(sends.max()), changed=sorted(changed))

@@ -8,7 +8,7 @@ and several receipts of one setting simply add runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from forklift.bench.schema import BenchBody, Cell
 from forklift.receipts import Receipt, validated_body
 from forklift.receipts.store import receipt_paths
 from forklift.receipts.stream import read_receipt_streaming
-from forklift.stats.divergence import TextKey
+from forklift.stats.divergence import TextCodes, TextHashes, TextKey
 from forklift.stats.requests import Record, RecordBudget, RecordColumns, RequestColumns, columns_of
 from forklift.stats.runs import ReceiptRun, validated_runs
 
@@ -103,29 +103,34 @@ def _keeper(built: dict[int, RecordColumns], budget: RecordBudget) -> Callable[[
     return keep
 
 
-def hashes_by_text(runs: list[BenchRun], cell_name: str) -> dict[TextKey, list[str]]:
-    """The output hashes of a cell's ok requests (warm-up runs included), grouped by the exact text each sent.
+def text_hashes(runs: list[BenchRun], cell_name: str, codes: TextCodes) -> TextHashes:
+    """A cell's ok requests with an output hash (warm-up runs included): the exact text each sent, and its hash.
 
     The text is its prompt, plus its salt's inputs when salted: the bench derives each salt from
     (nonce, cell, run, prompt id), so a salted prompt is the same text only for the same nonce, cell and run.
     """
-    grouped: dict[TextKey, list[str]] = {}
+    texts, outputs = [], []
     for run in runs:
         columns = run.requests(cell_name)
-        if columns is None:
+        if columns is None or not len(columns):
             continue
-        rows = np.flatnonzero(columns.ok & (columns.output >= 0))
-        prompts, hashes = columns.prompt_of(rows), columns.output_of(rows)
-        workload = run.body.workload
-        indexes = columns.run[rows].tolist()
-        keys: Iterable[TextKey] = (
-            ((prompt, workload.salt_nonce, cell_name, index) for prompt, index in zip(prompts, indexes, strict=True))
-            if workload.salted
-            else ((prompt,) for prompt in prompts)
-        )
-        for key, digest in zip(keys, hashes, strict=True):
-            grouped.setdefault(key, []).append(str(digest))
-    return grouped
+        named = np.array([codes.output(h) if h else -1 for h in columns.outputs] + [-1], dtype=np.int64)
+        output = named[columns.output]  # a row without a hash reads the -1 at the end
+        rows = columns.ok & (output >= 0)
+        workload, first = run.body.workload, int(columns.run.min())
+        salted, span = workload.salted, int(columns.run.max()) - first + 1
+        text = columns.prompt[rows] * span + (columns.run[rows] - first) * salted  # (prompt, run) as one number
+        distinct, inverse = np.unique(text, return_inverse=True)
+        keys: list[TextKey] = [
+            (columns.prompt_ids[k // span], workload.salt_nonce, cell_name, k % span + first)
+            if salted
+            else (columns.prompt_ids[k // span],)
+            for k in distinct.tolist()
+        ]
+        texts.append(np.array([codes.text(key) for key in keys], dtype=np.int64)[inverse.ravel()])
+        outputs.append(output[rows])
+    empty = np.array([], dtype=np.int64)
+    return TextHashes(np.concatenate(texts or [empty]), np.concatenate(outputs or [empty]))
 
 
 def output_throughput(runs: list[BenchRun], cell_name: str) -> float | None:

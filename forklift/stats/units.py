@@ -40,14 +40,17 @@ def boot_identity(run: BenchRun) -> tuple[str, bool]:
 class SideColumns:
     """One side's kept requests of one cell as columns, read once: what every metric's units are built from.
 
-    Row i is one kept request: its unit (kept run) and its prompt key "prompt#occurrence". Each metric's
-    values are read from the requests' columns once and kept as an array (NaN: no value).
+    Row i is one kept request: its unit (kept run) and its prompt key (prompt id, occurrence: the n-th time
+    that prompt was sent in that run). Each metric's values are read from the requests' columns once and kept
+    as an array (NaN: no value).
     """
 
     def __init__(self, runs: list[BenchRun], cell_name: str) -> None:
         self.parts: list[tuple[RequestColumns, np.ndarray]] = []  # each receipt's columns and its kept rows
         units: list[np.ndarray] = []
-        self.prompts: list[str] = []
+        prompts: list[np.ndarray] = []
+        occurrences: list[np.ndarray] = []
+        codes: dict[str, int] = {}
         self.unit_boots: list[str] = []
         self.unit_positions: list[int] = []
         seen_on_boot: dict[str, int] = {}
@@ -66,9 +69,13 @@ class SideColumns:
             rows = run.kept_rows(cell_name)
             self.parts.append((columns, rows))
             units.append(first + np.searchsorted(np.array(kept, dtype=np.int64), columns.run[rows]))
-            occurrence = _occurrences(columns.run[rows], columns.prompt[rows])
-            self.prompts += [f"{p}#{n}" for p, n in zip(columns.prompt_of(rows), occurrence.tolist(), strict=True)]
-        self.units = np.concatenate(units) if units else np.array([], dtype=np.int64)
+            occurrences.append(_occurrences(columns.run[rows], columns.prompt[rows]))
+            side_codes = np.array([codes.setdefault(p, len(codes)) for p in columns.prompt_ids], dtype=np.int64)
+            prompts.append(side_codes[columns.prompt[rows]])
+        self.prompt_ids = list(codes)  # row i's prompt is prompt_ids[prompt[i]]
+        self.units, self.prompt, self.occurrence = (
+            np.concatenate(parts) if parts else np.array([], dtype=np.int64) for parts in (units, prompts, occurrences)
+        )
         self.rows = len(self.units)
         self.ok = self._gather(lambda columns: columns.ok).astype(bool)
         self.bursts = self._gather(lambda columns: columns.burst).astype(bool)
@@ -78,10 +85,6 @@ class SideColumns:
         if not self.parts:
             return np.array([], dtype=float)
         return np.concatenate([read(columns)[rows] for columns, rows in self.parts])
-
-    def keys(self) -> set[tuple[int, str]]:
-        """(unit, prompt key) of every row: what pairs a request with its partner on the other side."""
-        return set(zip(self.units.tolist(), self.prompts, strict=True))
 
     def log_values(self, metric: Metric) -> np.ndarray:
         """log of the metric per row; NaN where the request failed or has no positive finite value."""
@@ -137,14 +140,12 @@ class Sides:
 
     def __init__(self, *sides: SideColumns) -> None:
         self.sides = sides
-        prompt_ids: dict[str, int] = {}
-        self.codes = [
-            np.fromiter(
-                (prompt_ids.setdefault(p, len(prompt_ids)) for p in side.prompts), dtype=int, count=len(side.prompts)
-            )
-            for side in sides
-        ]
-        self.prompts = len(prompt_ids)
+        self.codes, self.prompts = prompt_key_codes(sides)
+
+    def shared_rows(self) -> int:
+        """Rows of the first side with a partner in the second: the same unit and prompt key."""
+        keys = [side.units * max(self.prompts, 1) + codes for side, codes in zip(self.sides, self.codes, strict=True)]
+        return len(np.intersect1d(keys[0], keys[1]))
 
     def tables(self, metric: Metric) -> tuple[list[UnitTable], list[np.ndarray]]:
         """Each side's units over the prompts every unit of every side measured, and each side's matrix.
@@ -171,6 +172,24 @@ class Sides:
                 )
             )
         return tables, kept
+
+
+def prompt_key_codes(sides: tuple[SideColumns, ...]) -> tuple[list[np.ndarray], int]:
+    """Each side's rows coded by prompt key (prompt id, occurrence), numbered in the order the keys first appear
+    across the sides (side by side, row by row), and how many keys there are."""
+    names: dict[str, int] = {}
+    spans = [np.array([names.setdefault(p, len(names)) for p in side.prompt_ids], dtype=np.int64) for side in sides]
+    repeats = 1 + max((int(side.occurrence.max()) for side in sides if side.rows), default=0)
+    keys = np.concatenate(
+        [span[side.prompt] * repeats + side.occurrence for span, side in zip(spans, sides, strict=True)]
+        or [np.array([], dtype=np.int64)]
+    )
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    codes = rank[inverse.ravel()]
+    bounds = np.cumsum([side.rows for side in sides])[:-1]
+    return list(np.split(codes, bounds)), len(first)
 
 
 def unit_tables(metric: Metric, *sides: SideColumns) -> tuple[list[UnitTable], list[np.ndarray]]:
