@@ -13,7 +13,7 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,23 @@ PARSED_PER_BYTE = 3
 MAX_DEPTH = 64  # receipts nest about 6 deep; a cohort message about 5
 MAX_INT_DIGITS = 40  # a count or a byte size; Python itself refuses 4,300 digits with a traceback
 LIMIT_ENV = "FORKLIFT_MAX_FILE_MIB"
+
+
+def env_number(
+    var: str, whole: bool = False, *, zero: bool = False, unit: str = "", environ: Mapping[str, str] | None = None
+) -> float | None:
+    """The number environment variable `var` sets (None when unset or blank): finite, above zero (or at least
+    zero, with `zero`), whole with `whole`; any other value is one UsageError line naming the variable."""
+    text = (os.environ if environ is None else environ).get(var, "").strip()
+    if not text:
+        return None
+    try:
+        value: float = int(text) if whole else float(text)
+    except ValueError:
+        value = -1
+    if not (0 <= value < math.inf) or (value == 0 and not zero):  # also refuses nan
+        raise UsageError(f"{var}={text[:40]!r}: expected a positive number{unit}")
+    return value
 
 
 def max_file_bytes() -> int:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -30,7 +29,7 @@ import orjson
 from forklift.client.bodies import read_start, refuse_encoded
 from forklift.client.records import Endpoint, RequestRecord
 from forklift.client.sse import MAX_EVENT_BYTES, SSEDecoder, TooLarge
-from forklift.errors import UsageError
+from forklift.fsio import env_number
 
 PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
@@ -65,11 +64,8 @@ class Limits:
         """The defaults, each replaced by its FORKLIFT_*_MAX_BYTES variable when set (a bad value is one line)."""
         values = {}
         for name, var in cls.ENV.items():
-            text = os.environ.get(var, "").strip()
-            if text:
-                if not text.isdigit() or int(text) == 0:
-                    raise UsageError(f"{var}={text[:40]!r}: expected a positive number of bytes")
-                values[name] = int(text)
+            if (given := env_number(var, whole=True, unit=" of bytes")) is not None:
+                values[name] = int(given)
         return cls(**values)
 
 

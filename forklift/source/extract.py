@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, ClassVar
 
-from forklift.errors import ForkliftError, UsageError
+from forklift.errors import ForkliftError
+from forklift.fsio import env_number
 
 NAME_MAX = 255
 PATH_MAX = 4096
@@ -67,16 +68,8 @@ class Limits:
             if (value := getattr(configured, field, None)) is not None:
                 values[field] = value
         for field, var in cls.ENV.items():
-            text = environ.get(var, "").strip()
-            if not text:
-                continue
-            try:
-                value = float(text) if field == "max_ratio" else int(text)
-            except ValueError:
-                value = -1
-            if not (0 < value < float("inf")):  # also refuses nan
-                raise UsageError(f"{var}={text!r}: expected a positive number")
-            values[field] = value
+            if (given := env_number(var, whole=field != "max_ratio", environ=environ)) is not None:
+                values[field] = given
         return cls(**values)  # type: ignore[arg-type]
 
 

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationErro
 
 from forklift import __version__
 from forklift.errors import ForkliftError, UnreachableError, UsageError
+from forklift.fsio import env_number
 
 if TYPE_CHECKING:
     import httpx
@@ -108,16 +109,8 @@ class Deadline:
     def from_env(cls) -> Deadline:
         values = {}
         for field, var in (("min_rate", "FORKLIFT_DOWNLOAD_MIN_RATE"), ("window", "FORKLIFT_DOWNLOAD_WINDOW")):
-            text = os.environ.get(var, "").strip()
-            if not text:
-                continue
-            try:
-                value = float(text)
-            except ValueError:
-                value = -1.0
-            if not (0 <= value < float("inf")) or (field == "window" and value == 0):
-                raise UsageError(f"{var}={text!r}: expected a positive number")
-            values[field] = value
+            if (given := env_number(var, zero=field == "min_rate")) is not None:  # a minimum rate of 0 is allowed
+                values[field] = given
         return cls(**values)
 
 

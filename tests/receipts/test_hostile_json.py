@@ -124,3 +124,24 @@ def test_a_negative_time_is_refused_where_the_body_is_read(tmp_path):
     edited(path, lambda d: d["body"]["cells"][0]["requests"][1].update(send=0.5, end=0.1))
     with pytest.raises(ForkliftError, match=r"prompt 'p1': a time before its send"):
         bench_runs(read_receipts([path]))
+
+
+@pytest.mark.parametrize("text", ["-5", "0", "nan", "inf", "lots", "1e400"])
+def test_an_environment_limit_that_is_not_a_positive_number_is_one_line(text):
+    """The one reader of FORKLIFT_* numbers (extract, download and answer limits): one line naming the variable."""
+    from forklift.errors import UsageError
+    from forklift.fsio import env_number
+
+    with pytest.raises(UsageError, match=rf"^FORKLIFT_X={text!r}: expected a positive number of bytes$"):
+        env_number("FORKLIFT_X", whole=text != "1e400", unit=" of bytes", environ={"FORKLIFT_X": text})
+
+
+def test_an_environment_limit_reads_whole_numbers_rates_and_zero_where_allowed():
+    from forklift.fsio import env_number
+
+    assert env_number("X", environ={}) is None and env_number("X", environ={"X": "  "}) is None
+    assert env_number("X", whole=True, environ={"X": " 64 "}) == 64
+    assert env_number("X", environ={"X": "2.5"}) == 2.5
+    assert env_number("X", zero=True, environ={"X": "0"}) == 0
+    with pytest.raises(ForkliftError, match=r"X='2.5': expected a positive number$"):
+        env_number("X", whole=True, environ={"X": "2.5"})
