@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import json
 import mmap
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -54,7 +55,8 @@ def read_receipt_streaming(path: Path, record: type[msgspec.Struct], records: Re
         collecting = gc.isenabled()
         gc.disable()  # parsed JSON holds no cycles; collections run over every batch's objects would double the time
         try:
-            raw = _Scan(path, data, msgspec.json.Decoder(GenericAlias(list, (record,))), records).document()
+            decoder = msgspec.json.Decoder(GenericAlias(list, (record,)))
+            raw = _Scan(path, fd, data, decoder, records).document()
         finally:
             if collecting:
                 gc.enable()
@@ -67,9 +69,9 @@ class _Scan:
     """One pass over the file's bytes, descending only along root -> body -> cells -> requests."""
 
     def __init__(
-        self, path: Path, data: mmap.mmap | bytes, decoder: msgspec.json.Decoder[Any], records: Records
+        self, path: Path, fd: int, data: mmap.mmap | bytes, decoder: msgspec.json.Decoder[Any], records: Records
     ) -> None:
-        self.path, self.data, self.decoder, self.records = path, data, decoder, records
+        self.path, self.fd, self.data, self.decoder, self.records = path, fd, data, decoder, records
         self.done = 0  # records of the cell handed on so far
         self.released = 0  # the mapped bytes before this were let go
         self.limit = max_file_bytes()
@@ -254,9 +256,12 @@ class _Scan:
 
     def parse(self, start: int, end: int, cell: int) -> list[Any]:
         """The records in data[start:end], decoded: a DecodeError when that is not whole records."""
-        text = b"[" + self.data[start:end] + b"]"
+        text = bytearray(end - start + 2)  # read, not faulted in page by page through the map: 5x less CPU
+        text[0], text[-1] = ord("["), ord("]")
+        if os.preadv(self.fd, [memoryview(text)[1:-1]], start) != end - start:
+            raise self.fail("the file shrank while it was read", start)
         if end - start > WINDOW:  # one record larger than a window: its parsed objects are bounded as a file's are
-            check_expansion(text, str(self.path), "receipt")
+            check_expansion(bytes(text), str(self.path), "receipt")
         try:
             batch: list[Any] = self.decoder.decode(text)
         except msgspec.ValidationError as exc:  # whole records (the JSON parsed), of the wrong shape

@@ -124,8 +124,8 @@ class RecordColumns:
 
     def __init__(self, budget: RecordBudget | None = None) -> None:
         self.budget = budget or RecordBudget()
-        self.prompt_codes: dict[str, int] = {}
-        self.output_codes: dict[str, int] = {}
+        self.prompt_codes: dict[str | None, int] = {None: -1}  # each distinct value's index; None is none
+        self.output_codes: dict[str | None, int] = {None: -1}
         self.parts: list[dict[str, np.ndarray]] = []
         self.rows = 0
 
@@ -158,7 +158,10 @@ class RecordColumns:
             else np.array([], dtype=np.int64 if name in integers else bool if name in ("ok", "burst") else float)
             for name in COLUMNS
         }
-        return RequestColumns(prompt_ids=list(self.prompt_codes), outputs=list(self.output_codes), **arrays)
+        prompt_ids, outputs = (
+            [key for key in codes if key is not None] for codes in (self.prompt_codes, self.output_codes)
+        )
+        return RequestColumns(prompt_ids=prompt_ids, outputs=outputs, **arrays)
 
 
 COLUMNS = (
@@ -176,11 +179,14 @@ COLUMNS = (
 )
 
 
-def _code(codes: dict[Any, int], values: list[Any]) -> tuple[np.ndarray, int]:
-    """Each value's index among the distinct values seen so far (-1 for None), and the bytes the new ones take."""
+def _code(codes: dict[str | None, int], values: list[str | None]) -> tuple[np.ndarray, int]:
+    """Each value's index among the distinct values seen so far (`codes` holds None: -1), and the bytes the new
+    ones take."""
     before = len(codes)
-    out = np.array([-1 if v is None else codes.setdefault(v, len(codes)) for v in values], dtype=np.int64)
-    new = sum(STRING_BYTES + len(v) for v in islice(reversed(codes), len(codes) - before))
+    for value in dict.fromkeys(values):  # the batch's distinct values, in order: a new one gets the next index
+        codes.setdefault(value, len(codes) - 1)
+    out = np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=len(values))
+    new = sum(STRING_BYTES + len(v or "") for v in islice(reversed(codes), len(codes) - before))
     return out, new
 
 
