@@ -239,7 +239,7 @@ def _gnu_hunks(content: bytes, file: str, hunks: Iterable[Hunk]) -> tuple[bytes,
             frozen = _frozen_after(hunk, where)
             continue
         results.append(_diagnose(lines, hunk, file, index, in_offset, frozen))
-    return _edit(lines, edits), results
+    return _edit(lines, edits, ended=True), results
 
 
 def _frozen_after(hunk: Hunk, where: int) -> int:
@@ -282,7 +282,9 @@ def _git_hunks(content: bytes, file: str, hunks: Iterable[Hunk]) -> tuple[bytes,
     return b"".join(image), results
 
 
-def _edit(lines: list[bytes], edits: list[tuple[int, int, tuple[bytes, ...]]]) -> bytes:
+def _edit(lines: list[bytes], edits: list[tuple[int, int, tuple[bytes, ...]]], ended: bool = False) -> bytes:
+    """`lines` with each edit made; `ended`: a line without its newline that something follows gets one, as GNU
+    patch writes it (a hunk adding one at the top of a file, its '\\ No newline' then true of no line)."""
     out: list[bytes] = []
     cursor = 0
     for pos, length, new in edits:
@@ -290,6 +292,8 @@ def _edit(lines: list[bytes], edits: list[tuple[int, int, tuple[bytes, ...]]]) -
         out.extend(new)
         cursor = pos + length
     out.extend(lines[cursor:])
+    if ended:
+        out[:-1] = [line if line.endswith(b"\n") else line + b"\n" for line in out[:-1]]
     return b"".join(out)
 
 

@@ -165,6 +165,10 @@ def assert_result_holds(result: PatchResult, patch: Patch, applier: str) -> None
 
 @given(text=PATCH_TEXT, strip=st.integers(min_value=0, max_value=12), applier=st.sampled_from(APPLIERS))
 @example(text='diff --git "a/x\\ny.py" "b/x\\ny.py"', strip=0, applier="gnu-patch")  # found by the fuzz profile
+# found by the fuzz profile: a line added without its newline at the top of a file (GNU patch writes the newline)
+@example(
+    text="--- m.py\n+++ m.py\n@@ -0,0 +0,1 @@\n+VALUE = 1\n\\ No newline at end of file\n", strip=0, applier="gnu-patch"
+)
 @example(text='--- "a/x\\ry.py"\n+++ "b/x\\ry.py"\n@@ -1 +1 @@\n-a\n+b\n', strip=1, applier="git-apply")
 def test_any_patch_parses_and_applies_or_is_a_forklift_error(text, strip, applier):
     try:
