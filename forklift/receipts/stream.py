@@ -4,12 +4,13 @@ each bench cell's request records in batches handed to the caller, who keeps wha
 The checks are the whole reader's (forklift.fsio.read_json): a regular file only, opened without blocking;
 at most the size limit outside the records, each record within it too; 64 levels deep; no NaN, Infinity or
 float that overflows; one line naming the file. The file itself may be 32 times the limit (a million
-requests are about 750 MB of text); what the caller keeps of the records is its own budget.
+requests are about 710 MiB of text); what the caller keeps of the records is its own budget.
 
 How records are cut: a batch is the records up to the last `}` followed by `,` and `{` in a 4 MiB window,
-decoded as one JSON array of records by msgspec (typed: each field checked as it is read). A cut that is not between two records cannot parse (the array would
-be left open, or closed with text after it), so a batch that parses is whole records. Where the cut
-fails (a string holding `},{`, the array's end inside the window) the window is walked value by value.
+read from the file and decoded as one JSON array of records by msgspec (typed: each field checked as it is
+read). A cut that is not between two records cannot parse (the array would be left open, or closed with
+text after it), so a batch that parses is whole records. Where the cut fails (a string holding `},{`, the
+array's end inside the window) the window is walked value by value.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from forklift.fsio import MAX_DEPTH, check_expansion, limit_words, loads_json, m
 from forklift.receipts.envelope import Receipt
 from forklift.receipts.store import receipt_from_json
 
-# (cell index, a batch of that cell's request records as parsed JSON); a ValueError it raises is the file's error
+# (cell index, a batch of that cell's request records, decoded); a ValueError it raises is the file's error
 Records = Callable[[int, list[Any]], None]
 
 WINDOW = 4 << 20
