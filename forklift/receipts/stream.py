@@ -31,6 +31,7 @@ from forklift.errors import ForkliftError
 from forklift.fsio import MAX_DEPTH, check_expansion, limit_words, loads_json, max_file_bytes, open_regular
 from forklift.receipts.envelope import Receipt
 from forklift.receipts.store import receipt_from_json
+from forklift.textsafe import terminal
 
 # (cell index, a batch of that cell's request records, decoded); a ValueError it raises is the file's error
 Records = Callable[[int, list[Any]], None]
@@ -269,5 +270,6 @@ class _Scan:
             why, _, at = str(exc).partition(" - at `$")
             found = re.match(r"\[(\d+)\](.*)`", at)
             where = f"{self.done + int(found[1])}{found[2]}" if found else ""
-            raise ForkliftError(f"{self.path}: invalid bench body at cells.{cell}.requests.{where}: {why}") from None
+            shown = terminal(f"cells.{cell}.requests.{where}: {why}")  # a key in it is the file's text: one line
+            raise ForkliftError(f"{self.path}: invalid bench body at {shown}") from None
         return batch

@@ -97,6 +97,7 @@ BENCH = json.loads(bench_receipt({"c1": records(2, runs=2, tokens=3)}).model_dum
 
 @given(raw=FILE | mutant(BENCH).map(as_text))
 @example(raw=as_text(replaced(BENCH, ("body", "cells", 0, "requests", 0, "prompt_id"), '"}, {"')))
+@example(raw=as_text(replaced(BENCH, ("body", "cells", 0, "requests", 0), {"\r": None})))  # the key in msgspec's words
 @example(raw=as_text(RECEIPT)[:-40])
 def test_any_receipt_file_streams_as_it_reads_whole_or_is_one_line(raw):
     """The streaming reader gives what the whole one gives, or one line; where both read it, the same."""
