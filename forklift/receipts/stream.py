@@ -67,6 +67,10 @@ def read_receipt_streaming(path: Path, record: type[msgspec.Struct], records: Re
     return receipt_from_json(path, raw)
 
 
+class _TooLong(ForkliftError):
+    """A value longer than what it may take: the walk stopped there."""
+
+
 class _Scan:
     """One pass over the file's bytes, descending only along root -> body -> cells -> requests."""
 
@@ -93,34 +97,47 @@ class _Scan:
         return raw
 
     def space(self, pos: int) -> int:
-        found = _SPACE.match(self.data, pos)
-        return found.end() if found else pos
+        """Past the whitespace at `pos`; more of it than the size limit is refused (the map is read only so far)."""
+        found = _SPACE.match(self.data, pos, pos + self.limit)
+        end = found.end() if found else pos
+        if end == pos + self.limit:
+            raise ForkliftError(f"{self.path}: whitespace at byte {pos:,} runs over the {limit_words(self.limit)}")
+        return end
 
-    def string_end(self, pos: int) -> int:
-        found = _STRING.match(self.data, pos)
+    def string_end(self, pos: int, bound: int) -> int:
+        found = _STRING.match(self.data, pos, bound)
         if found is None:
-            raise self.fail("a string that never ends (truncated?)", pos)
+            raise self.over(pos, bound) or self.fail("a string that never ends (truncated?)", pos)
         return found.end()
 
-    def value_end(self, pos: int, above: int) -> int:
-        """Where the value at `pos` ends, walked structure by structure (strings skipped whole)."""
-        data = self.data
+    def over(self, pos: int, bound: int) -> _TooLong | None:
+        """The error of a value that runs past `bound` (what it may take) before the end of the file."""
+        if bound >= len(self.data):
+            return None
+        return _TooLong(f"{self.path}: the value at byte {pos:,} runs over the {limit_words(self.limit)}")
+
+    def value_end(self, pos: int, above: int, most: int) -> int:
+        """Where the value at `pos` ends, walked structure by structure (strings skipped whole); a value longer
+        than `most` bytes is refused once that much is read: the walk never reads further into the file."""
+        data, bound = self.data, pos + most + 1
         head = data[pos : pos + 1]
         if head == b'"':
-            return self.string_end(pos)
+            return self.string_end(pos, bound)
         if head not in (b"[", b"{"):
-            found = _SCALAR.match(data, pos)
+            found = _SCALAR.match(data, pos, bound)
             if found is None:
                 raise self.fail("expected a value" if pos < len(data) else "it ends early (truncated?)", pos)
+            if found.end() == bound:
+                raise self.over(pos, bound) or self.fail("it ends early (truncated?)", pos)
             return found.end()
-        depth = 0
+        depth, start = 0, pos
         while True:
-            found = _STRUCTURE.search(data, pos)
+            found = _STRUCTURE.search(data, pos, bound)
             if found is None:
-                raise self.fail("it ends inside a value (truncated?)", len(data))
+                raise self.over(start, bound) or self.fail("it ends inside a value (truncated?)", len(data))
             at = found.start()
             if data[at] == 0x22:  # a string
-                pos = self.string_end(at)
+                pos = self.string_end(at, bound)
                 continue
             pos = at + 1
             depth += 1 if data[at] in b"[{" else -1
@@ -131,10 +148,14 @@ class _Scan:
 
     def whole(self, pos: int, above: int) -> tuple[Any, int]:
         """The value at `pos` parsed whole by the strict parser; it counts toward the size limit."""
-        end = self.value_end(pos, above)
+        outside = ForkliftError(f"{self.path}: receipt is over the {limit_words(self.limit)} outside its records")
+        try:
+            end = self.value_end(pos, above, self.limit - self.outside)
+        except _TooLong:
+            raise outside from None
         self.outside += end - pos
         if self.outside > self.limit:
-            raise ForkliftError(f"{self.path}: receipt is over the {limit_words(self.limit)} outside its records")
+            raise outside
         return loads_json(bytes(self.data[pos:end]), str(self.path), "receipt", above=above), end
 
     def object(self, pos: int, above: int, member: Member) -> tuple[dict[str, Any], int]:
@@ -146,7 +167,7 @@ class _Scan:
         while True:
             if data[pos : pos + 1] != b'"':
                 raise self.fail("expected a key", pos)
-            end = self.string_end(pos)
+            end = self.string_end(pos, pos + self.limit - self.outside + 1)
             try:
                 key = json.loads(bytes(data[pos:end]))
             except ValueError as exc:
@@ -251,10 +272,12 @@ class _Scan:
             raise self.fail(f"{exc} in the request records from here", pos) from None
 
     def record_end(self, pos: int) -> int:
-        end = self.value_end(pos, 5)  # root, body, cells, the cell, requests
-        if end - pos > self.limit:
-            raise ForkliftError(f"{self.path}: a request record at byte {pos:,} is over the {limit_words(self.limit)}")
-        return end
+        try:
+            return self.value_end(pos, 5, self.limit)  # 5 above: root, body, cells, the cell, requests
+        except _TooLong:
+            raise ForkliftError(
+                f"{self.path}: a request record at byte {pos:,} is over the {limit_words(self.limit)}"
+            ) from None
 
     def parse(self, start: int, end: int, cell: int) -> list[Any]:
         """The records in data[start:end], decoded: a DecodeError when that is not whole records."""

@@ -239,3 +239,19 @@ def test_kept_rows_follow_the_cells_kept_runs(tmp_path):
     columns, rows = run.columns["c1"], run.kept_rows("c1")
     assert sorted(set(columns.run[rows].tolist())) == run.kept_runs("c1")
     assert all(b >= a for a, b in pairwise(rows.tolist()))
+
+
+def test_a_huge_value_is_refused_once_the_limit_is_read_not_after_the_file(tmp_path, monkeypatch):
+    """A sparse file of NUL bytes, an endless record, endless whitespace: each walk stops at the size limit."""
+    monkeypatch.setenv("FORKLIFT_MAX_FILE_MIB", "1")
+    head = b'{"kind": "bench", "body": {"cells": [{"requests": ['
+    for name, start, pattern in (
+        ("zero.json", b"", r"receipt is over the 1 MiB limit .*outside its records"),
+        ("record.json", head + b'{"prompt_id": "', r"a request record at byte 51 is over the 1 MiB limit"),
+        ("space.json", head + b" " * (2 << 20), r"whitespace at byte 51 runs over the 1 MiB limit"),
+    ):
+        path = tmp_path / name
+        with path.open("wb") as out:
+            out.write(start)
+            out.truncate(32 << 20)  # the most a streamed receipt may be at this limit
+        refused(path, pattern)
