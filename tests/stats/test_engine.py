@@ -155,10 +155,11 @@ def check_decode(cell, a_runs, b_runs) -> None:
 
     tpot = next(metric for metric in METRICS if metric.key == "tpot")
 
-    def timed_on(runs) -> set[tuple[int, str]]:  # (kept run, prompt#occurrence) of each ok request timed apart
+    def timed_on(runs) -> set[tuple[int, str, int]]:  # (kept run, prompt, occurrence) of each ok request timed apart
         side = SideColumns(runs, cell.cell)
         logs = side.log_values(tpot)  # NaN: failed, no TPOT, or delivered in a burst
-        keys = zip(side.units.tolist(), side.prompts, strict=True)
+        prompts = [side.prompt_ids[code] for code in side.prompt.tolist()]
+        keys = zip(side.units.tolist(), prompts, side.occurrence.tolist(), strict=True)
         return {key for key, value in zip(keys, logs.tolist(), strict=True) if not math.isnan(value)}
 
     a, b = timed_on(a_runs), timed_on(b_runs)
