@@ -32,7 +32,7 @@ ATTEMPTS = 3  # a cell whose node is lost this many times is reported as not run
 WAIT_S = 1.0  # ray.wait's timeout, so Ctrl-C on the head is seen within a second
 CANCEL_WAIT_S = 180.0  # how long cancelled tasks get to stop their engines before the head leaves
 
-Execute = Callable[[Runner, list[Cell]], None]
+Execute = Callable[[Runner, list[Cell]], int]
 
 
 def ray_executor(campaign: CampaignFile, address: str | None) -> Execute:
@@ -137,20 +137,22 @@ def request_for(runner: Runner, cell: Cell) -> CellRequest:
     )
 
 
-def run_on_cluster(address: str, runner: Runner, cells: list[Cell]) -> None:
-    """Every cell a task, submitted in order; each message written or printed as it comes."""
+def run_on_cluster(address: str, runner: Runner, cells: list[Cell]) -> int:
+    """Every cell a task, submitted in order; each message written or printed as it comes; returns cells run."""
     import ray
     from ray.exceptions import RayError, RayTaskError
 
     connect(address)
     task = ray.remote(max_retries=0)(cell_task)  # a lost node is retried here: its partial cell is set aside first
     active: dict[Any, _Running] = {}
+    not_run: set[str] = set()
 
     def submit(cell: Cell, attempt: int) -> None:
         spec = demand(runner.campaign, cell.box)
         why = lacking(spec, ray.nodes())
         if why:
             runner.say(f"{cell.key}: not run: {why}")
+            not_run.add(cell.key)
             return
         options = {"num_cpus": spec.num_cpus, "num_gpus": spec.num_gpus, "resources": dict(spec.resources)}
         active[task.options(name=f"forklift {cell.key}", **options).remote(request_for(runner, cell))] = _Running(
@@ -175,11 +177,14 @@ def run_on_cluster(address: str, runner: Runner, cells: list[Cell]) -> None:
                     del active[stream]
                     if _lost(runner, running, exc):
                         submit(running.cell, running.attempt + 1)
+                    elif not finished(runner.receipts / running.cell.key):
+                        not_run.add(running.cell.key)
                     continue
                 _receive(runner, running, message)
     finally:
         if active:
             _cancel(active)
+    return len(cells) - len(not_run)
 
 
 def _receive(runner: Runner, running: _Running, message: Message) -> None:

@@ -61,7 +61,7 @@ class Runner:
     plan: CampaignPlan
     say: Callable[[str], None] = print
     # runs the unfinished cells elsewhere (a Ray cluster: campaign.cluster), else they run here, in order
-    execute: Callable[[Runner, list[Cell]], None] | None = None
+    execute: Callable[[Runner, list[Cell]], int] | None = None  # returns how many it ran
     node: dict[str, Any] | None = None  # where the cell runs, stated in its cell receipt (a Ray node)
     _plans: dict[tuple[str, str], LaunchPlan] = field(default_factory=dict)
 
@@ -119,11 +119,10 @@ class Runner:
     def run_cells(self, cells: Sequence[Cell]) -> tuple[int, int]:
         """The unfinished ones of these cells, here in order or through `execute`; returns (run, skipped)."""
         todo = [cell for cell in cells if not finished(self.receipts / cell.key)]
-        if self.execute is None:
-            for cell in todo:
-                self.run_cell(cell)
-        elif todo:
-            self.execute(self, todo)
+        if self.execute is not None:
+            return (self.execute(self, todo) if todo else 0), len(cells) - len(todo)
+        for cell in todo:
+            self.run_cell(cell)
         return len(todo), len(cells) - len(todo)
 
     def run_cell(self, cell: Cell) -> None:

@@ -158,7 +158,8 @@ def test_a_box_no_node_has_is_reported_not_run_in_one_line(ray_cluster, tmp_path
     (tmp_path / "campaign.toml").write_text(text)
     done = run_head(ray_cluster, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "box_a-r1-tiny-1-A: not run: no node with resource box_z (>= 1)" in done.stdout
+    assert "box_a-r1-tiny_mode=x-1-A: not run: no node with resource box_z (>= 1)" in done.stdout
+    assert "0 cells run, 0 finished before and skipped" in done.stdout
     assert not cells(tmp_path)
 
 
@@ -179,8 +180,10 @@ def test_a_node_lost_mid_cell_is_set_aside_and_rerun_on_another_node_with_its_re
     )
     try:
         wait_for(engines / "held-worker_a", process)
-        held = int((engines / "held-worker_a").read_text().split()[0])
+        held, supervisor = (int(word) for word in (engines / "held-worker_a").read_text().split())
+        os.kill(supervisor, signal.SIGKILL)  # the Ray worker running the cell: a box losing power leaves it no exit
         ray_cluster.kill("worker_a")
+        orphaned = engines_alive([held])  # its engine has its own session: it outlives the node's processes
         out, _ = process.communicate(timeout=CELL_S)
     finally:
         if process.poll() is None:
@@ -188,10 +191,13 @@ def test_a_node_lost_mid_cell_is_set_aside_and_rerun_on_another_node_with_its_re
             process.wait()
     assert process.returncode == 0, out
     assert "lost on node 127.0.0.1" in out and "unfinished cell moved aside to" in out, out
-    assert "stopped an engine whose forklift died (pid " in out  # the held engine, by its registry entry
+    assert orphaned == [held], out
+    assert f"stopped an engine whose forklift died (pid {held}, " in out, out  # by its registry entry
     assert not engines_alive([held])
     aside = list((tmp_path / "ray" / "receipts.interrupted").iterdir())
-    assert len(aside) == 1 and list(aside[0].glob("*-boot-*.json")) == []  # held mid-boot: nothing measured yet
+    # what had arrived from the lost node (the boot's receipt, written as the boot began) is kept, not reported
+    assert len(aside) == 1 and len(list(aside[0].glob("*-boot-*.json"))) == 1
+    assert not list(aside[0].glob("*-campaign-cell-*.json"))
     lost_key = aside[0].name.rsplit("-", 1)[0]
     found = cells(tmp_path / "ray")
     assert len(found) == 4 and all(r.status == "ok" for r in found)
