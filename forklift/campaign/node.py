@@ -139,7 +139,7 @@ def cell_on_node(request: CellRequest) -> Iterator[Message]:
     try:
         build = verify_build(cell.build, campaign.builds[cell.build], campaign, config)
     except ForkliftError as exc:
-        yield Message("refused", f"{where}: {exc}")
+        yield Message("refused", f"{where}: build {cell.build}: {str(exc).removeprefix(f'build {cell.build}: ')}")
         return
     for what, mine, head in (
         ("version", build.version, request.version),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from forklift.campaign.builds import Build, engine_environment
-from forklift.campaign.plan import Cell, CampaignPlan, LadderJob, Slot, build_order, make_campaign_plan
+from forklift.campaign.plan import CampaignPlan, Cell, LadderJob, Slot, build_order, make_campaign_plan
 from forklift.campaign.precision import boots_wanted, parse_budget, parse_percent, repeats_to_add
 from forklift.campaign.schema import CampaignFile
 from forklift.campaign.suites import BenchSuiteOptions, LadderContext, ServedSetting

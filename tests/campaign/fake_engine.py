@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the engine runs from a Ray worker's folder
 
-from tests.fixtures.sse import Plan, SSEServer  # noqa: E402
+from tests.fixtures.sse import Plan, SSEServer
 
 
 def hold(pids: Path) -> bool:

@@ -30,10 +30,7 @@ model = "/models/fake"
 served_name = "tiny"
 port = {port}
 health_timeout = 120
-defaults = {{ mode = "x" }}
-[profiles.tiny.axes.mode.x]
-[profiles.tiny.axes.mode.y.env]
-FAKE_MODE = "y"
+defaults = {{ mode = "{first}" }}
 """
 
 CAMPAIGN = """
@@ -62,7 +59,8 @@ BOXES = {name: f"[boxes.{name}]\nresources = {{ {name} = 1 }}\n" for name in ("b
 
 def write_campaign(folder: Path, *, boxes: list[str], modes: list[str], aa: bool = False) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "forklift.toml").write_text(distribution_toml(PROFILE.format(port=free_port())))
+    axes = "".join(f'[profiles.tiny.axes.mode.{mode}.env]\nFAKE_MODE = "{mode}"\n' for mode in modes)
+    (folder / "forklift.toml").write_text(distribution_toml(PROFILE.format(port=free_port(), first=modes[0]) + axes))
     prompts = [{"id": f"p{i}", "prompt": f"prompt {i}", "max_tokens": 8} for i in range(2)]
     (folder / "cohort.jsonl").write_text("".join(json.dumps(p) + "\n" for p in prompts))
     (folder / "campaign.toml").write_text(
@@ -222,11 +220,12 @@ def test_a_node_lost_mid_cell_is_set_aside_and_rerun_on_another_node_with_its_re
         rows = [(r.kind, r.build, r.setting, r.aa, r.status) for _, r in read_receipts([folder / "receipts"])]
         return sorted(row for row in rows if row[0] != "campaign-plan")
 
+    def rows(folder: Path) -> list[list[str]]:  # setting and cell of each report row
+        text = (folder / "report.md").read_text()
+        return [line.split("|")[1:3] for line in text.splitlines() if line.startswith("| tiny")]
+
     assert shape(tmp_path / "ray") == shape(tmp_path / "serial")
-    report = lambda folder: [
-        line.split("|")[1:3] for line in (folder / "report.md").read_text().splitlines() if line.startswith("| tiny")
-    ]  # noqa: E731
-    assert report(tmp_path / "ray") == report(tmp_path / "serial")
+    assert rows(tmp_path / "ray") == rows(tmp_path / "serial") and rows(tmp_path / "ray")
 
 
 def test_ctrl_c_on_the_head_cancels_every_task_and_leaves_no_engine_running(ray_cluster, tmp_path):
@@ -263,3 +262,63 @@ def test_ctrl_c_on_the_head_cancels_every_task_and_leaves_no_engine_running(ray_
     started = sorted(engine_pids(ray_cluster) - before)
     assert started and not engines_alive(started), (started, out)
     assert not list((ray_cluster.root / "state").glob("*.json"))  # every registry entry gone with its engine
+
+
+@pytest.mark.parametrize(
+    "python, head_overlay, message",
+    [
+        (None, "sha256:" + "0" * 64, "build A: engine overlay None is not the head's sha256:000"),
+        (sys.executable, None, "build A: /"),  # no engine in that interpreter: verify fails on the node
+    ],
+)
+def test_a_node_whose_engine_is_not_the_heads_refuses_the_cell_in_one_line_naming_it(
+    tmp_path, python, head_overlay, message
+):
+    """The node side alone (no cluster): what a node checks before a cell runs there."""
+    from forklift.campaign.node import CellRequest, cell_on_node
+
+    write_campaign(tmp_path, boxes=["box_a"], modes=["x"])
+    if python:
+        text = (tmp_path / "campaign.toml").read_text()
+        (tmp_path / "campaign.toml").write_text(
+            text.replace(f'[builds.A]\ncommand = ["{sys.executable}", "{FAKE}"]', f'[builds.A]\npython = "{python}"')
+        )
+    request = CellRequest(
+        campaign=str(tmp_path / "campaign.toml"),
+        key="box_a-r1-tiny_mode=x-1-A",
+        repeats=1,
+        version=None,
+        overlay_hash=head_overlay,
+        node={"id": "f" * 56, "address": "192.0.2.9", "box": "box_a"},
+    )
+    [refusal] = list(cell_on_node(request))
+    assert refusal.kind == "refused"
+    assert refusal.text.startswith("node 192.0.2.9 (ffffffffffff, ") and message in refusal.text, refusal.text
+    assert not (tmp_path / "receipts").exists()  # nothing ran
+
+
+@pytest.mark.engine
+def test_a_real_vllm_cell_runs_on_the_node_its_box_names_verified_there(
+    ray_cluster, engine_python, tiny_model, tmp_path
+):
+    """One cell of the real vLLM CPU build on worker_b (box_b): verified against the series on the node, booted
+    with the positive control, benched, every receipt streamed back to the head's folder."""
+    from tests.fixtures.engine import tiny_profile_toml
+
+    (tmp_path / "forklift.toml").write_text(
+        distribution_toml(tiny_profile_toml(engine_python, tiny_model, free_port()))
+    )
+    (tmp_path / "campaign.toml").write_text(
+        f'order = "AB"\nreport = "report.md"\n[builds.A]\npython = "{engine_python}"\n'
+        '[boxes.box_b]\nresources = { box_b = 1 }\n[[settings]]\nprofile = "tiny"\n'
+        '[[suites]]\nkind = "bench"\nsynthetic = "16:16"\nprompts = 2\nruns = 2\nwarmup = 0\n'
+    )
+    done = run_head(ray_cluster, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = [r for _, r in read_receipts([tmp_path / "receipts"])]
+    [cell] = [r for r in found if r.kind == "campaign-cell"]
+    assert cell.status == "ok" and cell.body["node"]["box"] == "box_b", cell.body
+    assert cell.body["control"].startswith("the engine warned about VLLM_FORKLIFT_CONTROL_")
+    assert {r.kind for r in found} >= {"boot", "bench", "campaign-cell"}
+    assert all(r.overlay_hash and r.overlay_hash.startswith("sha256:e6745a56") for r in found if r.kind == "bench")
+    assert list((tmp_path / "logs").glob("*.log"))  # the engine's log came back too
