@@ -1,7 +1,8 @@
 """What a campaign on a Ray cluster costs, side by side in one run, on a local cluster of this box:
 
-  1. wall time of N light cells (the fake engine of tests/campaign/fake_engine.py: a sub-second boot,
-     one tiny bench) run here (`executor = "local"`), on one Ray worker node, and on two;
+  1. wall time of N light cells (the fake engine of tests/campaign/fake_engine.py: a boot that waits
+     --boot-s seconds, as a real one waits on its device, then one tiny bench) run here
+     (`executor = "local"`), on one Ray worker node, and on two;
   2. the overhead Ray adds per cell: (one node - here) / N;
   3. the head's memory while 10,000 receipts (3 KB each) stream in through the same receive path
      a campaign uses (campaign.cluster), written into a scratch folder.
@@ -32,8 +33,9 @@ from tests.fixtures.engine import free_port  # noqa: E402
 from tests.fixtures.ray_cluster import RayCluster, alive_nodes, on_loopback, start_node  # noqa: E402
 
 
-def start_cluster(root: Path) -> RayCluster:
+def start_cluster(root: Path, boot_s: float) -> RayCluster:
     env = {
+        "FAKE_ENGINE_BOOT_S": str(boot_s),
         **os.environ,
         "FORKLIFT_STATE_DIR": str(root / "state"),
         "FAKE_ENGINE_PIDS": str(root / "engines"),
@@ -96,11 +98,14 @@ before = rss()
 start = time.perf_counter()
 running = _Running(cell=type("C", (), {{"key": "k"}})(), attempt=1)
 stream = task.remote({count})
-for ref in stream:
+first = None
+for n, ref in enumerate(stream, 1):
     _receive(Head, running, ray.get(ref))
+    if n == {count} // 10:
+        first = rss()
 seconds = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({{"before": before, "after": rss(), "peak": peak, "seconds": seconds,
+print(json.dumps({{"before": before, "tenth": first, "after": rss(), "peak": peak, "seconds": seconds,
     "files": len(list(Head.receipts.glob("k/*.json")))}}))
 """
 
@@ -119,9 +124,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cells", type=int, default=8)
     parser.add_argument("--receipts", type=int, default=10_000)
+    parser.add_argument("--boot-s", type=float, default=5.0, help="how long each fake boot waits")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="fkbench", dir="/tmp"))
-    cluster = start_cluster(root)
+    cluster = start_cluster(root, args.boot_s)
     try:
         here = timed(cluster, campaign(root / "here", args.cells, None), ray=False)
         one = timed(cluster, campaign(root / "one", args.cells, "box_a"), ray=True)
@@ -130,14 +136,15 @@ def main() -> None:
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
-    print(f"{args.cells} light cells (fake engine), wall time:")
+    print(f"{args.cells} light cells (fake engine, {args.boot_s:g} s boot), wall time:")
     print(f"  here (executor = local)  {here:7.1f} s")
     print(f"  Ray, 1 worker node       {one:7.1f} s")
     print(f"  Ray, 2 worker nodes      {two:7.1f} s   ({two / one:.2f} x one node)")
     print(f"overhead per cell through Ray: {(one - here) / args.cells:.2f} s  (goal < 2 s)")
     print(
-        f"head streaming {memory['files']:.0f} receipts of 3 KB: RSS {memory['before']:.0f} -> {memory['after']:.0f} MiB "
-        f"(peak {memory['peak']:.0f} MiB), {memory['files'] / memory['seconds']:.0f} receipts/s"
+        f"head streaming {memory['files']:.0f} receipts of 3 KB: RSS {memory['before']:.0f} MiB before, "
+        f"{memory['tenth']:.0f} after the first tenth, {memory['after']:.0f} at the end (peak {memory['peak']:.0f}); "
+        f"{memory['files'] / memory['seconds']:.0f} receipts/s"
     )
 
 

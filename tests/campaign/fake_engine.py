@@ -6,6 +6,7 @@ $FAKE_ENGINE_PIDS/<pid> (the event a test waits on: a cell has started), then se
 test asked for it with the file $FAKE_ENGINE_PIDS/hold-<node> (a node's `ray start` exports
 FAKE_ENGINE_NODE), the first engine on that node takes the request (renames it to
 held-<node>, writing "pid ppid" into it) and holds instead, never listening: a cell stuck mid-boot.
+$FAKE_ENGINE_BOOT_S makes every boot wait that long before listening (a boot that waits on a device).
 """
 
 import argparse
@@ -46,6 +47,7 @@ def main() -> None:
         print("fake engine: holding", flush=True)
         while True:
             time.sleep(60)
+    time.sleep(float(os.environ.get("FAKE_ENGINE_BOOT_S", "0")))
     server = SSEServer(lambda i, body: Plan(keepalive=False), host=args.host, port=args.port).start()
     with contextlib.suppress(KeyboardInterrupt):
         while True:
