@@ -322,3 +322,49 @@ def test_a_real_vllm_cell_runs_on_the_node_its_box_names_verified_there(
     assert {r.kind for r in found} >= {"boot", "bench", "campaign-cell"}
     assert all(r.overlay_hash and r.overlay_hash.startswith("sha256:e6745a56") for r in found if r.kind == "bench")
     assert list((tmp_path / "logs").glob("*.log"))  # the engine's log came back too
+
+
+def local_run(folder: Path, env: dict[str, str], code: str = "") -> subprocess.CompletedProcess:
+    """`forklift campaign campaign.toml` here, then `code` in the same process (what it imported)."""
+    program = f"import sys\nfrom forklift.cli import main\ntry:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n{code}"
+    return subprocess.run(
+        [sys.executable, "-c", program, "campaign", "campaign.toml"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=CELL_S,
+        check=False,
+    )
+
+
+def test_a_local_campaign_runs_as_before_and_never_imports_ray(tmp_path):
+    """Fake engine: the two cells of a local campaign, in this process's order; Ray is not imported."""
+    write_campaign(tmp_path, boxes=[], modes=["x"])
+    text = (tmp_path / "campaign.toml").read_text().replace('executor = "ray"\n', "")
+    (tmp_path / "campaign.toml").write_text(text)
+    env = {**os.environ, "FORKLIFT_STATE_DIR": str(tmp_path / "state"), "FAKE_ENGINE_PIDS": str(tmp_path / "pids")}
+    done = local_run(tmp_path, env, "print('ray' in sys.modules, code)")
+    assert done.stdout.strip().splitlines()[-1] == "False 0", done.stdout + done.stderr
+    found = cells(tmp_path)
+    assert sorted(r.body["key"] for r in found) == ["r1-tiny_mode=x-1-A", "r1-tiny_mode=x-2-B"]
+    assert all("node" not in r.body for r in found)  # where a local cell ran is the receipt's fingerprint
+
+
+@pytest.mark.parametrize(
+    "change, address, message",
+    [
+        (("", ""), None, 'campaign.toml: executor = "ray": name the cluster with --ray ADDRESS or RAY_ADDRESS'),
+        (('executor = "ray"\n', ""), None, "campaign.toml: boxes: name Ray nodes, so the campaign runs on a Ray"),
+        (('order = "AB"', 'warmup_boots = 1\norder = "AB"'), "127.0.0.1:1", "warmup_boots: not on a Ray cluster yet"),
+    ],
+)
+def test_a_ray_campaign_without_a_cluster_stops_in_one_line(tmp_path, change, address, message):
+    """Refused before any cell runs (no cluster is reached, no engine started)."""
+    write_campaign(tmp_path, boxes=["box_a"], modes=["x"])
+    text = (tmp_path / "campaign.toml").read_text().replace(*change)
+    (tmp_path / "campaign.toml").write_text(text)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | ({"RAY_ADDRESS": address} if address else {})
+    done = local_run(tmp_path, env)
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: ") and message in line, done.stderr
