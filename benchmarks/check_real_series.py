@@ -45,7 +45,8 @@ PATCHES = 46
 
 def _tree(version: str, sha256: str) -> Path:
     from forklift.config.schema import PypiPin
-    from forklift.source import default_cache, materialize
+    from forklift.source.cache import default_cache
+    from forklift.source.materialize import materialize
 
     pin = PypiPin(source="pypi", package="vllm", version=version, sha256=sha256)
     return materialize(pin, REPO, default_cache()).path
@@ -183,7 +184,7 @@ def forklift_argv(work: Path) -> list[str]:
 
 def cold(work: Path, sha256: str | None) -> float:
     """One check on an empty cache (seeded with the sdist file only: extraction, no download)."""
-    from forklift.source import default_cache
+    from forklift.source.cache import default_cache
 
     with tempfile.TemporaryDirectory() as cache:
         if sha256:

@@ -105,8 +105,18 @@ def check(
         bool,
         typer.Option("--verify-cache", help="re-hash the cached pristine tree before trusting it (on when CI=true)"),
     ] = False,
+    _fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh", help="apply again even when no input changed since the last check (read by checkcache)"
+        ),
+    ] = False,
 ) -> None:
-    """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails."""
+    """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails.
+
+    A check whose every input is unchanged since the last one (same command line, forklift.toml, patch
+    bytes, pin, forklift) replays that check's output and writes a fresh receipt (docs/performance.md)."""
+    from forklift.cli.checkcache import store_result
     from forklift.series.gate import run_check
 
     result = run_check(load(), receipts_dir(receipts), progress=None if as_json else console, verify_cache=verify_cache)
@@ -128,6 +138,7 @@ def check(
         verdict = ("OK", "green") if report.ok else ("FAILED", "red")
         found = "" if report.ok else f" ({len(report.findings)} finding(s))"
         say(verdict, f"{found} — receipt {result.receipt}")
+    store_result(result, 0 if report.ok else 1)
     if not report.ok:
         raise typer.Exit(1)
 

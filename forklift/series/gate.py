@@ -17,9 +17,11 @@ from forklift.series.digests import parse_sums
 from forklift.series.files import read_overlay
 from forklift.series.model import Series, load_series, read_series_part
 from forklift.series.render import series_patches_md
+from forklift.series.resultcache import recorded_inputs
 from forklift.series.tree import patched_tree, tree_record, write_tree
-from forklift.source import default_cache, materialize
+from forklift.source.cache import default_cache
 from forklift.source.hashing import file_sha256
+from forklift.source.materialize import materialize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,6 +61,8 @@ class CachedDiffs:
 class GateResult:
     report: CheckReport
     receipt: Path
+    tree: Path  # the pristine tree in the cache
+    inputs: dict[str, Any] | None  # what the check read beyond forklift.toml (series/resultcache.py); None: git pin
 
 
 def configured_series(config: Config) -> Series:
@@ -121,7 +125,8 @@ def run_check(
         body=report.model_dump(),
     )
     path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
-    return GateResult(report=report, receipt=path)
+    inputs = recorded_inputs(config, series, published, tree)
+    return GateResult(report=report, receipt=path, tree=tree.path, inputs=inputs)
 
 
 def write_patches_md(config: Config) -> Path:

@@ -29,12 +29,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-from filelock import FileLock, Timeout
+from typing import TYPE_CHECKING
 
 from forklift.errors import ForkliftError
 from forklift.fsio import write_atomic
 from forklift.source.hashing import directory_digest
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class Cache:
         return self.root / "listings" / f"{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24]}.json"
 
     def lock(self, name: str) -> FileLock:
+        from filelock import FileLock  # imported here: a replayed check takes no lock, and filelock is slow to import
+
         folder = self.root / "locks"
         folder.mkdir(parents=True, exist_ok=True)
         return FileLock(str(folder / f"{name}.lock"))
@@ -80,6 +84,8 @@ class Cache:
 
     def sweep_scratch(self) -> list[str]:
         """Remove the scratch folders whose process is gone (its lock is free); returns their names."""
+        from filelock import Timeout
+
         folder = self.root / "tmp"
         removed = []
         for entry in folder.iterdir() if folder.is_dir() else ():
@@ -107,6 +113,13 @@ class Cache:
             self.remove_tree(key)
             return None
         return tree
+
+    def built_ns(self, key: str) -> int | None:
+        """When the tree for `key` was finished (its marker's mtime, ns), or None when it is not."""
+        try:
+            return _marker(self.tree_path(key)).stat().st_mtime_ns
+        except OSError:
+            return None
 
     def check_tree(self, key: str) -> str | None:
         """None when the tree still matches the listing digest recorded when it was built, else why not."""

@@ -134,9 +134,14 @@ def _checkout(mirror: Path, commit: str, label: str, cache: Cache, progress: Con
     cache.build_tree(f"git-{commit}", build)
 
 
-def _path(pin: PathPin, root: Path, cache: Cache, progress: Console | None) -> Tree:
+def pinned_path(pin: PathPin, root: Path) -> Path:
+    """The folder or tarball a path pin names (relative paths resolve beside forklift.toml)."""
     source = Path(pin.path).expanduser()
-    source = source if source.is_absolute() else root / source
+    return source if source.is_absolute() else root / source
+
+
+def _path(pin: PathPin, root: Path, cache: Cache, progress: Console | None) -> Tree:
+    source = pinned_path(pin, root)
     try:
         return _path_tree(pin, source, cache, progress)
     except RecursionError:  # os.walk and shutil.copytree recurse once per folder level

@@ -9,8 +9,8 @@ import pytest
 
 from forklift.config.schema import PathPin
 from forklift.errors import ForkliftError
-from forklift.source import materialize
 from forklift.source.hashing import directory_digest, directory_listing
+from forklift.source.materialize import materialize
 from tests.source.helpers import sdist_bytes
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from forklift.config.schema import PypiPin
 from forklift.errors import ForkliftError, UnreachableError, UsageError
-from forklift.source import materialize, resolve_pypi_file
-from forklift.source.index import pick_file, pip_index_url, redact
+from forklift.source.index import pick_file, pip_index_url, redact, resolve_pypi_file
+from forklift.source.materialize import materialize
 from tests.source.helpers import cache_entries, sdist_bytes
 
 
