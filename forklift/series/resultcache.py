@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from forklift.source.materialize import Tree
 
 FORMAT = 1  # of an entry; a new layout is a new key, never a misread entry
+KEPT_ENTRIES = 256  # the most recently stored; older ones are removed when a check stores its own
 # What rich reads from the environment to decide width, colour and terminal behaviour.
 RENDER_ENV = frozenset(
     {
@@ -248,4 +249,12 @@ def store(
     }
     with cache.lock(f"check-{key}"):
         write_atomic(entry_path(cache, key), json.dumps(entry))
+    _prune(entry_path(cache, key).parent)
     return True
+
+
+def _prune(folder: Path) -> None:
+    """Keep the KEPT_ENTRIES newest entries (each distribution, command line and terminal has its own)."""
+    entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns if p.exists() else 0)
+    for old in entries[:-KEPT_ENTRIES]:
+        old.unlink(missing_ok=True)
