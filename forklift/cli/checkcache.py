@@ -115,7 +115,11 @@ def store_result(result: GateResult, exit_code: int) -> None:
     built = recording.cache.built_ns(result.tree.name)
     if built is None or built >= recording.started_ns:
         return
+    from forklift.errors import ForkliftError
     from forklift.series.resultcache import store
 
     outcome = (exit_code, "".join(out.parts), "".join(err.parts))
-    store(recording.cache, recording.key, recording.context, result.inputs, outcome, result.receipt)
+    try:
+        store(recording.cache, recording.key, recording.context, result.inputs, outcome, result.receipt)
+    except (OSError, ForkliftError):  # a cache that cannot be written costs the next run its replay, not this one
+        return

@@ -255,6 +255,13 @@ def store(
 
 def _prune(folder: Path) -> None:
     """Keep the KEPT_ENTRIES newest entries (each distribution, command line and terminal has its own)."""
-    entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns if p.exists() else 0)
+    entries = sorted(folder.glob("*.json"), key=_mtime)
     for old in entries[:-KEPT_ENTRIES]:
         old.unlink(missing_ok=True)
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:  # removed meanwhile by another check's prune
+        return 0
