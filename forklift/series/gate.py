@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,19 +43,28 @@ class CompiledMarkers:
 
 
 class CachedDiffs:
-    """Rendered file diffs in the cache, one file each, keyed by what they depend on."""
+    """Rendered file diffs in the cache, one file each, keyed by what they depend on.
+
+    Each file starts with the sha256 of the diff after it: written without a sync to disk (a cold check
+    writes one per touched file), a file a crash left torn or empty is recomputed, never trusted."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
     def get(self, key: str) -> str | None:
         try:
-            return (self.folder / key[:2] / key).read_bytes().decode("utf-8", "surrogateescape")
+            raw = (self.folder / key[:2] / key).read_bytes()
         except FileNotFoundError:
             return None
+        digest, _, body = raw.partition(b"\n")
+        if hashlib.sha256(body).hexdigest().encode() != digest:
+            return None
+        return body.decode("utf-8", "surrogateescape")
 
     def __setitem__(self, key: str, text: str) -> None:
-        write_atomic(self.folder / key[:2] / key, text)
+        body = text.encode("utf-8", "surrogateescape")
+        record = hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+        write_atomic(self.folder / key[:2] / key, record, durable=False)
 
 
 @dataclass(frozen=True)

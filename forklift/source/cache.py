@@ -11,6 +11,10 @@ Layout under the cache root (``FORKLIFT_CACHE``, else the platform's user cache 
     git/<sha256(url)[:24]>.git        bare mirrors of git remotes
     locks/                            filelock files: one writer per artifact, tree or mirror
     compiled/<sha256>                 markers of Python sources known to byte-compile (written by check)
+    diffs/<key[:2]>/<key>             rendered file diffs for the overlay hash, each led by its own sha256
+    checks/<key>.json                 whole-check results a check with unchanged inputs replays
+                                      (series/resultcache.py)
+    pip-index.json                    pip's configured index URL, with the stat of each file pip read
     tmp/                              work in progress; renamed into place only when complete
 
 Nothing half-made is ever visible: files and trees are built under ``tmp/`` and renamed in,
@@ -154,11 +158,12 @@ class Cache:
             results.append((key, problem))
         return results
 
-    def build_tree(self, key: str, build: Callable[[Path], None]) -> Path:
+    def build_tree(self, key: str, build: Callable[[Path], None], listing: str | None = None) -> Path:
         """Return the tree for `key`, calling `build(dest)` to make it when absent.
 
         `build` must create `dest`; it runs under the key's lock, in a scratch folder, and its
-        result is renamed into place before the marker is written.
+        result is renamed into place before the marker is written. `listing` is the tree's listing
+        digest when `build` itself checks the tree against it (a folder pin): not hashed again.
         """
         if tree := self.cached_tree(key):
             return tree
@@ -173,7 +178,7 @@ class Cache:
                 build(scratch / "tree")
                 os.rename(scratch / "tree", tree)
             # the listing digest lets `cache verify` and --verify-cache tell an edited tree from a pristine one
-            write_atomic(_marker(tree), json.dumps({"key": key, "listing": directory_digest(tree)}))
+            write_atomic(_marker(tree), json.dumps({"key": key, "listing": listing or directory_digest(tree)}))
         return tree
 
     def ingest(self, sha256: str, chunks: Iterable[bytes], *, what: str, size: int | None = None) -> Path:

@@ -170,7 +170,8 @@ def _path_tree(pin: PathPin, source: Path, cache: Cache, progress: Console | Non
                 artifact = cache.ingest(pin.sha256, iter(lambda: handle.read(1 << 20), b""), what=str(source))
             _extract_verified(artifact, pin, dest, strip_top=True, name=source.name)
 
-    path = cache.build_tree(f"{'dir' if kind == 'dir' else 'archive'}-{pin.sha256}", build)
+    listing = pin.sha256 if kind == "dir" else None  # build checked the copy against it
+    path = cache.build_tree(f"{'dir' if kind == 'dir' else 'archive'}-{pin.sha256}", build, listing)
     return Tree(path, pin.sha256, f"{kind} {pin.path}", kind)
 
 
