@@ -72,6 +72,7 @@ class CampaignPlan:
     slots: list[Slot]
     ladders: list[LadderJob]
     served: list[tuple[CampaignSuite, Prepared]]
+    warmups: list[Slot]  # unmeasured boots before the slots: `warmup_boots` of the first build per setting
 
     @property
     def keys(self) -> list[str]:
@@ -168,4 +169,9 @@ def make_campaign_plan(campaign: CampaignFile, config: Config) -> CampaignPlan:
         if options.runs_on(setting.name)
         for build in builds
     ]
-    return CampaignPlan(slots, ladders, served)
+    warmups = [
+        Slot(f"w{n}-{key_part(setting.name)}-{key_part(builds[0])}", 0, n, builds[0], setting, None)
+        for setting in (all_settings if served else [])
+        for n in range(1, campaign.warmup_boots + 1)
+    ]
+    return CampaignPlan(slots, ladders, served, warmups)

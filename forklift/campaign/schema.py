@@ -87,6 +87,12 @@ class CampaignFile(_Strict):
     order: Literal["ABBA", "AB"] = "ABBA"
     repeats: int = Field(default=1, ge=1)
     aa: bool = False
+    warmup_boots: int = Field(
+        default=0,
+        ge=0,
+        description="unmeasured boots of the first build per setting, before the cells each run has left: "
+        "they fill the engine's compile caches; their receipts stay with the logs",
+    )
     control: bool = Field(default=True, description="export a made-up knob on every boot; the engine must warn")
     builds: dict[str, BuildSpec]
     settings: list[SettingSpec]

@@ -108,6 +108,7 @@ class Row:
     new: Side
     result: CellResult | None = None
     refused: str | None = None  # a comparability guard's one line
+    pool: list[list[BenchRun]] = field(default_factory=list)  # other builds' runs here, pooled for the boot sd
 
     @property
     def setting(self) -> str:
@@ -208,25 +209,38 @@ def _side(build: str, setting: str, machine: str, workload: str, runs: list[Benc
     return Side(build, setting, mine, boot)
 
 
+def _pool(
+    builds: list[str], pair: tuple[str, str], setting: str, machine: str, workload: str, runs: list[BenchRun]
+) -> list[list[BenchRun]]:
+    """Each build outside the pair, its runs of this setting, box and workload (builds without any left out)."""
+    groups = [_side(build, setting, machine, workload, runs, []).runs for build in builds if build not in pair]
+    return [group for group in groups if group]
+
+
 def _cells(runs: list[BenchRun]) -> list[str]:
     """Cell names in the order measured; one dash row when there are none (a side that never ran)."""
     return list(dict.fromkeys(cell.name for run in runs for cell in run.body.cells)) or ["–"]
 
 
-def _rows(old: Side, new: Side, host: str, workload: str, seed: int) -> tuple[list[Row], GroupComparison | None]:
-    """Rows of one setting pair; compared when both sides have numbers, else showing why one has none."""
+def _rows(
+    old: Side, new: Side, host: str, workload: str, seed: int, pool: list[list[BenchRun]]
+) -> tuple[list[Row], GroupComparison | None]:
+    """Rows of one setting pair; compared when both sides have numbers, else showing why one has none.
+
+    `pool`: the other builds' runs of the same setting, box and workload, whose boots join the pooled
+    boot-to-boot sd (forklift.stats.interval.pooled_change)."""
     cells = _cells(old.runs + new.runs)
     if not (old.runs and new.runs):
-        return [Row(host, workload, name, old, new) for name in cells], None
+        return [Row(host, workload, name, old, new, pool=pool) for name in cells], None
     try:
         # a campaign's A/A control (the baseline side benched twice, aa = 1 and 2) floors every interval
         control = [run for run in old.runs if run.receipt.aa]
         aa_runs = control if len({run.receipt.aa for run in control}) > 1 else None
-        comparison = compare_groups(old.runs, new.runs, seed=seed, aa_runs=aa_runs)
+        comparison = compare_groups(old.runs, new.runs, seed=seed, aa_runs=aa_runs, pool_runs=pool)
     except ForkliftError as refused:
-        return [Row(host, workload, name, old, new, refused=str(refused)) for name in cells], None
+        return [Row(host, workload, name, old, new, refused=str(refused), pool=pool) for name in cells], None
     results = {c.cell: c for c in comparison.cells}
-    return [Row(host, workload, name, old, new, result=results.get(name)) for name in cells], comparison
+    return [Row(host, workload, name, old, new, result=results.get(name), pool=pool) for name in cells], comparison
 
 
 def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -> Campaign:
@@ -272,7 +286,8 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
                 if baseline is None:  # one build: numbers, nothing to compare against
                     rows += [Row(host, shown, name, old, Side(new_build, new_setting)) for name in _cells(old.runs)]
                     continue
-                new_rows, comparison = _rows(old, new, host, shown, seed)
+                pool = [] if by_setting else _pool(builds, (old_build, new_build), new_setting, machine, workload, runs)
+                new_rows, comparison = _rows(old, new, host, shown, seed, pool)
                 rows += new_rows
                 if comparison is not None:
                     comparisons.append(comparison)

@@ -13,8 +13,9 @@ from forklift.textsafe import markdown
 
 
 def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
-    """Every campaign cell per box, in the order it ran: build, setting, A/A copy, boot, control, suites."""
-    cells = sorted((r for _, r in receipts if r.kind == "campaign-cell"), key=lambda r: r.created)
+    """Every campaign cell (and warm-up boot) per box, in the order it ran: build, setting, A/A copy, boot,
+    control, suites, seconds; then the engine time they took in all."""
+    cells = sorted((r for _, r in receipts if r.kind in ("campaign-cell", "campaign-warmup")), key=lambda r: r.created)
     if not cells:
         return None
     many_hosts = len({r.fingerprint.machine_id for r in cells}) > 1
@@ -32,7 +33,8 @@ def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
                 str(r.aa) if r.aa else "–",
                 str(body.get("boot") or ("ladder " + str(body.get("ladder")))),
                 str(body.get("control") or "–"),
-                suites if "suites" in body else "–",
+                suites if "suites" in body else ("warm-up, not measured" if r.kind == "campaign-warmup" else "–"),
+                f"{float(body['seconds']):.0f}" if body.get("seconds") is not None else "–",
                 r.status,
             ]
         )
@@ -45,9 +47,16 @@ def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
         "boot",
         "positive control",
         "suites",
+        "s",
         "cell",
     ]
-    return table_text(header, rows, escape=markdown)
+    total = sum(float(r.body.get("seconds") or 0.0) for r in cells)
+    warmups = sum(r.kind == "campaign-warmup" for r in cells)
+    line = (
+        f"{len(cells) - warmups} cells and {warmups} warm-up boots took {total / 60:.1f} minutes of engine time "
+        "(boot to stop, from their receipts; a GPU box's GPU time)."
+    )
+    return table_text(header, rows, escape=markdown) + "\n\n" + line
 
 
 def ladder_build(path: Path, receipt: Receipt, body: LadderBody, receipts: dict[Path, Receipt]) -> str:

@@ -14,13 +14,22 @@ def aa_groups(runs: list[BenchRun]) -> tuple[list[BenchRun], list[BenchRun]]:
     return [r for r in runs if r.receipt.aa == 1], [r for r in runs if r.receipt.aa == 2]
 
 
-def aa_shift(runs: list[BenchRun], cell: str, metrics: tuple[str, ...], seed: int = 0) -> str | None:
-    """'E2E: within noise (Δ +2.1%, CI -1.0%..+5.3%, margin ±1.0%)' for the first metric judged, or None."""
+def aa_shift(
+    runs: list[BenchRun],
+    cell: str,
+    metrics: tuple[str, ...],
+    seed: int = 0,
+    pool: list[list[BenchRun]] | None = None,
+) -> str | None:
+    """'E2E: within noise (Δ +2.1%, CI -1.0%..+5.3%, margin ±1.0%)' for the first metric judged, or None.
+
+    `pool`: the campaign's other builds in this cell (one list each): with one boot a copy, their boots
+    give the boot-to-boot sd the two copies cannot (forklift.stats.interval.pooled_change)."""
     first, second = aa_groups(runs)
     if not (first and second):
         return None
     try:
-        comparison = compare_groups(first, second, seed=seed)
+        comparison = compare_groups(first, second, seed=seed, pool_runs=pool)
     except ForkliftError as refused:
         return f"not compared: {refused}"
     result = next((c for c in comparison.cells if c.cell == cell), None)

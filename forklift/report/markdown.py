@@ -26,8 +26,9 @@ METHODS = """\
 **How to read this.** Each cell and metric is judged over the unit A and B really are: the run when both ran on
 one server boot, the boot otherwise (two builds, or two boots of one build, are always two boots). A unit's value
 is its mean log value over the prompts every unit measured, so prompt mix cancels; Δ is B over A as a ratio of
-geometric means, minus one, and the 95% interval is Welch's t over the units a side (the notes say which, and
-how many). With one unit a side the interval over the finer unit (runs of one boot, or prompts of one run) is
+geometric means, minus one, and the 95% interval is Welch's t over the units a side, or, where a campaign measured
+further builds in the cell, Student's t with the boot-to-boot sd pooled over every build's boots (builds differ
+in level, not in how one boot differs from the next; the notes say which, and how many). With one unit a side the interval over the finer unit (runs of one boot, or prompts of one run) is
 shown and read "not claimable" unless an A/A control of the missing unit floors it. The verdict judges that
 interval against the metric's practical margin (default ±1%): "no practical change" when the whole interval lies
 inside ±margin; "B slower/faster by X%" when it excludes zero and is not inside the margin; "undecided" when it
@@ -76,18 +77,21 @@ def _summary(campaign: Campaign) -> str:
     words = ("old", "new") if not campaign.by_setting else ("A", "B")
     lead = (["box"] if many_hosts else []) + ["setting"] + (["workload"] if many_workloads else []) + ["cell"]
     out = []
+    with_aa = any(run.receipt.aa for run in campaign.runs)
     if campaign.baseline is None:
-        header = [*lead, "tok/s", "KV pool", "tok/step"]
+        header = [*lead, "tok/s", "KV pool", "tok/step"] + (["A/A shift (2nd vs 1st)"] if with_aa else [])
         body = [
             ([r.host] if many_hosts else [])
             + [r.old.setting]
             + ([r.workload] if many_workloads else [])
             + [r.cell, _tok_s(r.old, r.cell), _pool(r.old), r.old.tok_step(r.cell) if r.old.runs else "–"]
+            + ([aa_shift(r.old.runs, r.cell, SUMMARY_METRICS) or "–"] if with_aa else [])
             for r in rows
         ]
-        return f"One build ({md(campaign.builds[0])}): numbers only, nothing to compare.\n\n" + table_text(
-            header, body, escape=md
-        )
+        lead_line = f"One build ({md(campaign.builds[0])}): numbers only, nothing to compare"
+        if with_aa:
+            lead_line += " but its A/A control (the build booted twice, aa = 1 and 2; the second against the first)"
+        return f"{lead_line}.\n\n" + table_text(header, body, escape=md)
     header = [
         *lead,
         f"{words[0]} tok/s",
@@ -97,7 +101,6 @@ def _summary(campaign: Campaign) -> str:
         "tok/step",
         "verdict",
     ]
-    with_aa = any(run.receipt.aa for run in campaign.runs)
     if with_aa:
         header.append(f"A/A shift ({words[0]}, 2nd vs 1st)")
     candidates = list(dict.fromkeys((r.new.build, r.new.setting if campaign.by_setting else "") for r in rows))
@@ -123,7 +126,11 @@ def _summary(campaign: Campaign) -> str:
                     tok_step,
                     _verdict(r),
                 ]
-                + ([aa_shift(r.old.runs, r.cell, SUMMARY_METRICS) or "–"] if with_aa else [])
+                + (
+                    [aa_shift(r.old.runs, r.cell, SUMMARY_METRICS, pool=[r.new.runs, *r.pool]) or "–"]
+                    if with_aa
+                    else []
+                )
             )
         out.append(table_text(header, body, escape=md))
     caption = (
@@ -136,7 +143,9 @@ def _summary(campaign: Campaign) -> str:
         caption += (
             " A/A shift: the A side benched twice in the campaign (aa = 1 and 2), the second copy against the first, "
             "on decode tok/s, or on E2E where decode has no interval (the metric is named): a change no larger "
-            "than it is the box, not the change; the same control floors the verdict's interval."
+            "than it is the box, not the change. Both it and the verdicts pool the boot-to-boot spread of every "
+            "build's boots in the cell; a shift claimed here says boots of one build differ (a cold first boot, a "
+            "box that drifts), which the pooled interval assumes they do not."
         )
     return "\n\n".join([*out, caption])
 

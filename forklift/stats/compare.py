@@ -19,7 +19,7 @@ from forklift.stats.control import aa_floor
 from forklift.stats.divergence import Determinism, Divergence, determinism, divergence, is_greedy
 from forklift.stats.gpustate import cell_gpu_runs, odd_runs
 from forklift.stats.guards import check_comparable, check_group
-from forklift.stats.interval import Estimate, paired_change, unpaired_change, welch_change, with_floor
+from forklift.stats.interval import Estimate, paired_change, pooled_change, unpaired_change, welch_change, with_floor
 from forklift.stats.metrics import METRICS, Metric
 from forklift.stats.sample import BenchRun, output_throughput, requests_by_text, server_tok_step
 from forklift.stats.units import Components, SideColumns, Sides, components
@@ -129,14 +129,21 @@ def unit_estimate(
     """The interval of B vs A over the right unit, floored by an A/A control, and each side's components.
 
     The unit is the run when every unit of both sides ran on one boot, else the boot (forklift.stats.units).
-    Short of two units a side, the finer interval is shown marked with the unit it lacks.
+    Sides beyond A and B are the campaign's other builds, measured in the same cell: their boots join the
+    pooled boot-to-boot sd (forklift.stats.interval.pooled_change), which then replaces the A/A floor (the
+    control's boots are A's own, already in the pool). Short of two units a side, the finer interval is
+    shown marked with the unit it lacks.
     """
-    (table_a, table_b), (matrix_a, matrix_b) = sides.tables(metric)
+    tables, matrices = sides.tables(metric)
+    (table_a, table_b), (matrix_a, matrix_b), pool = tables[:2], matrices[:2], tables[2:]
     comps = components(table_a), components(table_b)
     level: Literal["run", "boot"] = "run" if len(set(table_a.boots) | set(table_b.boots)) == 1 else "boot"
+    estimate = None
     if level == "run":
         estimate = welch_change(table_a.means, table_b.means, "run")
-    else:
+    elif pool:
+        estimate = pooled_change(table_a.boot_means(), table_b.boot_means(), [t.boot_means() for t in pool])
+    if level == "boot" and estimate is None:
         estimate = welch_change(table_a.boot_means(), table_b.boot_means(), "boot")
         if estimate is None:
             estimate = welch_change(table_a.means, table_b.means, "run")
@@ -144,7 +151,7 @@ def unit_estimate(
         estimate = _prompt_estimate(matrix_a, matrix_b, paired, seed)
     if estimate is not None and estimate.unit != level:
         estimate = estimate.model_copy(update={"unclaimable": level})
-    floor = aa_floor(aa, metric) if aa is not None else None
+    floor = aa_floor(aa, metric) if aa is not None and (estimate is None or estimate.pooled is None) else None
     if estimate is not None and floor is not None:
         n_a, n_b = (comps[0].boots, comps[1].boots) if floor.unit == "boot" else (comps[0].runs, comps[1].runs)
         estimate = with_floor(estimate, floor, n_a, n_b)
@@ -161,7 +168,7 @@ def compare_metric(
     margin: float = DEFAULT_MARGIN,
 ) -> MetricResult | None:
     """None when neither side has the metric (e.g. tok/step without per-request speculation stats)."""
-    logs_a, logs_b = (side.log_values(metric) for side in sides.sides)
+    logs_a, logs_b = (side.log_values(metric) for side in sides.sides[:2])
     if np.isnan(logs_a).all() and np.isnan(logs_b).all():
         return None
     estimate, comps_a, comps_b = unit_estimate(metric, sides, paired=paired, seed=seed, aa=aa)
@@ -193,10 +200,13 @@ def compare_cell(
     seed: int = 0,
     aa_runs: list[BenchRun] | None = None,
     margins: dict[str, float] | None = None,
+    pool_runs: list[list[BenchRun]] | None = None,
 ) -> CellResult:
-    """`margins`: the practical margin of each metric key (a fraction; DEFAULT_MARGIN for any not given)."""
+    """`margins`: the practical margin of each metric key (a fraction; DEFAULT_MARGIN for any not given).
+    `pool_runs`: each further build's runs of this cell, whose boots join the pooled boot-to-boot sd."""
     a, b = SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)
-    sides = Sides(a, b)
+    pool = [side for runs in pool_runs or [] if (side := SideColumns(runs, cell_name)).records]
+    sides = Sides(a, b, *pool)
     aa = Sides(SideColumns(aa_runs, cell_name)) if aa_runs else None
     pairs, paired = pairing(a, b)
     texts_a, texts_b = requests_by_text(a_runs, cell_name), requests_by_text(b_runs, cell_name)
@@ -251,11 +261,14 @@ def compare_groups(
     seed: int = 0,
     aa_runs: list[BenchRun] | None = None,
     margins: dict[str, float] | None = None,
+    pool_runs: list[list[BenchRun]] | None = None,
 ) -> GroupComparison:
     """Guard, then compare every cell both sides measured. Each side is one box: boxes are never pooled.
 
     `aa_runs`: an A/A control (benches of one build, same workload, on A's box) whose
     boot-to-boot (or, on one boot, run-to-run) spread floors every interval. `margins`: per metric key.
+    `pool_runs`: the campaign's other builds on this box, setting and workload, one list each: their
+    boots join A's and B's in the pooled boot-to-boot sd.
     """
     check_group(a_runs)
     check_group(b_runs)
@@ -280,7 +293,7 @@ def compare_groups(
         paths_b=[str(r.path) for r in b_runs],
         partial=[f"{r.path} ({r.receipt.status})" for r in a_runs + b_runs if r.receipt.status != "ok"],
         cells=[
-            compare_cell(a_runs, b_runs, name, seed=seed, aa_runs=aa_runs, margins=margins)
+            compare_cell(a_runs, b_runs, name, seed=seed, aa_runs=aa_runs, margins=margins, pool_runs=pool_runs)
             for name in names_a
             if name in names_b
         ],

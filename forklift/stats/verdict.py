@@ -83,6 +83,8 @@ def interval_phrase(estimate: Estimate) -> str:
         how = "paired bootstrap" if estimate.paired else "unpaired bootstrap"
         return f"interval: {how} over {sides.replace(' a side', '')} of one run a side"
     df = f" ({estimate.df:.1f} df)" if estimate.df is not None else ""
+    if estimate.pooled is not None:
+        return f"interval: Student's t over {sides}, boot-to-boot sd pooled over {estimate.pooled} builds{df}"
     floored = "; widened to the A/A floor" if estimate.widened else ""
     return f"interval: Welch's t over {sides}{df}{floored}"
 

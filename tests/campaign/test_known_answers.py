@@ -110,6 +110,7 @@ def test_slowdown_holds_on_its_decode_gate_and_noop_is_no_regression(engine_pyth
         pytest.fail(f"the campaign took over {CAMPAIGN_TIMEOUT_S} s:\n{out}")
     assert campaign.returncode in (1, 3), out  # HOLD or UNDECIDED: a campaign with slowdown in it never ships
     lines = {line.split(":")[0]: line for line in out.splitlines() if " vs A: " in line}
+    assert {"slowdown vs A", "noop vs A"} <= set(lines), out
     assert not lines["slowdown vs A"].startswith("slowdown vs A: SHIP"), out
     assert not lines["noop vs A"].startswith("noop vs A: HOLD"), out  # never a regression that is not there
 

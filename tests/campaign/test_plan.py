@@ -125,3 +125,16 @@ def test_quality_and_canary_suites_plug_in_with_their_own_options_checked(tmp_pa
         make_campaign_plan(*files(tmp_path, gsm8k.replace("n = 3", 'n = "three"')))
     with pytest.raises(ConfigError, match=r"suites\[2\]: --corpus 'wiki': not in \[quality.corpora\]"):
         make_campaign_plan(*files(tmp_path, CAMPAIGN + '[[suites]]\nkind = "ppl"\ncorpus = "wiki"\n'))
+
+
+def test_warmup_boots_are_of_the_first_build_per_setting_and_apart_from_the_measured_slots(tmp_path):
+    campaign, config = files(tmp_path, CAMPAIGN.replace('order = "ABBA"', 'order = "ABBA"\nwarmup_boots = 1'))
+    plan = make_campaign_plan(campaign, config)
+    assert [(w.key, w.build, w.aa) for w in plan.warmups] == [
+        ("w1-tiny_spec=off-old", "old", None),
+        ("w1-tiny_spec=ngram-old", "old", None),
+        ("w1-tiny_spec=off_max-num-seqs=4-old", "old", None),
+    ]
+    assert not {w.key for w in plan.warmups} & set(plan.keys)  # never a cell: nothing of theirs is compared
+    (tmp_path / "none").mkdir()
+    assert make_campaign_plan(*files(tmp_path / "none")).warmups == []

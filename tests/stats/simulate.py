@@ -15,6 +15,7 @@ import numpy as np
 
 from forklift.stats import METRICS, judge, welch_change
 from forklift.stats.design import boots_needed, pilot, two_stage_estimate
+from forklift.stats.interval import pooled_change
 
 TRIALS = 400
 TPOT = next(m for m in METRICS if m.key == "tpot")
@@ -63,6 +64,42 @@ def runs_as_unit(a: np.ndarray, b: np.ndarray, margin: float = 0.01) -> list[str
     kinds = []
     for x, y in zip(a.reshape(len(a), -1), b.reshape(len(b), -1), strict=True):
         kinds.append(judge(TPOT, welch_change(x, y, "run"), margin).kind)
+    return kinds
+
+
+H200_C1 = Box(request=0.005, run=0.001, boot=0.001, drift=0.0005)  # the ship campaign's C1 TPOT, warm boots
+H200_C16 = Box(request=0.02, run=0.008, boot=0.004, drift=0.003)  # its C16 TPOT: 16 in flight, power-capped
+
+
+def campaign_boots(
+    box: Box,
+    repeats: int,
+    changes: tuple[float, ...],
+    runs: int = 3,
+    trend: float = 0.0,
+    seed: int = 5,
+    trials: int = TRIALS,
+) -> list[np.ndarray]:
+    """(trials, boots) boot means of each build of an ABBA campaign (A, B, C, ..., C, B, A per repeat).
+
+    `changes`: each build's true change against the first (0 for A itself). `trend`: sd of a slope per
+    boot over the campaign's sequence of boots (the box warming, a neighbour starting), one per trial.
+    """
+    rng = np.random.default_rng(seed)
+    builds = len(changes)
+    order = [*range(builds), *reversed(range(builds))] * repeats
+    means = unit_means(rng, box, trials, len(order), runs, 0.0).mean(axis=2)
+    slope = rng.normal(0, trend, (trials, 1)) * (np.arange(len(order)) - (len(order) - 1) / 2)
+    shifted = means + slope + np.log1p(np.array([changes[b] for b in order]))
+    return [shifted[:, [i for i, b in enumerate(order) if b == build]] for build in range(builds)]
+
+
+def pooled_unit(groups: list[np.ndarray], b: int, margin: float = 0.01) -> list[str]:
+    """forklift's verdict per trial on build `b` against the first, the boot sd pooled over every build."""
+    kinds = []
+    for trial in range(groups[0].shape[0]):
+        others = [g[trial] for i, g in enumerate(groups) if i not in (0, b)]
+        kinds.append(judge(TPOT, pooled_change(groups[0][trial], groups[b][trial], others), margin).kind)
     return kinds
 
 
@@ -127,6 +164,15 @@ def main() -> None:
     for boots in (3, 4, 6):
         a, b = across_boots(GPU_BOUND, boots, 4, change=0.03)
         print(f"GPU-bound, true +3%, {boots} boots x 4 runs: slower {rate_of(boot_unit(a, b), 'slower'):.3f}")
+    print("ABBA campaign of A, noop, slowdown (+3%), boot sd pooled over the three builds:")
+    for name, box in (("H200 C1", H200_C1), ("H200 C16", H200_C16), ("GPU-bound", GPU_BOUND)):
+        for repeats, trend in ((1, 0.0), (1, 0.002), (2, 0.0)):
+            groups = campaign_boots(box, repeats, (0.0, 0.0, 0.03), trend=trend)
+            noop, slow = pooled_unit(groups, 1), pooled_unit(groups, 2)
+            print(
+                f"  {name}, {2 * repeats} boots a side, trend sd {trend:.1%}/boot: noop claims {claim_rate(noop):.3f}, "
+                f"no practical change {rate_of(noop, 'no practical change'):.3f}; slowdown slower {rate_of(slow, 'slower'):.3f}"
+            )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from scipy import stats
 
 from forklift.errors import ForkliftError
 from forklift.stats import METRICS, compare_groups, match
+from forklift.stats.verdict import interval_phrase
 from tests.stats.synthetic import as_run, bench_receipt, records, workload
 
 
@@ -336,3 +337,15 @@ def test_boot_values_feed_the_two_stage_rule():
     assert boots_needed(stage, 0.05, 12) == 3  # a 15 % slowdown at 5 % noise: the pilot is enough
     verdict = judge(METRICS[2], two_stage_estimate(values_a, values_b, stage))
     assert METRICS[2].key == "tpot" and verdict.kind == "slower"
+
+
+def test_other_builds_boots_pool_into_the_boot_sd_with_their_degrees_of_freedom():
+    a, b = boots(2, 1, prompts=16), boots(2, 10, prompts=16, speed=1.2)
+    pool = [boots(2, 20, prompts=16, speed=0.9), boots(2, 30, prompts=16, speed=1.1)]
+    alone = compare_groups(a, b).cells[0].metric("decode_tps")
+    pooled = compare_groups(a, b, pool_runs=pool).cells[0].metric("decode_tps")
+    assert alone.estimate.pooled is None and pooled.estimate.pooled == 4
+    assert pooled.estimate.df == 4.0 and pooled.estimate.unit == "boot"  # (2 - 1) x 4 builds
+    assert pooled.estimate.change == pytest.approx(alone.estimate.change)  # the pool moves the sd, not the centre
+    assert pooled.estimate.mde < alone.estimate.mde  # t(4) against Welch's ~1-2 df
+    assert pooled.claim == "faster" and "pooled over 4 builds (4.0 df)" in interval_phrase(pooled.estimate)

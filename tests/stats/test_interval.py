@@ -12,6 +12,7 @@ from forklift.stats.interval import (
     floor_from_units,
     minimum_detectable_effect,
     paired_change,
+    pooled_change,
     unpaired_change,
     welch_change,
     with_floor,
@@ -139,3 +140,17 @@ def test_past_the_bootstrap_limit_the_interval_is_students_t_and_agrees_with_the
     assert big.low == pytest.approx(math.expm1(logs.mean() - half))
     small = paired_change(a[:BOOTSTRAP_MAX], b[:BOOTSTRAP_MAX], resamples=999)
     assert small.low == pytest.approx(big.low, abs=1e-3) and small.high == pytest.approx(big.high, abs=1e-3)
+
+
+def test_pooled_change_is_students_t_with_the_within_build_sd_of_every_build():
+    a, b, c = np.log([1.00, 1.02]), np.log([1.10, 1.12]), np.log([0.90, 0.96])
+    est = pooled_change(a, b, [c])
+    deviations = np.concatenate([a - a.mean(), b - b.mean(), c - c.mean()])
+    sd = np.sqrt((deviations**2).sum() / 3)
+    half = stats.t.ppf(0.975, 3) * sd  # sqrt(1/2 + 1/2) = 1
+    centre = b.mean() - a.mean()
+    assert est.df == 3.0 and est.pooled == 3 and est.unit == "boot"
+    assert est.low == pytest.approx(np.expm1(centre - half)) and est.high == pytest.approx(np.expm1(centre + half))
+    assert pooled_change(a[:1], b[:1], []) is None  # one boot a side and nothing else: no degree of freedom
+    one_each = pooled_change(a[:1], b[:1], [c])  # one boot a side, the spread from another build's two
+    assert one_each is not None and one_each.df == 1.0
