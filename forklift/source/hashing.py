@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,10 +85,15 @@ def directory_listing(folder: Path, memo: Path | None = None) -> str:
 def _entries(folder: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """(path relative to `folder` with `/`, entry) for every file and symlink below it, as os.walk finds
     them (a folder that cannot be read is passed over), without descending into links or SKIPPED_NAMES.
-    One scandir per folder and no relpath per file: the walk is most of a warm pin's cost."""
-    stack = [(folder, "")]
+    One scandir per folder and no relpath per file: the walk is most of a warm pin's cost. A tree nested
+    deeper than Python's recursion limit is refused, as copying it into the cache (shutil) would be."""
+    stack = [(folder, "", 0)]
     while stack:
-        path, prefix = stack.pop()
+        path, prefix, depth = stack.pop()
+        if depth > sys.getrecursionlimit():
+            raise ForkliftError(
+                f"{folder}: folders nested deeper than {sys.getrecursionlimit()} levels; such a tree cannot be pinned"
+            )
         try:
             with os.scandir(path) as found:
                 entries = list(found)
@@ -97,7 +103,7 @@ def _entries(folder: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
             if entry.name in SKIPPED_NAMES:
                 continue
             if entry.is_dir(follow_symlinks=False):
-                stack.append((entry.path, f"{prefix}{entry.name}/"))
+                stack.append((entry.path, f"{prefix}{entry.name}/", depth + 1))
             else:
                 yield prefix + entry.name, entry
 
