@@ -105,17 +105,13 @@ def check(
         bool,
         typer.Option("--verify-cache", help="re-hash the cached pristine tree before trusting it (on when CI=true)"),
     ] = False,
-    _fresh: Annotated[
-        bool,
-        typer.Option(
-            "--fresh", help="apply again even when no input changed since the last check (read by checkcache)"
-        ),
+    _fresh: Annotated[  # read before typer runs, by forklift.cli.checkcache
+        bool, typer.Option("--fresh", help="apply the series again even when no input changed since the last check")
     ] = False,
 ) -> None:
     """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails.
 
-    A check whose every input is unchanged since the last one (same command line, forklift.toml, patch
-    bytes, pin, forklift) replays that check's output and writes a fresh receipt (docs/performance.md)."""
+    With no input changed since the last check, its result is replayed, with a new receipt."""
     from forklift.cli.checkcache import store_result
     from forklift.series.gate import run_check
 
