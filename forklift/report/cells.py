@@ -12,6 +12,10 @@ from forklift.stats.runs import build_label
 from forklift.textsafe import markdown
 
 
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
     """Every campaign cell (and warm-up boot) per box, in the order it ran: build, setting, A/A copy, boot,
     control, suites, seconds; then the engine time they took in all."""
@@ -53,7 +57,8 @@ def cells_table(receipts: list[tuple[Path, Receipt]]) -> str | None:
     total = sum(float(r.body.get("seconds") or 0.0) for r in cells)
     warmups = sum(r.kind == "campaign-warmup" for r in cells)
     line = (
-        f"{len(cells) - warmups} cells and {warmups} warm-up boots took {total / 60:.1f} minutes of engine time "
+        f"{plural(len(cells) - warmups, 'cell')} and {plural(warmups, 'warm-up boot')} took {total / 60:.1f} "
+        "minutes of engine time "
         "(boot to stop, from their receipts; a GPU box's GPU time)."
     )
     return table_text(header, rows, escape=markdown) + "\n\n" + line

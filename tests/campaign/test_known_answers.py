@@ -1,10 +1,11 @@
 """The ship decision's known answers on the real vLLM CPU build: A vs A + slowdown holds, A vs A + noop does not.
 
 Three builds as a user has them (tests/campaign/known_answers.py): A, the test engine's vLLM; A + noop.patch
-(a comment) and A + slowdown.patch (1 ms of sleep per engine step), each a copy of A's package folder patched
-with `forklift apply --installed` and named by `site`, run by the one interpreter. Order ABBA: A, noop,
-slowdown, slowdown, noop, A (6 boots, the test's cost: two boots a side is the least an interval over boots
-needs). The [ship] gates: decode tok/s and E2E. The model is the 2-layer tiny one (its boots are the cheapest).
+(a comment) and A + slowdown.patch (10 ms of sleep per engine step), each a copy of A's package folder patched
+with `forklift apply` and named by `site`, run by the one interpreter. One warm-up boot of A, then order ABBA:
+A, noop, slowdown, slowdown, noop, A (6 boots: two boots a side of three builds give the pooled boot sd 3
+degrees of freedom). The [ship] gates: decode tok/s and E2E. The model is the 2-layer tiny one (its boots are
+the cheapest: the whole campaign ~3-4 minutes on a 2-core box).
 
 slowdown must HOLD, on its decode gate wherever both sides have decode timing (a 2-core box loaded past its
 cores delivers some answers in one write, which have none; then its E2E gate holds it); never SHIP. noop must
@@ -27,19 +28,12 @@ from forklift.receipts.store import read_receipts
 from tests.campaign.known_answers import make_build
 from tests.fixtures.engine import distribution_toml, ensure_tiny_model, free_port, tiny_profile_toml
 
-pytestmark = [
-    pytest.mark.engine,
-    # Six boots cost ~17 minutes on a loaded 2-core box, and there the client-side decode timing of the CPU
-    # engine has not yet been shown to resolve a 1 ms/step slowdown (every gate read UNDECIDED): opt in with
-    # FORKLIFT_KNOWN_ANSWERS=1 until it is (the GPU campaign under docs/gpu-report/ship/ is the other evidence).
-    pytest.mark.skipif(
-        os.environ.get("FORKLIFT_KNOWN_ANSWERS") != "1", reason="opt-in: FORKLIFT_KNOWN_ANSWERS=1 (six CPU boots)"
-    ),
-]
+pytestmark = pytest.mark.engine
 
 CAMPAIGN = """
 order = "ABBA"
 aa = true
+warmup_boots = 1
 report = "report.md"
 [builds.A]
 python = "{python}"

@@ -85,4 +85,5 @@ def test_report_compares_builds_by_label_and_prints_the_aa_shift_beside_each_row
         "| 1 | pass (4/4 ok) | 1,048,576 | engine rss 2.50 GiB, host available 12.00 GiB | 30.0 | recommended |" in text
     )
     assert "| 4096 | boot-failed (died: 14.02 GiB available, 4096.00 needed) | not reported | – | 20.0 |  |" in text
-    assert "## Campaign cells" in text and "| r1-plain-1-A | A | plain | 1 | ready | held | bench ok | ok |" in text
+    assert "## Campaign cells" in text and "| r1-plain-1-A | A | plain | 1 | ready | held | bench ok | – | ok |" in text
+    assert "1 cell and 0 warm-up boots took 0.0 minutes of engine time" in text  # this cell's receipt states none
