@@ -5,9 +5,10 @@ check that would read exactly what the last one read cannot come out differently
 and receipt are replayed instead of applying the series again.
 
 An entry lives at `<cache>/checks/<key>.json`. Its key is the run's context (`run_context`): forklift's
-version and the stat of its modules, Python's version, the command line and working folder, how the
-output is rendered (which streams are terminals, their size and encoding, the variables rich reads),
-this machine's receipt fingerprint, and the bytes of forklift.toml. The entry holds every other input the
+version and the stat of its modules, Python's version, where rich, typer and pydantic are installed and
+their stat, the command line and working folder, how the output is rendered (which streams are
+terminals, their size and encoding, the variables rich reads), this machine's receipt fingerprint, and
+the bytes of forklift.toml. The entry holds every other input the
 check read (`recorded_inputs`), each read again before a replay: the sha256 of every file (the series
 file, each patch, PATCHES.md, SHA256SUMS and the files it lists, each overlay file), the patch files
 found in the series folder, the overlay folder's entries, and the pin: its tree in the cache and, for
@@ -22,6 +23,7 @@ This module imports neither pydantic nor rich: a replay is a few reads, hashes a
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import stat
@@ -64,6 +66,7 @@ RENDER_ENV = frozenset(
         "CI",
     }
 )
+RENDERING_LIBRARIES = ("rich", "typer", "pydantic", "pydantic_core")  # the table, the JSON and the receipt
 ID_SLOT, CREATED_SLOT, NAME_SLOT = "\0id\0", "\0created\0", "\0receipt\0"
 
 
@@ -74,6 +77,7 @@ def run_context(argv: list[str], config_bytes: bytes) -> dict[str, Any]:
         "forklift": forklift.__version__,
         "modules": _modules_stamp(),
         "python": sys.version,
+        "libraries": [_library(name) for name in RENDERING_LIBRARIES],
         "argv": argv,
         "cwd": os.getcwd(),
         "env": {k: v for k, v in os.environ.items() if k in RENDER_ENV or k.startswith("FORKLIFT_")},
@@ -98,6 +102,16 @@ def _modules_stamp() -> str:
                 info = os.stat(os.path.join(folder, name))
                 rows.append(f"{os.path.relpath(os.path.join(folder, name), package)} {info.st_size} {info.st_mtime_ns}")
     return hashlib.sha256("\n".join(rows).encode()).hexdigest()
+
+
+def _library(name: str) -> list[Any]:
+    """Where a library that shapes the output is installed, and its stat (an upgrade rewrites it); not imported."""
+    spec = importlib.util.find_spec(name)
+    origin = spec.origin if spec is not None else None
+    if origin is None:
+        return [name, None]
+    info = os.stat(origin)
+    return [name, origin, info.st_size, info.st_mtime_ns]
 
 
 def _stream(fd: int, stream: Any) -> list[Any]:
