@@ -34,8 +34,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from forklift.config import load_config
-    from forklift.source import materialize
     from forklift.source.cache import Cache
+    from forklift.source.materialize import materialize
 
     config = load_config(EXAMPLE)
     pristine = materialize(config.data.upstream, config.root).path

@@ -26,7 +26,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from forklift.config import load_config
-    from forklift.source import default_cache
+    from forklift.source.cache import default_cache
     from forklift.source.extract import extract_archive
 
     pin = load_config(EXAMPLE).data.upstream

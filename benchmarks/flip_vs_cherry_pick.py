@@ -71,7 +71,7 @@ patches_md = ""
 
 
 def trees() -> tuple[Path, Path]:
-    from forklift.source import materialize
+    from forklift.source.materialize import materialize
 
     return materialize(VLLM_032, REPO).path, materialize(VLLM_033, REPO).path
 

@@ -36,7 +36,7 @@ def main() -> None:
 
     from forklift.config import load_config
     from forklift.ship.wheelzip import ZipWriter
-    from forklift.source import default_cache
+    from forklift.source.cache import default_cache
 
     pin = load_config(EXAMPLE).data.upstream
     artifact = default_cache().artifact_path(pin.sha256)  # type: ignore[union-attr]

@@ -230,10 +230,12 @@ def make_folder(folder: Path) -> Path:
     return folder
 
 
-def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
+def write_atomic(path: Path, data: str | bytes, mode: int | None = None, durable: bool = True) -> None:
     """Write via a temp file in the same folder and rename: a reader never sees half a file.
 
-    Text is written as UTF-8. The file keeps the mode it had, or gets the one a plain open() would
+    `durable` syncs the bytes to disk before the rename, so a crash cannot leave the new name on an
+    empty file; a memo that checks its own content on read may skip it (one fsync per file is most of
+    writing a thousand small ones). Text is written as UTF-8. The file keeps the mode it had, or gets the one a plain open() would
     give (0666 less the umask), unless `mode` says otherwise: mkstemp alone would leave it 0600.
     An output that cannot be written is one UsageError line naming it.
     """
@@ -249,7 +251,8 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.chmod(tmp, mode if mode is not None else _mode_for(path))
         os.replace(tmp, path)
     except OSError as exc:

@@ -6,6 +6,7 @@ pytest_plugins = [
     "tests.fixtures.pypi",
     "tests.fixtures.sse",
     "tests.fixtures.engine",
+    "tests.fixtures.ray_cluster",
     "tests.fork.fixtures",
 ]
 

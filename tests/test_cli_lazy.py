@@ -38,7 +38,7 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
 
 def test_one_command_imports_its_module_only() -> None:
     loaded = _run("check", "--help").stdout.splitlines()[-1]
-    assert loaded == "['forklift.cli.app', 'forklift.cli.check']"
+    assert loaded == "['forklift.cli.app', 'forklift.cli.check', 'forklift.cli.checkcache']"
 
 
 def test_root_help_lists_every_command() -> None:

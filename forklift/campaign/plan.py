@@ -4,6 +4,8 @@ Order per setting and repeat: the builds forward ("AB"), or forward then back ("
 a drift of the box over the session lands on both sides alike. With the A/A control the
 first build runs twice per setting (ABBA already does; AB gets a closing A), and those two
 copies are marked aa = 1 and 2: their shift is the noise floor the A/B rows are read against.
+With `[boxes]` (a Ray campaign) every box runs that whole plan, its keys prefixed with the box's
+name, so each box has its own A/A control and its own rows.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Slot:
     build: str
     setting: Setting
     aa: int | None
+    box: str | None = None  # the [boxes] entry it runs on (a Ray campaign), else wherever the campaign runs
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class LadderJob:
     setting: Setting
     suite: CampaignSuite
     options: Prepared
+    box: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,14 @@ class CampaignPlan:
     @property
     def keys(self) -> list[str]:
         return [s.key for s in self.slots] + [j.key for j in self.ladders]
+
+    @property
+    def cells(self) -> list[Cell]:
+        """Every cell in the order a local campaign runs them: the boots, then the ladders."""
+        return [*self.slots, *self.ladders]
+
+
+Cell = Slot | LadderJob
 
 
 def key_part(text: str) -> str:
@@ -147,14 +159,15 @@ def make_campaign_plan(campaign: CampaignFile, config: Config) -> CampaignPlan:
     served = [(s, o) for s, o in chosen if not s.boots]
     booting = [(s, o) for s, o in chosen if s.boots]
     builds = list(campaign.builds)
+    boxes: list[str | None] = [*campaign.boxes] or [None]
     slots = []
     all_settings = settings(campaign, config)
     if served:
-        for repeat in range(1, campaign.repeats + 1):
+        for box, repeat in itertools.product(boxes, range(1, campaign.repeats + 1)):
             for setting in all_settings:
                 for position, (build, mark) in enumerate(build_order(builds, campaign.order, campaign.aa), 1):
-                    key = f"r{repeat}-{key_part(setting.name)}-{position}-{key_part(build)}"
-                    slots.append(Slot(key, repeat, position, build, setting, mark))
+                    key = f"{_box_prefix(box)}r{repeat}-{key_part(setting.name)}-{position}-{key_part(build)}"
+                    slots.append(Slot(key, repeat, position, build, setting, mark, box))
     known = {s.name for s in all_settings}
     for index, (_, options) in enumerate(chosen):
         unknown = sorted(set(getattr(options.given, "settings", None) or ()) - known)
@@ -163,7 +176,15 @@ def make_campaign_plan(campaign: CampaignFile, config: Config) -> CampaignPlan:
                 f"{campaign.path}: suites[{index}].settings: no setting {unknown[0]!r} (settings: {', '.join(sorted(known))})"
             )
     ladders = [
-        LadderJob(f"{s.name}{i + 1}-{key_part(setting.name)}-{key_part(build)}", build, setting, s, options)
+        LadderJob(
+            f"{_box_prefix(box)}{s.name}{i + 1}-{key_part(setting.name)}-{key_part(build)}",
+            build,
+            setting,
+            s,
+            options,
+            box,
+        )
+        for box in boxes
         for i, (s, options) in enumerate(booting)
         for setting in all_settings
         if options.runs_on(setting.name)
@@ -175,3 +196,7 @@ def make_campaign_plan(campaign: CampaignFile, config: Config) -> CampaignPlan:
         for n in range(1, campaign.warmup_boots + 1)
     ]
     return CampaignPlan(slots, ladders, served, warmups)
+
+
+def _box_prefix(box: str | None) -> str:
+    return f"{key_part(box)}-" if box else ""

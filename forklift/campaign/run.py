@@ -12,19 +12,18 @@ import math
 import shlex
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from forklift.campaign.builds import Build, engine_environment
-from forklift.campaign.plan import CampaignPlan, LadderJob, Slot, build_order, make_campaign_plan
+from forklift.campaign.plan import CampaignPlan, Cell, LadderJob, Slot, build_order, make_campaign_plan
 from forklift.campaign.precision import boots_wanted, parse_budget, parse_percent, repeats_to_add
 from forklift.campaign.schema import CampaignFile
 from forklift.campaign.suites import BenchSuiteOptions, LadderContext, ServedSetting
 from forklift.config import Config
-from forklift.errors import ForkliftError
+from forklift.errors import ConfigError, ForkliftError
 from forklift.installed.package import site_from_python
 from forklift.ladder import parse_axis
 from forklift.launch.boot import check_control, control_variable
@@ -62,6 +61,9 @@ class Runner:
     builds: dict[str, Build]
     plan: CampaignPlan
     say: Callable[[str], None] = print
+    # runs the unfinished cells elsewhere (a Ray cluster: campaign.cluster), else they run here, in order
+    execute: Callable[[Runner, list[Cell]], int] | None = None  # returns how many it ran
+    node: dict[str, Any] | None = None  # where the cell runs, stated in its cell receipt (a Ray node)
     _plans: dict[tuple[str, str], LaunchPlan] = field(default_factory=dict)
 
     @property
@@ -101,30 +103,41 @@ class Runner:
 
     def run(self) -> tuple[int, int]:
         """Every unfinished cell; returns (cells run now, cells skipped as finished)."""
-        ran = skipped = 0
+        if self.execute is None and self.campaign.boxes:
+            raise ConfigError(
+                f"{self.campaign.path}: boxes: name Ray nodes, so the campaign runs on a Ray cluster "
+                '(executor = "ray" with RAY_ADDRESS, or --ray ADDRESS)'
+            )
+        if self.execute is not None and self.plan.warmups:
+            raise ConfigError(
+                f"{self.campaign.path}: warmup_boots: not on a Ray cluster yet (each node would need its own warm-up)"
+            )
         self.write_plan()
         for key in self.plan.keys:
             moved = set_aside(self.receipts, key)
             if moved:
                 self.say(f"{key}: unfinished cell moved aside to {moved}")
-        cells = [(s.key, partial(self.run_slot, s)) for s in self.plan.slots]
-        cells += [(j.key, partial(self.run_ladder, j)) for j in self.plan.ladders]
         if any(not finished(self.receipts / s.key) for s in self.plan.slots):
             for slot in self.plan.warmups:
                 self.warm_up(slot)
-        for key, run_cell in cells:
-            if finished(self.receipts / key):
-                skipped += 1
-                continue
-            run_cell()
-            ran += 1
-        for slot in self.added_slots():
-            if finished(self.receipts / slot.key):
-                skipped += 1
-                continue
-            self.run_slot(slot)
-            ran += 1
-        return ran, skipped
+        ran, skipped = self.run_cells(self.plan.cells)
+        more, before = self.run_cells(self.added_slots())
+        return ran + more, skipped + before
+
+    def run_cells(self, cells: Sequence[Cell]) -> tuple[int, int]:
+        """The unfinished ones of these cells, here in order or through `execute`; returns (run, skipped)."""
+        todo = [cell for cell in cells if not finished(self.receipts / cell.key)]
+        if self.execute is not None:
+            return (self.execute(self, todo) if todo else 0), len(cells) - len(todo)
+        for cell in todo:
+            self.run_cell(cell)
+        return len(todo), len(cells) - len(todo)
+
+    def run_cell(self, cell: Cell) -> None:
+        if isinstance(cell, Slot):
+            self.run_slot(cell)
+        else:
+            self.run_ladder(cell)
 
     def warm_up(self, slot: Slot) -> None:
         """Boot and stop, measuring nothing: the first boot on a box compiles (torch.compile, CUDA graphs) and
@@ -210,7 +223,8 @@ class Runner:
         return [s for s in extended.slots if s.repeat > campaign.repeats]
 
     def _finish(self, key: str, status: str, body: dict[str, Any], labels: Labels) -> None:
-        receipt = new_receipt(CELL_KIND, status=status, body={"key": key, **body}, **labels.fields())
+        where = {"node": self.node} if self.node else {}
+        receipt = new_receipt(CELL_KIND, status=status, body={"key": key, **body, **where}, **labels.fields())
         write_receipt(receipt, self.receipts / key)
         self.say(f"{key}: {status}")
 

@@ -5,6 +5,7 @@ receipts = "receipts"           # one folder for every receipt of the campaign
 order = "ABBA"                  # per setting: builds forward then back ("AB": forward only)
 repeats = 1
 aa = true                       # A/A control: the first build twice per setting, marked 1 and 2
+executor = "local"              # or "ray": every cell a task on a Ray cluster (RAY_ADDRESS or --ray)
 
 [builds.old]
 python = "/opt/vllm-0.32/bin/python"
@@ -25,6 +26,9 @@ axes = { spec = ["off", "ngram"] }   # one setting per choice (per combination o
 kind = "bench"
 synthetic = "128:128"
 concurrency = [1, 4]
+
+[boxes.h200]                    # executor = "ray": each box runs the whole plan, on nodes
+resources = { H200 = 1 }        # that have these Ray resources
 """
 
 from __future__ import annotations
@@ -71,6 +75,14 @@ class BuildSpec(_Strict):
         return self
 
 
+class BoxSpec(_Strict):
+    """A kind of Ray node: the resources a cell asks for, so it lands on a node of this box (never two at once)."""
+
+    resources: dict[str, float] = Field(default_factory=dict, description="custom Ray resources, e.g. { H200 = 1 }")
+    num_gpus: float = Field(default=0, ge=0, description="Ray's num_gpus a cell asks for")
+    num_cpus: float = Field(default=1, ge=0, description="Ray's num_cpus a cell asks for")
+
+
 class SettingSpec(_Strict):
     profile: str
     set: list[str] = Field(default_factory=list, description="--set items every setting of this entry gets")
@@ -100,6 +112,12 @@ class CampaignFile(_Strict):
     ship: ShipSpec | None = Field(default=None, description="the gates that decide SHIP, HOLD or UNDECIDED")
     budget: str | None = Field(
         default=None, description="time the campaign may spend ('20m', '1200s'): boots a target MDE adds stop there"
+    )
+    executor: Literal["local", "ray"] = Field(
+        default="local", description="where cells run: here, or as tasks on a Ray cluster (RAY_ADDRESS or --ray)"
+    )
+    boxes: dict[str, BoxSpec] = Field(
+        default_factory=dict, description="Ray only: every box runs the whole plan on nodes with its resources"
     )
 
     @property

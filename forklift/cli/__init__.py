@@ -10,9 +10,6 @@ from __future__ import annotations
 import os
 import sys
 
-from forklift.cli.app import app, say
-from forklift.errors import ForkliftError
-
 __all__ = ["main"]
 
 # What survives a Ctrl-C, by command: each is true because the stage writes atomically (receipts, cache
@@ -36,7 +33,15 @@ def main() -> None:
     Ctrl-C is one line saying what stopped and what was kept, and exit 130 (128 + SIGINT), as shells expect.
     The message is printed as written: a path holding `[red]` is not taken for markup.
     """
-    if not any(key.endswith("_COMPLETE") for key in os.environ):  # completion reads every command
+    completing = any(key.endswith("_COMPLETE") for key in os.environ)  # completion reads every command
+    if not completing and _command(sys.argv[1:]) == "check":
+        from forklift.cli.checkcache import replay_or_record
+
+        replay_or_record(sys.argv[1:])  # before typer is imported: a replay needs neither it, rich nor pydantic
+    from forklift.cli.app import app, say
+    from forklift.errors import ForkliftError
+
+    if not completing:
         app.only = _command(sys.argv[1:])
     try:
         app()

@@ -19,6 +19,10 @@ def campaign(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="verify the builds and print the plan: every boot's argv")
     ] = False,
+    ray: Annotated[
+        str | None,
+        typer.Option("--ray", metavar="ADDRESS", help="run every cell as a task on this Ray cluster (HOST:PORT)"),
+    ] = None,
 ) -> None:
     """Run a campaign into one folder of labelled receipts, then decide: exit 0 SHIP, 1 HOLD, 3 UNDECIDED.
 
@@ -39,6 +43,10 @@ def campaign(
         console.print(line, soft_wrap=True, markup=False)
 
     runner = Runner(spec, config, builds, plan, say=say)
+    if ray or spec.executor == "ray":
+        from forklift.campaign.cluster import ray_executor
+
+        runner.execute = ray_executor(spec, ray)
     if dry_run:
         for line in plan_lines(runner):
             say(line)

@@ -105,8 +105,14 @@ def check(
         bool,
         typer.Option("--verify-cache", help="re-hash the cached pristine tree before trusting it (on when CI=true)"),
     ] = False,
+    _fresh: Annotated[  # read before typer runs, by forklift.cli.checkcache
+        bool, typer.Option("--fresh", help="apply the series again even when no input changed since the last check")
+    ] = False,
 ) -> None:
-    """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails."""
+    """Apply the series to the pristine pin at fuzz 0 and check everything; exit 1 if anything fails.
+
+    With no input changed since the last check, its result is replayed, with a new receipt."""
+    from forklift.cli.checkcache import store_result
     from forklift.series.gate import run_check
 
     result = run_check(load(), receipts_dir(receipts), progress=None if as_json else console, verify_cache=verify_cache)
@@ -128,6 +134,7 @@ def check(
         verdict = ("OK", "green") if report.ok else ("FAILED", "red")
         found = "" if report.ok else f" ({len(report.findings)} finding(s))"
         say(verdict, f"{found} — receipt {result.receipt}")
+    store_result(result, 0 if report.ok else 1)
     if not report.ok:
         raise typer.Exit(1)
 

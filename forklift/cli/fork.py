@@ -14,7 +14,7 @@ from forklift.errors import ForkliftError
 if TYPE_CHECKING:
     from forklift.config import Config
     from forklift.fork.rebase import PendingMove
-    from forklift.source import Tree
+    from forklift.source.materialize import Tree
 
 SHOWN_DIFFERENCES = 20  # replay lists this many files, then a count
 BaseOption = Annotated[
@@ -32,7 +32,7 @@ def _shown(path: Path) -> Path:
 
 def _release(config: Config, move: PendingMove) -> Tree:
     """The tree of the release a pending rebase moves to (the pin it recorded)."""
-    from forklift.source import materialize
+    from forklift.source.materialize import materialize
 
     return materialize(move.target(), config.root, progress=console)
 
@@ -66,7 +66,7 @@ def export_command(
             f"{repo}: the rebase onto {move.version} is not finished: resolve, `git -C {repo} rebase --continue`, "
             "then export"
         )
-    from forklift.source import pinned_tree
+    from forklift.source.materialize import pinned_tree
 
     tree = pinned_tree(config, progress=console) if move is None else _release(config, move)
     base = move.new_base if move is not None else find_base(config, base, fork)
@@ -195,7 +195,7 @@ def replay(
     except UsageError:
         base = None  # without a known base every upstream file is compared
     series = configured_series(config)
-    from forklift.source import pinned_tree
+    from forklift.source.materialize import pinned_tree
 
     result = replay_series(fork, ref, pinned_tree(config, progress=console).path, series.patches, series.applier, base)
     if result.not_in_base:

@@ -20,7 +20,7 @@ def manifest(
 
     config = load()
     series = configured_series(config)
-    from forklift.source import pinned_tree
+    from forklift.source.materialize import pinned_tree
 
     changed = changed_paths(tree_reader(pinned_tree(config, progress=console).path), series, configured_overlay(config))
     if write:

@@ -44,7 +44,7 @@ def init(
 @app.command(rich_help_panel=START)
 def fetch() -> None:
     """Download, verify and extract the pinned upstream into the cache; print the tree's path and digest."""
-    from forklift.source import pinned_tree
+    from forklift.source.materialize import pinned_tree
 
     tree = pinned_tree(load(), progress=console)
     say(f"{tree.label}\n  path   {tree.path}\n  digest {tree.digest}")  # one line each, so a path can be copied

@@ -6,7 +6,8 @@ from forklift.engines import EngineAdapter
 from forklift.flip.report import KnobDelta
 from forklift.knobs import Registry, compare
 from forklift.knobs.overlay import patched_registry, pristine_registry
-from forklift.source import Cache, Tree
+from forklift.source.cache import Cache
+from forklift.source.materialize import Tree
 
 
 def _delta(tree: str, before: Registry, after: Registry, pristine_after: Registry | None = None) -> KnobDelta:

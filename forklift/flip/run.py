@@ -26,7 +26,8 @@ from forklift.series.gate import configured_overlay, configured_series
 from forklift.series.model import SERIES_FILE, Series
 from forklift.series.move import follow_manifest, moved_toml, new_pin, pin_version
 from forklift.series.render import series_patches_md
-from forklift.source import Tree, default_cache, materialize, materialize_ref
+from forklift.source.cache import default_cache
+from forklift.source.materialize import Tree, materialize, materialize_ref
 
 if TYPE_CHECKING:
     from rich.console import Console

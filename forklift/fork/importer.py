@@ -26,7 +26,7 @@ from forklift.fork.repo import Git
 from forklift.series.gate import configured_series
 from forklift.series.headers import Header
 from forklift.series.model import SERIES_FILE, Patch, parse_series_file
-from forklift.source import materialize
+from forklift.source.materialize import materialize
 
 if TYPE_CHECKING:
     from rich.console import Console

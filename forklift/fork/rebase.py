@@ -25,7 +25,7 @@ from forklift.fork.repo import Git
 from forklift.fsio import write_atomic
 from forklift.series.gate import configured_series
 from forklift.series.move import follow_manifest, moved_toml, new_pin
-from forklift.source import materialize
+from forklift.source.materialize import materialize
 
 if TYPE_CHECKING:
     from rich.console import Console

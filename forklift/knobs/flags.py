@@ -100,7 +100,7 @@ def capture_flags(python: str, adapter: EngineAdapter, cache_root: Path | None =
     version = engine_version(python, adapter)
     if cache_root is None:
         # local: forklift.source pulls pydantic and packaging; only the default-cache path needs it
-        from forklift.source import default_cache
+        from forklift.source.cache import default_cache
 
         cache_root = default_cache().root
     cached = cache_root / "engine-help" / f"{adapter.name}-{version}.txt"

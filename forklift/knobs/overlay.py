@@ -21,7 +21,8 @@ from forklift.knobs.registry import (
     registered_names,
     registry,
 )
-from forklift.source import Cache, Tree
+from forklift.source.cache import Cache
+from forklift.source.materialize import Tree
 
 AFTER = " after the series"  # the files read here are the series' output, not the pinned tree's
 

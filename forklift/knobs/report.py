@@ -12,7 +12,7 @@ from forklift.knobs.overlay import patched_registry
 from forklift.knobs.registry import Registry, RegistryDiff, compare, registry
 from forklift.series.apply import apply_series
 from forklift.series.gate import configured_overlay, configured_series
-from forklift.source import materialize
+from forklift.source.materialize import materialize
 
 
 @dataclass(frozen=True)

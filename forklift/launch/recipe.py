@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from forklift.errors import UsageError
-from forklift.launch.resolve import Resolved, rank_lines, ray_commands, shown_argv, shown_env
+from forklift.launch.resolve import Resolved, placement_lines, rank_lines, ray_commands, shown_argv, shown_env
 from forklift.textsafe import sh_word, terminal
 
 FORMATS = ("lines", "sh", "env", "json")
@@ -33,7 +33,12 @@ def recipe(resolved: Resolved, fmt: str = "lines") -> list[str]:
     lines = [terminal(f"# profile {resolved.profile}{' (' + choices + ')' if choices else ''}"), "# argv"]
     lines += [sh_word(word) for word in argv]
     lines += ["# env", *assignments]
-    for header, extra in (("# per GPU", rank_lines(resolved)), ("# ray cluster (start first)", ray_commands(resolved))):
+    extras = (
+        ("# per GPU", rank_lines(resolved)),
+        ("# ray cluster (start first)", ray_commands(resolved)),
+        ("# ray placement group (vLLM asks the cluster for it)", placement_lines(resolved)),
+    )
+    for header, extra in extras:
         if extra:
             lines += [header, *(terminal(line) for line in extra)]
     return lines

@@ -290,6 +290,25 @@ def ray_commands(resolved: Resolved) -> list[str]:
     return [head, *workers, f"then on {ray.head}: the argv above (vLLM finds the cluster through Ray)"]
 
 
+def placement_lines(resolved: Resolved) -> list[str]:
+    """The placement group vLLM's Ray executor asks the cluster for: one bundle per rank, rank 0 on the head.
+
+    As vLLM's ray_utils builds it (world-size bundles of one GPU, strategy PACK, the first pinned to the
+    node serve runs on with a sliver of its node resource); printed so a reader can check the cluster
+    can hold it. Not run here: no multi-node GPU cluster was at hand to boot it on."""
+    ray = resolved.ray
+    if ray is None:
+        return []
+    first = {"GPU": 1.0, f"node:{ray.head}": 0.001}
+    bundles = [first, *({"GPU": 1.0} for _ in range(resolved.world_size - 1))]
+    nodes = 1 + len(ray.workers)
+    return [
+        f"strategy PACK, {len(bundles)} bundles (world size {resolved.world_size} over {nodes} nodes "
+        f"x {ray.gpus_per_node} GPUs):",
+        *(json.dumps(bundle, sort_keys=True) for bundle in bundles),
+    ]
+
+
 def _pick_choices(profile: Profile, name: str, choices: dict[str, str]) -> dict[str, str]:
     axes = profile.axes
     for axis, value in choices.items():

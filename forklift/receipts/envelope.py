@@ -8,16 +8,12 @@ refuse comparing things that are not comparable.
 
 from __future__ import annotations
 
-import os
-import platform
-import socket
-import uuid
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-import forklift
+from forklift.receipts.facts import machine_facts, new_id
 
 # /2 stores the setting once, in the envelope; /1 receipts are still read (store.from_schema_1).
 SCHEMA = "forklift.receipt/2"
@@ -46,7 +42,7 @@ class Receipt(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_: str = Field(default=SCHEMA, alias="schema")
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
+    id: str = Field(default_factory=new_id)
     kind: str = Field(description="check, flip, boot, bench, ... : what the body holds")
     created: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     status: Status = "ok"
@@ -85,64 +81,8 @@ class Labels(BaseModel):
         return self.model_dump()
 
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _memory_bytes() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
-def _machine_id() -> str:
-    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
-        try:
-            with open(path, encoding="utf-8") as fh:
-                value = fh.read().strip()
-                if value:
-                    return value
-        except OSError:
-            continue
-    return socket.gethostname()
-
-
-def _gpus() -> list[str]:
-    """GPU names from the NVIDIA driver's proc files; no GPU library is imported for this."""
-    root = "/proc/driver/nvidia/gpus"
-    names = []
-    try:
-        for bus in sorted(os.listdir(root)):
-            with open(os.path.join(root, bus, "information"), encoding="utf-8") as fh:
-                for line in fh:
-                    if line.startswith("Model:"):
-                        names.append(line.split(":", 1)[1].strip())
-    except OSError:
-        pass
-    return names
-
-
 def fingerprint() -> Fingerprint:
-    return Fingerprint(
-        hostname=socket.gethostname(),
-        machine_id=_machine_id(),
-        os=f"{platform.system()} {platform.release()}",
-        arch=platform.machine(),
-        cpu=_cpu_name(),
-        cpu_count=os.cpu_count() or 0,
-        memory_bytes=_memory_bytes(),
-        gpus=_gpus(),
-        python=platform.python_version(),
-        forklift=forklift.__version__,
-    )
+    return Fingerprint(**machine_facts())
 
 
 def setting_label(receipt: Receipt, absent: str = "default") -> str:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 from forklift.errors import ForkliftError, validation_line
 from forklift.fsio import read_json, write_atomic
 from forklift.receipts.envelope import SCHEMA, Receipt
+from forklift.receipts.facts import receipt_name
 
 SCHEMA_1 = "forklift.receipt/1"
 LADDER_KINDS = ("ladder", "ladder-cell")  # their bodies name the ladder's setting and each cell's: a ladder's data
@@ -24,7 +25,7 @@ def receipts_folder(given: Path | None, config_file: Path | None) -> Path:
 
 
 def receipt_filename(receipt: Receipt) -> str:
-    return f"{receipt.created:%Y%m%dT%H%M%S}-{receipt.kind}-{receipt.id}.json"
+    return receipt_name(receipt.created, receipt.kind, receipt.id)
 
 
 def write_receipt(receipt: Receipt, folder: Path, path: Path | None = None) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,11 @@ from forklift.series.digests import parse_sums
 from forklift.series.files import read_overlay
 from forklift.series.model import Series, load_series, read_series_part
 from forklift.series.render import series_patches_md
+from forklift.series.resultcache import recorded_inputs
 from forklift.series.tree import patched_tree, tree_record, write_tree
-from forklift.source import default_cache, materialize
+from forklift.source.cache import default_cache
 from forklift.source.hashing import file_sha256
+from forklift.source.materialize import materialize
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -40,25 +43,36 @@ class CompiledMarkers:
 
 
 class CachedDiffs:
-    """Rendered file diffs in the cache, one file each, keyed by what they depend on."""
+    """Rendered file diffs in the cache, one file each, keyed by what they depend on.
+
+    Each file starts with the sha256 of the diff after it: written without a sync to disk (a cold check
+    writes one per touched file), a file a crash left torn or empty is recomputed, never trusted."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
     def get(self, key: str) -> str | None:
         try:
-            return (self.folder / key[:2] / key).read_bytes().decode("utf-8", "surrogateescape")
+            raw = (self.folder / key[:2] / key).read_bytes()
         except FileNotFoundError:
             return None
+        digest, _, body = raw.partition(b"\n")
+        if hashlib.sha256(body).hexdigest().encode() != digest:
+            return None
+        return body.decode("utf-8", "surrogateescape")
 
     def __setitem__(self, key: str, text: str) -> None:
-        write_atomic(self.folder / key[:2] / key, text)
+        body = text.encode("utf-8", "surrogateescape")
+        record = hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+        write_atomic(self.folder / key[:2] / key, record, durable=False)
 
 
 @dataclass(frozen=True)
 class GateResult:
     report: CheckReport
     receipt: Path
+    tree: Path  # the pristine tree in the cache
+    inputs: dict[str, Any] | None  # what the check read beyond forklift.toml (series/resultcache.py); None: git pin
 
 
 def configured_series(config: Config) -> Series:
@@ -121,7 +135,8 @@ def run_check(
         body=report.model_dump(),
     )
     path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
-    return GateResult(report=report, receipt=path)
+    inputs = recorded_inputs(config, series, published, tree)
+    return GateResult(report=report, receipt=path, tree=tree.path, inputs=inputs)
 
 
 def write_patches_md(config: Config) -> Path:

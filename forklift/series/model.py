@@ -14,8 +14,8 @@ import lzma
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from forklift.config.schema import Applier, Unlisted
 from forklift.errors import ForkliftError
 from forklift.fsio import read_bounded, utf8_text
 from forklift.series.diff import (
@@ -25,6 +25,9 @@ from forklift.series.diff import (
     parse_files,
 )
 from forklift.series.headers import Header, parse_header
+
+if TYPE_CHECKING:
+    from forklift.config.schema import Applier, Unlisted
 
 SERIES_FILE = "series"
 PATCH_SUFFIXES = tuple(f"{kind}{z}" for kind in (".patch", ".diff") for z in ("", ".gz", ".bz2", ".xz"))

@@ -11,6 +11,10 @@ Layout under the cache root (``FORKLIFT_CACHE``, else the platform's user cache 
     git/<sha256(url)[:24]>.git        bare mirrors of git remotes
     locks/                            filelock files: one writer per artifact, tree or mirror
     compiled/<sha256>                 markers of Python sources known to byte-compile (written by check)
+    diffs/<key[:2]>/<key>             rendered file diffs for the overlay hash, each led by its own sha256
+    checks/<key>.json                 whole-check results a check with unchanged inputs replays
+                                      (series/resultcache.py)
+    pip-index.json                    pip's configured index URL, with the stat of each file pip read
     tmp/                              work in progress; renamed into place only when complete
 
 Nothing half-made is ever visible: files and trees are built under ``tmp/`` and renamed in,
@@ -29,12 +33,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-from filelock import FileLock, Timeout
+from typing import TYPE_CHECKING
 
 from forklift.errors import ForkliftError
 from forklift.fsio import write_atomic
 from forklift.source.hashing import directory_digest
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class Cache:
         return self.root / "listings" / f"{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24]}.json"
 
     def lock(self, name: str) -> FileLock:
+        from filelock import FileLock  # imported here: a replayed check takes no lock, and filelock is slow to import
+
         folder = self.root / "locks"
         folder.mkdir(parents=True, exist_ok=True)
         return FileLock(str(folder / f"{name}.lock"))
@@ -80,6 +88,8 @@ class Cache:
 
     def sweep_scratch(self) -> list[str]:
         """Remove the scratch folders whose process is gone (its lock is free); returns their names."""
+        from filelock import Timeout
+
         folder = self.root / "tmp"
         removed = []
         for entry in folder.iterdir() if folder.is_dir() else ():
@@ -107,6 +117,13 @@ class Cache:
             self.remove_tree(key)
             return None
         return tree
+
+    def built_ns(self, key: str) -> int | None:
+        """When the tree for `key` was finished (its marker's mtime, ns), or None when it is not."""
+        try:
+            return _marker(self.tree_path(key)).stat().st_mtime_ns
+        except OSError:
+            return None
 
     def check_tree(self, key: str) -> str | None:
         """None when the tree still matches the listing digest recorded when it was built, else why not."""
@@ -141,11 +158,12 @@ class Cache:
             results.append((key, problem))
         return results
 
-    def build_tree(self, key: str, build: Callable[[Path], None]) -> Path:
+    def build_tree(self, key: str, build: Callable[[Path], None], listing: str | None = None) -> Path:
         """Return the tree for `key`, calling `build(dest)` to make it when absent.
 
         `build` must create `dest`; it runs under the key's lock, in a scratch folder, and its
-        result is renamed into place before the marker is written.
+        result is renamed into place before the marker is written. `listing` is the tree's listing
+        digest when `build` itself checks the tree against it (a folder pin): not hashed again.
         """
         if tree := self.cached_tree(key):
             return tree
@@ -160,7 +178,7 @@ class Cache:
                 build(scratch / "tree")
                 os.rename(scratch / "tree", tree)
             # the listing digest lets `cache verify` and --verify-cache tell an edited tree from a pristine one
-            write_atomic(_marker(tree), json.dumps({"key": key, "listing": directory_digest(tree)}))
+            write_atomic(_marker(tree), json.dumps({"key": key, "listing": listing or directory_digest(tree)}))
         return tree
 
     def ingest(self, sha256: str, chunks: Iterable[bytes], *, what: str, size: int | None = None) -> Path:

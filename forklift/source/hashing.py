@@ -26,7 +26,9 @@ import hashlib
 import json
 import os
 import stat
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from forklift.errors import ForkliftError
@@ -58,38 +60,74 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def directory_listing(folder: Path, memo: Path | None = None) -> str:
-    """The canonical listing defined in this module's docstring; `memo`, a stat memo file (read and rewritten)."""
-    known = _read_memo(memo) if memo else {}
+def directory_listing(folder: Path, memo: Path | None = None, copy_to: Path | None = None) -> str:
+    """The canonical listing defined in this module's docstring; `memo`, a stat memo file (read and rewritten).
+
+    With `copy_to`, the folder is also copied there (folders, files with their mode and times, links
+    as links) in the same pass: the listing is of the bytes as they were copied, each file read once."""
+    known = _read_memo(memo) if memo and copy_to is None else {}
     remembered: dict[str, list[object]] = {}
     started = time.time_ns()
     lines = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        # os.walk puts symlinks to folders among dirnames; they are entries, never descended into.
-        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-        dirnames[:] = [d for d in dirnames if d not in SKIPPED_NAMES and d not in links]
-        for name in [*filenames, *links]:
-            if name in SKIPPED_NAMES:
-                continue
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, folder).replace(os.sep, "/")
-            if "\n" in rel:
-                raise ForkliftError(f"{path!r}: a file name with a newline cannot be pinned")
-            st = os.lstat(path)
-            key: StatKey = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
-            hit = known.get(rel)
-            entry = hit[1] if hit and hit[0] == key else _entry(Path(path), st.st_mode)
-            if st.st_mtime_ns < started - RACY_NS:
-                remembered[rel] = [*key, entry]
-            lines.append((rel.encode(), f"{entry} {rel}\n"))
+    folders: list[tuple[str, os.stat_result]] = []
+    if copy_to is not None:
+        os.mkdir(copy_to)
+        folders.append((str(copy_to), os.stat(folder)))
+    for rel, entry in _entries(str(folder)):
+        if "\n" in rel:
+            raise ForkliftError(f"{os.path.join(folder, rel)!r}: a file name with a newline cannot be pinned")
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            if copy_to is not None:
+                os.mkdir(copy_to / rel)
+                folders.append((str(copy_to / rel), st))
+            continue
+        key: StatKey = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
+        hit = known.get(rel)
+        if copy_to is not None:
+            line = _copied_entry(Path(entry.path), st, copy_to / rel)
+        else:
+            line = hit[1] if hit and hit[0] == key else _entry(Path(entry.path), st.st_mode)
+        if st.st_mtime_ns < started - RACY_NS:
+            remembered[rel] = [*key, line]
+        lines.append((rel.encode(), f"{line} {rel}\n"))
+    for path, st in reversed(folders):  # after their contents, as shutil.copytree does
+        os.chmod(path, stat.S_IMODE(st.st_mode))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     lines.sort()
     if memo and remembered != {rel: [*k, e] for rel, (k, e) in known.items()}:
         write_atomic(memo, json.dumps(remembered, separators=(",", ":")))
     return "".join(line for _, line in lines)
 
 
-def directory_digest(folder: Path, memo: Path | None = None) -> str:
-    return hashlib.sha256(directory_listing(folder, memo).encode()).hexdigest()
+def _entries(folder: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(path relative to `folder` with `/`, entry) for every folder, file and symlink below it, as
+    os.walk finds them (a folder that cannot be read is passed over), a folder before what it holds,
+    without descending into links or SKIPPED_NAMES. One scandir per folder and no relpath per file:
+    the walk is most of a warm pin's cost. A tree nested deeper than Python's recursion limit is
+    refused, as copying it with shutil would be."""
+    stack = [(folder, "", 0)]
+    while stack:
+        path, prefix, depth = stack.pop()
+        if depth > sys.getrecursionlimit():
+            raise ForkliftError(
+                f"{folder}: folders nested deeper than {sys.getrecursionlimit()} levels; such a tree cannot be pinned"
+            )
+        try:
+            with os.scandir(path) as found:
+                entries = list(found)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name in SKIPPED_NAMES:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, f"{prefix}{entry.name}/", depth + 1))
+            yield prefix + entry.name, entry
+
+
+def directory_digest(folder: Path, memo: Path | None = None, copy_to: Path | None = None) -> str:
+    return hashlib.sha256(directory_listing(folder, memo, copy_to).encode()).hexdigest()
 
 
 def _read_memo(memo: Path) -> dict[str, tuple[StatKey, str]]:
@@ -99,6 +137,24 @@ def _read_memo(memo: Path) -> dict[str, tuple[StatKey, str]]:
         return {rel: ((int(v[0]), int(v[1]), int(v[2]), int(v[3])), str(v[4])) for rel, v in raw.items()}
     except (OSError, ValueError, TypeError, IndexError, AttributeError):
         return {}
+
+
+def _copied_entry(path: Path, st: os.stat_result, dest: Path) -> str:
+    """`path` copied to `dest` (a link as a link; a file's bytes, mode and times), and its listing entry."""
+    if stat.S_ISLNK(st.st_mode):
+        target = os.readlink(path)
+        os.symlink(target, dest)
+        return "l " + hashlib.sha256(os.fsencode(target)).hexdigest()
+    if not stat.S_ISREG(st.st_mode):
+        raise ForkliftError(f"{path}: not a regular file, directory or symlink; cannot be pinned")
+    digest = hashlib.sha256()
+    with open(path, "rb") as source, open(dest, "xb") as out:
+        while chunk := source.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
+    os.chmod(dest, stat.S_IMODE(st.st_mode))
+    os.utime(dest, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return ("x " if st.st_mode & stat.S_IXUSR else "f ") + digest.hexdigest()
 
 
 def _entry(path: Path, mode: int) -> str:

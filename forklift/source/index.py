@@ -7,9 +7,11 @@ file's sha256 and size, which the download is checked against.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +31,8 @@ from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationErro
 
 from forklift import __version__
 from forklift.errors import ForkliftError, UnreachableError, UsageError
-from forklift.fsio import env_number
+from forklift.fsio import env_number, write_atomic
+from forklift.source.hashing import RACY_NS
 
 if TYPE_CHECKING:
     import httpx
@@ -53,11 +56,56 @@ _PIP_INDEX_KEYS = (":env:.index-url", "download.index-url", "install.index-url",
 
 
 def pip_index_url() -> tuple[str, str]:
-    """(index URL, where it came from): PIP_INDEX_URL, a pip configuration file, or pip's default."""
+    """(index URL, where it came from): PIP_INDEX_URL, a pip configuration file, or pip's default.
+
+    pip's own reader is slow to import (~200 ms), so its answer is remembered in the cache with the
+    stat of every file it consulted, as the folder pin's listing is (source.hashing): a memo is used
+    only while the environment that picks those files and each file's stat are unchanged."""
     if os.environ.get("PIP_INDEX_URL"):
         return os.environ["PIP_INDEX_URL"], "PIP_INDEX_URL"
-    try:  # pip's own reader: the same files, in the same order, as `pip config list` shows
-        # local: pip's internals ~200 ms; only when no PIP_INDEX_URL is set
+    from forklift.source.cache import default_cache
+
+    memo = default_cache().root / "pip-index.json"
+    key = _pip_environment()
+    try:
+        saved = json.loads(memo.read_bytes())
+        if saved["key"] == key and all(_stat_key(path) == found for path, found in saved["files"].items()):
+            return str(saved["url"]), str(saved["where"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no memo, or a damaged one: ask pip
+    (url, where), files = _pip_configured()
+    stats = {path: _stat_key(path) for path in files}
+    racy = time.time_ns() - RACY_NS
+    if all(found is None or found[1] < racy for found in stats.values()):  # a file edited just now: ask again
+        write_atomic(memo, json.dumps({"key": key, "files": stats, "url": url, "where": where}))
+    return url, where
+
+
+def _pip_environment() -> dict[str, Any]:
+    """What decides which configuration files pip reads: its variables, the home and XDG folders, the
+    interpreter's prefix, and pip's own install."""
+    names = ("HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "VIRTUAL_ENV")
+    spec = importlib.util.find_spec("pip")
+    origin = spec.origin if spec is not None else None
+    return {
+        "env": {k: v for k, v in os.environ.items() if k.startswith("PIP_") or k in names},
+        "prefix": sys.prefix,
+        "pip": [origin, _stat_key(origin) if origin else None],
+    }
+
+
+def _stat_key(path: str) -> list[int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_size, info.st_mtime_ns, info.st_ino]
+
+
+def _pip_configured() -> tuple[tuple[str, str], list[str]]:
+    """pip's own reading of its configuration: the same files, in the same order, as `pip config list`
+    shows; with the files it looked for."""
+    try:
         from pip._internal.configuration import Configuration
         from pip._internal.exceptions import ConfigurationError
         from pip._internal.models.index import PyPI
@@ -70,11 +118,12 @@ def pip_index_url() -> tuple[str, str]:
         configuration.load()
     except ConfigurationError as exc:
         raise UsageError(f"pip's configuration cannot be read: {str(exc).splitlines()[0]}") from None
+    files = [path for _, paths in configuration.iter_config_files() for path in paths]
     values = dict(configuration.items())
     for key in _PIP_INDEX_KEYS:
         if values.get(key):
-            return str(values[key]).split()[0], f"pip config {key.removeprefix(':env:.')}"
-    return PyPI.simple_url, "pip's default index"
+            return (str(values[key]).split()[0], f"pip config {key.removeprefix(':env:.')}"), files
+    return (PyPI.simple_url, "pip's default index"), files
 
 
 def redact(url: str) -> str:

@@ -8,7 +8,6 @@ can change under us, so it is checked every time).
 
 from __future__ import annotations
 
-import shutil
 import sys
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from forklift.source import gitpin
 from forklift.source.cache import Cache, default_cache
 from forklift.source.download import download
 from forklift.source.extract import Limits, extract_archive, refuse_escaping_links
-from forklift.source.hashing import SKIPPED_NAMES, directory_digest, file_sha256, pinnable_kind
+from forklift.source.hashing import directory_digest, file_sha256, pinnable_kind
 from forklift.source.index import redact, resolve_pypi_file
 
 if TYPE_CHECKING:
@@ -134,12 +133,17 @@ def _checkout(mirror: Path, commit: str, label: str, cache: Cache, progress: Con
     cache.build_tree(f"git-{commit}", build)
 
 
-def _path(pin: PathPin, root: Path, cache: Cache, progress: Console | None) -> Tree:
+def pinned_path(pin: PathPin, root: Path) -> Path:
+    """The folder or tarball a path pin names (relative paths resolve beside forklift.toml)."""
     source = Path(pin.path).expanduser()
-    source = source if source.is_absolute() else root / source
+    return source if source.is_absolute() else root / source
+
+
+def _path(pin: PathPin, root: Path, cache: Cache, progress: Console | None) -> Tree:
+    source = pinned_path(pin, root)
     try:
         return _path_tree(pin, source, cache, progress)
-    except RecursionError:  # os.walk and shutil.copytree recurse once per folder level
+    except RecursionError:  # a walk that recurses once per folder level (os.walk in the link check)
         raise ForkliftError(
             f"{source}: folders nested deeper than {sys.getrecursionlimit()} levels; such a tree cannot be pinned"
         ) from None
@@ -149,23 +153,32 @@ def _path_tree(pin: PathPin, source: Path, cache: Cache, progress: Console | Non
     if not source.exists():
         raise ForkliftError(f"{source}: no such file or folder (upstream.path in forklift.toml)")
     kind: TreeKind = "dir" if pinnable_kind(source) == "dir" else "tarball"
-    found = directory_digest(source, memo=cache.listing_memo(source)) if kind == "dir" else file_sha256(source)
-    if found != pin.sha256:
-        raise ForkliftError(f"{source}: sha256 mismatch: forklift.toml pins {pin.sha256}, found {found}")
+    key = f"{'dir' if kind == 'dir' else 'archive'}-{pin.sha256}"
+    memo = cache.listing_memo(source)
+    checked: list[str] = []  # the source's digest, once known
+
+    def check(found: str) -> None:
+        if found != pin.sha256:
+            raise ForkliftError(f"{source}: sha256 mismatch: forklift.toml pins {pin.sha256}, found {found}")
+        checked.append(found)
+
+    if kind == "tarball" or cache.cached_tree(key) is not None:
+        check(directory_digest(source, memo=memo) if kind == "dir" else file_sha256(source))
 
     def build(dest: Path) -> None:
         with _status(progress, f"copying {source} into the cache"):
-            if kind == "dir":
-                shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED_NAMES))
+            if kind == "dir":  # one pass: the digest is of the bytes as copied
+                check(directory_digest(source, memo=memo, copy_to=dest))
                 refuse_escaping_links(dest, f"folder {source}")
-                if (copied := directory_digest(dest)) != pin.sha256:
-                    raise ForkliftError(f"{source}: changed while being copied (sha256 {copied}, pinned {pin.sha256})")
                 return
             with open(source, "rb") as handle:
                 artifact = cache.ingest(pin.sha256, iter(lambda: handle.read(1 << 20), b""), what=str(source))
             _extract_verified(artifact, pin, dest, strip_top=True, name=source.name)
 
-    path = cache.build_tree(f"{'dir' if kind == 'dir' else 'archive'}-{pin.sha256}", build)
+    listing = pin.sha256 if kind == "dir" else None  # build checked the copy against it
+    path = cache.build_tree(key, build, listing)
+    if not checked:  # another process built the tree meanwhile: the source is still to be checked
+        check(directory_digest(source, memo=memo))
     return Tree(path, pin.sha256, f"{kind} {pin.path}", kind)
 
 

@@ -7,7 +7,7 @@ import pytest
 from forklift.engines.vllm import VLLM
 from forklift.knobs import compare, registry
 from forklift.knobs.overlay import patched_registry, pristine_registry
-from forklift.source import default_cache
+from forklift.source.cache import default_cache
 
 pytestmark = pytest.mark.network
 

@@ -14,7 +14,7 @@ from forklift.fork.repo import Git
 from forklift.fsio import tree_reader
 from forklift.series.apply import apply_series
 from forklift.series.model import load_series
-from forklift.source import default_cache
+from forklift.source.cache import default_cache
 from tests.cli import FORKLIFT, forklift
 from tests.fixtures.pypi import VLLM_032
 from tests.fork.fixtures import ASSETS_BASE, AUDIO, FIX_LINE, LOGGER, SCHEDULER, VLLM_032_TOML

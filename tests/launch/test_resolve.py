@@ -253,3 +253,19 @@ def test_multi_node_ray_profile_prints_head_and_worker_commands():
     assert head.endswith("ray start --head --port 6379 --num-gpus 2")
     assert worker.startswith("on 10.0.0.2: ") and worker.endswith("ray start --address 10.0.0.1:6379 --num-gpus 2")
     assert then.startswith("then on 10.0.0.1")
+
+
+def test_multi_node_ray_profile_prints_the_placement_group_and_the_exact_serve_argv():
+    import json
+
+    from forklift.launch.recipe import recipe
+
+    lines = recipe(tp("ray"))
+    start = lines.index("# ray placement group (vLLM asks the cluster for it)")
+    head, *bundles = lines[start + 1 :]
+    assert head == "strategy PACK, 4 bundles (world size 4 over 2 nodes x 2 GPUs):"
+    assert [json.loads(b) for b in bundles] == [{"GPU": 1.0, "node:10.0.0.1": 0.001}] + [{"GPU": 1.0}] * 3
+    argv = lines[lines.index("# argv") + 1 : lines.index("# env")]
+    assert argv[-6:] == [
+        "--tensor-parallel-size", "2", "--pipeline-parallel-size", "2", "--distributed-executor-backend", "ray"
+    ]  # fmt: skip

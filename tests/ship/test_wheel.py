@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 from forklift.installed.package import locate
-from forklift.source import default_cache
+from forklift.source.cache import default_cache
 from tests.cli import forklift
 from tests.ship.conftest import SHA256, replace, site_of
 

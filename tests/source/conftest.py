@@ -7,7 +7,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from forklift.source import Cache
+from forklift.source.cache import Cache
 from tests.source.helpers import IndexServer, handler
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from forklift.source import Cache
+from forklift.source.cache import Cache
 
 PEP691 = "application/vnd.pypi.simple.v1+json"
 

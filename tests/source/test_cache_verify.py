@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 
 from forklift.config.schema import PathPin
-from forklift.source import Cache, materialize
+from forklift.source.cache import Cache
+from forklift.source.materialize import materialize
 from tests.cli import forklift
 from tests.source.helpers import sdist_bytes
 

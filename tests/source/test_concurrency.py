@@ -7,14 +7,15 @@ import os
 import subprocess
 import sys
 
-from forklift.source import Cache
+from forklift.source.cache import Cache
 from tests.source.helpers import cache_entries, sdist_bytes
 
 CHILD = """
 import json, sys
 from pathlib import Path
 from forklift.config.schema import PypiPin
-from forklift.source import Cache, materialize
+from forklift.source.cache import Cache
+from forklift.source.materialize import materialize
 pin = PypiPin(source="pypi", package="pkg", version="1.0", sha256=sys.argv[1])
 tree = materialize(pin, Path("."), Cache(Path(sys.argv[2])), index_url=sys.argv[3])
 print(json.dumps({"path": str(tree.path), "digest": tree.digest}))

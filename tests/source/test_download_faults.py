@@ -14,7 +14,7 @@ import pytest
 
 from forklift.config.schema import PathPin, PypiPin
 from forklift.errors import ForkliftError
-from forklift.source import materialize
+from forklift.source.materialize import materialize
 from tests.cli import FORKLIFT, forklift
 from tests.source.helpers import cache_entries, sdist_bytes
 
@@ -147,6 +147,6 @@ def test_ctrl_c_during_fetch_is_one_line_and_keeps_nothing_half_made(index_serve
             " the half-made one was discarded"
         )
     ]
-    from forklift.source import Cache
+    from forklift.source.cache import Cache
 
     assert cache_entries(Cache(cache_root)) == {"trees": [], "tmp": [], "artifacts": []}

@@ -16,8 +16,8 @@ import pytest
 
 from forklift.config.schema import PathPin
 from forklift.errors import ForkliftError
-from forklift.source import materialize
 from forklift.source.extract import Limits, extract_archive
+from forklift.source.materialize import materialize
 from tests.source.helpers import cache_entries, make_tar
 
 # From the tree being built (cache/tmp/<scratch>/tree) up to tmp_path, where `outside/` lives.

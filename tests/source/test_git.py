@@ -6,7 +6,7 @@ import pytest
 
 from forklift.config.schema import GitPin
 from forklift.errors import ForkliftError, UnreachableError
-from forklift.source import materialize
+from forklift.source.materialize import materialize
 from tests.source.helpers import cache_entries, git
 
 

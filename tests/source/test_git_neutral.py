@@ -9,7 +9,7 @@ import pytest
 from forklift.config.schema import GitPin
 from forklift.errors import ForkliftError
 from forklift.git import run_git, temporary_index
-from forklift.source import materialize
+from forklift.source.materialize import materialize
 from tests.cli import forklift
 from tests.source.helpers import git
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 
 import pytest
 
 from forklift.config.schema import PathPin
 from forklift.errors import ForkliftError
-from forklift.source import materialize
 from forklift.source.hashing import directory_digest, directory_listing
+from forklift.source.materialize import materialize
 from tests.source.helpers import sdist_bytes
 
 
@@ -62,6 +63,24 @@ def test_folder_pin_is_copied_into_the_cache(folder, cache, tmp_path):
     expected = rf"^{folder}: sha256 mismatch: forklift.toml pins {digest}, found [0-9a-f]{{64}}$"
     with pytest.raises(ForkliftError, match=expected):
         materialize(PathPin(source="path", path="src", sha256=digest), tmp_path, cache)  # checked on every use
+
+
+def test_a_first_use_copies_as_it_hashes_and_a_mismatch_leaves_no_tree(folder, cache, tmp_path):
+    """The first use reads each file once, copying and hashing it; the copy keeps modes, links and folders."""
+    old = time.time() - 3600  # not racily new: the stat memo may remember them
+    for path in (folder / "pkg" / "mod.py", folder / "run.sh", folder / "pkg" / "link.py"):
+        os.utime(path, (old, old), follow_symlinks=False)
+    wrong = "e" * 64
+    with pytest.raises(ForkliftError, match=rf"^{folder}: sha256 mismatch: forklift.toml pins {wrong}, found "):
+        materialize(PathPin(source="path", path="src", sha256=wrong), tmp_path, cache)
+    assert cache.cached_tree(f"dir-{wrong}") is None and not cache.tree_path(f"dir-{wrong}").exists()
+    digest = directory_digest(folder)
+    tree = materialize(PathPin(source="path", path="src", sha256=digest), tmp_path, cache).path
+    assert directory_listing(tree) == directory_listing(folder)
+    assert (tree / "empty").is_dir() and os.readlink(tree / "pkg" / "link.py") == "mod.py"
+    assert (tree / "run.sh").stat().st_mode & 0o777 == 0o755
+    assert (tree / "pkg" / "mod.py").stat().st_mtime_ns == (folder / "pkg" / "mod.py").stat().st_mtime_ns
+    assert cache.listing_memo(folder).is_file()  # filled by the copy, for the next use's stat walk
 
 
 def test_tarball_pin_and_hash_mismatch(tmp_path, cache):

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import time
 
 import pytest
 
 from forklift.config.schema import PypiPin
 from forklift.errors import ForkliftError, UnreachableError, UsageError
-from forklift.source import materialize, resolve_pypi_file
-from forklift.source.index import pick_file, pip_index_url, redact
+from forklift.source.index import pick_file, pip_index_url, redact, resolve_pypi_file
+from forklift.source.materialize import materialize
 from tests.source.helpers import cache_entries, sdist_bytes
 
 
@@ -255,3 +257,24 @@ def test_corrupted_cached_artifact_is_refused_and_removed(index_server, cache, t
         materialize(pin_for(sha), tmp_path, cache, index_url=index_server.index)
     assert not cache.artifact_path(sha).exists()
     assert materialize(pin_for(sha), tmp_path, cache, index_url=index_server.index).digest == sha  # fetched again
+
+
+def test_pip_configuration_is_remembered_until_a_file_it_read_changes(monkeypatch, tmp_path):
+    """pip's answer is kept in the cache beside the stat of each file pip read; an edit to one is seen."""
+    monkeypatch.setenv("FORKLIFT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    config = tmp_path / "pip.conf"
+    config.write_text("[global]\nindex-url = http://127.0.0.1:1/one/simple\n")
+    old = time.time() - 60  # not racily new: the memo may be written
+    os.utime(config, (old, old))
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
+    assert pip_index_url() == ("http://127.0.0.1:1/one/simple", "pip config global.index-url")
+    memo = json.loads((tmp_path / "cache" / "pip-index.json").read_text())
+    assert str(config) in memo["files"] and memo["url"] == "http://127.0.0.1:1/one/simple"
+    assert pip_index_url() == ("http://127.0.0.1:1/one/simple", "pip config global.index-url")
+    config.write_text("[install]\nindex-url = http://127.0.0.1:1/two/simple\n")
+    assert pip_index_url() == ("http://127.0.0.1:1/two/simple", "pip config install.index-url")
+    other = tmp_path / "other.conf"
+    other.write_text("[global]\nindex-url = http://127.0.0.1:1/three/simple\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(other))
+    assert pip_index_url() == ("http://127.0.0.1:1/three/simple", "pip config global.index-url")

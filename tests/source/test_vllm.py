@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from forklift.errors import UnreachableError
-from forklift.source import default_cache, materialize, resolve_pypi_file
+from forklift.source.cache import default_cache
+from forklift.source.index import resolve_pypi_file
+from forklift.source.materialize import materialize
 from tests.fixtures.pypi import VLLM_032, VLLM_033
 
 pytestmark = pytest.mark.network

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from forklift.cli import app
+from forklift.cli.app import app
 from tests.fixtures.engine import NGRAM, boot_tiny, free_port, shut_down, tiny_profile
 from tests.fixtures.engine_install import ensure_engine_venv, ensure_series_applied, ensure_tiny_model
 
