@@ -158,6 +158,13 @@ def with_floor(estimate: Estimate, floor: Floor, n_a: int, n_b: int) -> Estimate
     return estimate.model_copy(update=update)
 
 
+def _t_estimate(mean: float, standard_error: float, df: float, **fields: Any) -> Estimate:
+    """Student's t interval of two independent sides' difference on the log scale, with its MDE."""
+    half = float(stats.t.ppf(1 - (1 - LEVEL) / 2, df)) * standard_error
+    mde = minimum_detectable_effect(standard_error, df)
+    return _estimate(mean, mean - half, mean + half, paired=False, mde=mde, df=df, **fields)
+
+
 def welch_change(a: np.ndarray, b: np.ndarray, unit: Literal["run", "boot"]) -> Estimate | None:
     """B vs A over independent units (each a mean log value): Welch's t; None unless 2+ units a side.
 
@@ -174,18 +181,7 @@ def welch_change(a: np.ndarray, b: np.ndarray, unit: Literal["run", "boot"]) -> 
         df = float(n_a + n_b - 2)
     else:  # Welch-Satterthwaite
         df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
-    half = float(stats.t.ppf(1 - (1 - LEVEL) / 2, df)) * standard_error
-    return _estimate(
-        mean,
-        mean - half,
-        mean + half,
-        paired=False,
-        n_a=n_a,
-        n_b=n_b,
-        mde=minimum_detectable_effect(standard_error, df),
-        unit=unit,
-        df=df,
-    )
+    return _t_estimate(mean, standard_error, df, n_a=n_a, n_b=n_b, unit=unit)
 
 
 def pooled_change(a: np.ndarray, b: np.ndarray, others: list[np.ndarray]) -> Estimate | None:
@@ -204,19 +200,7 @@ def pooled_change(a: np.ndarray, b: np.ndarray, others: list[np.ndarray]) -> Est
     variance = sum(float(((g - g.mean()) ** 2).sum()) for g in groups) / df
     standard_error = math.sqrt(variance * (1 / len(a) + 1 / len(b)))
     mean = float(b.mean() - a.mean())
-    half = float(stats.t.ppf(1 - (1 - LEVEL) / 2, df)) * standard_error
-    return _estimate(
-        mean,
-        mean - half,
-        mean + half,
-        paired=False,
-        n_a=len(a),
-        n_b=len(b),
-        mde=minimum_detectable_effect(standard_error, df),
-        unit="boot",
-        df=float(df),
-        pooled=len(groups),
-    )
+    return _t_estimate(mean, standard_error, float(df), n_a=len(a), n_b=len(b), unit="boot", pooled=len(groups))
 
 
 def _bootstrap(
