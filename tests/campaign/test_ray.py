@@ -78,6 +78,18 @@ def head(cluster, folder: Path, *args: str) -> list[str]:
     return on_loopback("forklift", "campaign", "campaign.toml", "--ray", cluster.address, *args)
 
 
+def start_head(cluster, folder: Path) -> subprocess.Popen:
+    """The head's campaign in the background, its output in one pipe (a test then waits on its event)."""
+    return subprocess.Popen(
+        head(cluster, folder),
+        cwd=folder,
+        env={**cluster.env, "COLUMNS": "250"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
 def run_head(cluster, folder: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         head(cluster, folder, *args),
@@ -168,14 +180,7 @@ def test_a_node_lost_mid_cell_is_set_aside_and_rerun_on_another_node_with_its_re
     engines = ray_cluster.root / "engines"
     engines.mkdir(exist_ok=True)
     (engines / "hold-worker_a").write_text("")
-    process = subprocess.Popen(
-        head(ray_cluster, tmp_path / "ray"),
-        cwd=tmp_path / "ray",
-        env={**ray_cluster.env, "COLUMNS": "250"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    process = start_head(ray_cluster, tmp_path / "ray")
     try:
         wait_for(engines / "held-worker_a", process)
         held, supervisor = (int(word) for word in (engines / "held-worker_a").read_text().split())
@@ -237,14 +242,7 @@ def test_ctrl_c_on_the_head_cancels_every_task_and_leaves_no_engine_running(ray_
     for node in ray_cluster.nodes:
         if ray_cluster.nodes[node].poll() is None:
             (engines / f"hold-{node}").write_text("")
-    process = subprocess.Popen(
-        head(ray_cluster, tmp_path),
-        cwd=tmp_path,
-        env={**ray_cluster.env, "COLUMNS": "250"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    process = start_head(ray_cluster, tmp_path)
     try:
         wait_for(engines / "held-worker_b", process)
         process.send_signal(signal.SIGINT)
