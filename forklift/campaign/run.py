@@ -86,7 +86,7 @@ class Runner:
         return self._plans[key]
 
     def write_plan(self) -> None:
-        """The campaign as planned (builds, order, gates) in a receipt, so `forklift report` decides from receipts."""
+        """The campaign as planned (builds, order, gates, margins) in a receipt, so `forklift report` decides from receipts."""
 
         body = {
             "builds": {name: b.labels.fields() for name, b in self.builds.items()},
@@ -96,6 +96,7 @@ class Runner:
             "aa": self.campaign.aa,
             "boots": len(self.plan.slots),
             "ship": self.campaign.ship.model_dump(mode="json") if self.campaign.ship else None,
+            "margins": [rule.model_dump(mode="json") for rule in self.campaign.margins],
         }
         for old in self.receipts.glob(f"*-{PLAN_KIND}-*.json"):
             old.unlink()  # one plan per folder: the latest run's (a resumed campaign states it again)
