@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -91,14 +92,17 @@ class CachedDiffs:
             self._db = None
 
     def _open(self) -> sqlite3.Connection | None:
-        if self._db is None and not self._broken:
+        for _ in range(2 if self._db is None and not self._broken else 0):
             try:
                 self._db = self._connect()
-            except sqlite3.OperationalError:  # locked past the timeout, or a folder that cannot be written
-                self._broken = True
+            except (sqlite3.OperationalError, OSError):  # locked past the timeout, or a folder not writable
+                break
             except sqlite3.DatabaseError:  # not a database, or a damaged one: start it again
-                self.path.unlink(missing_ok=True)
-                self._db = self._connect()
+                with contextlib.suppress(OSError):
+                    self.path.unlink(missing_ok=True)
+                continue
+            break
+        self._broken = self._db is None
         return self._db
 
     def _connect(self) -> sqlite3.Connection:

@@ -6,7 +6,8 @@ reads only the files its patches touch. Each read is held to that listing: the p
 bytes are hashed as they are read and must match its entry, execute bit included. A file changed, removed
 or replaced since the folder was hashed stops the check with one line naming it, never a verdict on bytes
 that are not the pin's; a path the listing does not hold reads as absent, as from a copy. What `read`
-returns is what fsio.tree_reader returns over a copy of the listed folder.
+returns is what fsio.tree_reader returns over a copy of the listed folder, for every path a patch can name
+(series/diff.py refuses a `..` component; here such a path reads as absent).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class PinnedFolder:
 
     def read(self, path: str) -> bytes | None:
         parts = [part for part in path.split("/") if part not in ("", ".")]
-        if path.startswith("/") or not parts or parts[-1] == "..":
+        if path.startswith("/") or not parts or ".." in parts:
             return None
         parent = self._folder(parts[:-1])
         entry = None if parent is None else self.entries.get("/".join([*parent, parts[-1]]))
