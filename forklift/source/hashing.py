@@ -54,11 +54,16 @@ def pinnable_kind(path: Path) -> str:
     raise ForkliftError(f"{path}: is {what}, not a file or folder; only those can be pinned")
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file's bytes, read with plain os.read calls: a folder pin's first hash opens every one of
+    its files, and a buffered file object costs more than the hashing (glibc's 19,530 files: 0.5 s vs 0.3 s)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        while chunk := os.read(fd, 1 << 20):
             digest.update(chunk)
+    finally:
+        os.close(fd)
     return digest.hexdigest()
 
 
@@ -90,7 +95,7 @@ def directory_entries(folder: Path, memo: Path | None = None, copy_to: Path | No
         if copy_to is not None:
             line = _copied_entry(Path(entry.path), st, copy_to / rel)
         else:
-            line = hit[1] if hit and hit[0] == key else _entry(Path(entry.path), st.st_mode)
+            line = hit[1] if hit and hit[0] == key else _entry(entry.path, st.st_mode)  # a str: a Path per file costs
         if st.st_mtime_ns < started - RACY_NS:
             remembered[rel] = [*key, line]
         entries[rel] = line
@@ -179,7 +184,7 @@ def _copied_entry(path: Path, st: os.stat_result, dest: Path) -> str:
     return ("x " if st.st_mode & stat.S_IXUSR else "f ") + digest.hexdigest()
 
 
-def _entry(path: Path, mode: int) -> str:
+def _entry(path: str, mode: int) -> str:
     if stat.S_ISLNK(mode):
         return "l " + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
     if stat.S_ISREG(mode):

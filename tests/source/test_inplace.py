@@ -243,7 +243,7 @@ def test_the_memo_is_invalidated_by_each_part_of_the_stat(
     pinned_reader(pin, tmp_path, cache)
     seen: list[str] = []
     real = hashing.file_sha256
-    monkeypatch.setattr(hashing, "file_sha256", lambda path: seen.append(path.name) or real(path))
+    monkeypatch.setattr(hashing, "file_sha256", lambda path: seen.append(Path(path).name) or real(path))
     change(folder / "pkg" / "mod.py")
     try:
         pinned_reader(pin, tmp_path, cache)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -33,7 +34,7 @@ def reads(monkeypatch):
     """Which files the digest reads (a spy on the one file hasher; the hashing itself is real)."""
     seen: list[str] = []
     real = hashing.file_sha256
-    monkeypatch.setattr(hashing, "file_sha256", lambda path: seen.append(path.name) or real(path))
+    monkeypatch.setattr(hashing, "file_sha256", lambda path: seen.append(Path(path).name) or real(path))
     return seen
 
 
