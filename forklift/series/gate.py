@@ -55,11 +55,11 @@ class CachedDiffs:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.new: dict[str, str] = {}  # rendered since the last save
+        self.new: dict[str, bytes] = {}  # rendered since the last save
         self._db: sqlite3.Connection | None = None
         self._broken = False
 
-    def get(self, key: str) -> str | None:
+    def get(self, key: str) -> bytes | None:
         db = self._open()
         try:
             row = db.execute("SELECT sha256, body FROM diffs WHERE key = ?", (key,)).fetchone() if db else None
@@ -67,16 +67,13 @@ class CachedDiffs:
             return None
         if row is None or hashlib.sha256(row[1]).hexdigest() != row[0]:
             return None
-        return bytes(row[1]).decode("utf-8", "surrogateescape")
+        return bytes(row[1])
 
-    def __setitem__(self, key: str, text: str) -> None:
+    def __setitem__(self, key: str, text: bytes) -> None:
         self.new[key] = text
 
     def save(self) -> None:
-        rows = []
-        for key, text in self.new.items():
-            body = text.encode("utf-8", "surrogateescape")
-            rows.append((key, hashlib.sha256(body).hexdigest(), body))
+        rows = [(key, hashlib.sha256(body).hexdigest(), body) for key, body in self.new.items()]
         self.new.clear()
         db = self._open() if rows else None
         if db is None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from forklift.series.apply import apply_patch
+from forklift.fsio import Executable
+from forklift.series.apply import apply_patch, split_lines
 from forklift.series.model import parse_patch
-from forklift.series.render import file_diff
+from forklift.series.render import _matched, _one_side, file_diff, overlay_hash
 from tests.series.peers import gnu_patch_apply, write_tree
 
 
@@ -64,3 +67,27 @@ def test_lines_split_on_newline_only(odd):
     after = f"a\nb{odd}c\nD\ne\n".encode()
     result = apply_patch(lambda p: before, parse_patch("d.patch", file_diff("f.txt", before, after)), "gnu-patch")
     assert result.status == "exact" and result.files["f.txt"] == after
+
+
+def test_the_overlay_hash_keeps_its_definition():
+    """Receipts already written carry overlay hashes: the same changes must hash as they always did (the
+    value was taken from the renderer before it wrote bytes and drew created files without matching)."""
+    changed = {
+        "new.txt": (None, b"one\ntwo"),
+        "empty.txt": (None, b""),
+        "gone.sh": (Executable(b"#!/bin/sh\necho bye\n"), None),
+        "caf\udcc3\udca9.py": (b"x = 1\n\xff\n", b"x = 2\n\xff\n"),  # a name and a line that are not UTF-8
+        "run.sh": (b"echo\n", Executable(b"echo\n")),
+        "tail.c": (b"a\nb\nc\nd\ne\nf\ng\nh\n", b"a\nB\nc\nd\ne\nf\ng\nh"),
+    }
+    assert overlay_hash(changed) == "sha256:b384d3fdc1f3cec35251964403321aec4f27bbc414cde7fb4b394d2b21fb3dd5"
+
+
+@given(st.lists(st.sampled_from([b"a\n", b"\n", b"b\r\n", b"\xff\n", b"+\n", b"\\\n"]), max_size=12), st.booleans())
+def test_a_created_or_deleted_file_renders_as_matching_would(lines, cut):
+    """The one-sided hunk is drawn from the content whole; it is the one matching the lines gives."""
+    content = b"".join(lines)
+    if cut and content:
+        content = content[:-1]  # no newline at the end
+    assert _one_side(b"+", content) == _matched([], split_lines(content))
+    assert _one_side(b"-", content) == _matched(split_lines(content), [])
