@@ -16,7 +16,6 @@ import io
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from pathlib import PurePosixPath
 from typing import Literal
 
 from forklift.errors import ForkliftError
@@ -200,13 +199,13 @@ def tree_path(name: str, raw: bytes, strip: int, where: str = "") -> str | None:
     if b"\n" in raw or b"\r" in raw:  # only a C-quoted git name holds one; tables and messages give a path one line
         raise PatchError(f"{name}: {where}path {shown!r} contains a line break")
     text = raw.decode("utf-8", "surrogateescape")
-    parts = PurePosixPath(text).parts
+    parts = [part for part in text.split("/") if part not in ("", ".")]  # as a relative PurePosixPath's, no Path
     if text.startswith("/") or (len(parts) <= strip and strip):
         raise PatchError(f"{name}: {where}path {shown!r} is absolute or has no component left after -p{strip}")
-    rel = PurePosixPath(*parts[strip:])
-    if ".." in rel.parts or not rel.parts:
+    rel = parts[strip:]
+    if ".." in rel or not rel:
         raise PatchError(f"{name}: {where}path {shown!r} escapes the tree")
-    return rel.as_posix()
+    return "/".join(rel)
 
 
 def _number(reader: _Reader, digits: bytes | None, default: int = 1) -> int:
