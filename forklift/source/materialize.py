@@ -20,12 +20,9 @@ from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.errors import ForkliftError
 from forklift.fsio import Reader, tree_reader
-from forklift.source import gitpin
 from forklift.source.cache import Cache, default_cache
-from forklift.source.download import download
 from forklift.source.extract import Limits, extract_archive, refuse_escaping_link, refuse_escaping_links
 from forklift.source.hashing import directory_digest, directory_entries, file_sha256, listing_digest, pinnable_kind
-from forklift.source.index import redact, resolve_pypi_file
 from forklift.source.inplace import PinnedFolder
 
 if TYPE_CHECKING:
@@ -89,11 +86,17 @@ def pypi_artifact(pin: PypiPin, cache: Cache, progress: Console | None = None, i
     artifact = cache.artifact_path(pin.sha256)
     if artifact.is_file():
         return artifact
+    from forklift.source.download import download  # here: a folder pin's check pays no index imports
+    from forklift.source.index import resolve_pypi_file
+
     file = resolve_pypi_file(pin.package, pin.version, pin.filename, index_url)
     return download(file, pin.sha256, cache, progress)
 
 
 def _git(pin: GitPin, root: Path, cache: Cache, progress: Console | None) -> Tree:
+    from forklift.source import gitpin
+    from forklift.source.index import redact
+
     url = gitpin.resolve_url(pin.url, root)
     label = f"{redact(pin.url)} {pin.tag} @ {pin.commit[:12]}"
     if gitpin.remote_tag_commit(url, pin.tag) != pin.commit or cache.cached_tree(f"git-{pin.commit}") is None:
@@ -113,6 +116,9 @@ def materialize_ref(
 ) -> tuple[Tree, str]:
     """The tree a branch or tag `ref` of the pin's repository names now (upstream main, say), and its commit:
     an early look at the next release, never a pin (a branch head moves)."""
+    from forklift.source import gitpin
+    from forklift.source.index import redact
+
     cache = cache or default_cache()
     url = gitpin.resolve_url(pin.url, root)
     commit = gitpin.remote_ref_commit(url, ref)
@@ -126,11 +132,16 @@ def materialize_ref(
 
 
 def _mirror(url: str, cache: Cache, progress: Console | None) -> Path:
+    from forklift.source import gitpin
+    from forklift.source.index import redact
+
     with _status(progress, f"fetching {redact(url)}"):
         return gitpin.update_mirror(url, cache)
 
 
 def _checkout(mirror: Path, commit: str, label: str, cache: Cache, progress: Console | None) -> None:
+    from forklift.source import gitpin
+
     def build(dest: Path) -> None:
         with _status(progress, f"checking out {commit[:12]}"):
             gitpin.checkout_commit(mirror, commit, dest)
