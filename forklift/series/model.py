@@ -108,7 +108,7 @@ def parse_patch(name: str, text: str, strip: int = 1) -> Patch:
     if not diff_text.strip():
         raise PatchError(f"{name}: contains no diff")
     first_line = text[: len(text) - len(diff_text)].count("\n") + 1
-    if m := _CRLF_CONTROL.search(diff_text):
+    if "\r" in diff_text and (m := _CRLF_CONTROL.search(diff_text)):  # the scan costs; most patches hold no CR
         line_no = first_line + diff_text[: m.start()].count("\n")
         raise PatchError(f"{name}: line {line_no}: CRLF line ending on a diff line (save the patch with LF endings)")
     files = parse_files(name, diff_text.encode("utf-8", "surrogateescape"), strip, first_line)
