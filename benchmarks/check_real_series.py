@@ -20,7 +20,7 @@ Warm cache, whole CLI (its modules byte-compiled, as an installed wheel's are, e
 PYTHONDONTWRITEBYTECODE is set), best and median of --repeat runs, alternating; cold
 (an empty FORKLIFT_CACHE seeded only with the sdist file, so the tree is
 extracted and every touched file compiled; glibc's folder pin is hashed where it lies, not copied)
-printed beside. Usage:
+printed beside: once for vLLM and long, --repeat times for glibc (median and best). Usage:
 
     .venv/bin/python benchmarks/check_real_series.py [--repeat 5] [--only vllm|long|glibc] [--profile]
 """
@@ -212,27 +212,36 @@ def compared(
     return replayed, fresh, other
 
 
-def print_rows(title: str, first: tuple[float, float], runs: tuple[list, list, list], theirs: str) -> None:
+def print_rows(title: str, first: list[tuple[float, float]], runs: tuple[list, list, list], theirs: str) -> None:
     replayed, fresh, other = runs
     print(title)
     print(HEAD)
     print(row("`forklift check`, nothing changed (the stored result replayed)", replayed))
-    print(row(f"`forklift check --fresh` (applied again; cold cache: {first[0]:.2f} s, CPU {first[1]:.2f} s)", fresh))
+    print(row(f"`forklift check --fresh` (applied again; cold cache: {cold_text(first)})", fresh))
     print(row(theirs, other))
     print(f"replayed {ratio(replayed, other)}; fresh {ratio(fresh, other)}\n")
 
 
-def cold(work: Path, sha256: str | None, env: dict[str, str]) -> tuple[float, float]:
-    """(wall, CPU) seconds of one check on an empty cache (seeded with the sdist file only: extraction,
-    no download)."""
+def cold(work: Path, sha256: str | None, env: dict[str, str], times: int = 1) -> list[tuple[float, float]]:
+    """(wall, CPU) seconds of `times` checks, each on an empty cache (seeded with the sdist file only:
+    extraction, no download)."""
     from forklift.source.cache import default_cache
 
-    with tempfile.TemporaryDirectory() as cache:
-        if sha256:
-            seed = Path(cache) / "artifacts" / sha256[:2] / sha256
-            seed.parent.mkdir(parents=True)
-            shutil.copyfile(default_cache().artifact_path(sha256), seed)
-        return measured(forklift_argv(work), work, {**env, "FORKLIFT_CACHE": cache}, ok=(0, 1))
+    runs = []
+    for _ in range(times):
+        with tempfile.TemporaryDirectory() as cache:
+            if sha256:
+                seed = Path(cache) / "artifacts" / sha256[:2] / sha256
+                seed.parent.mkdir(parents=True)
+                shutil.copyfile(default_cache().artifact_path(sha256), seed)
+            runs.append(measured(forklift_argv(work), work, {**env, "FORKLIFT_CACHE": cache}, ok=(0, 1)))
+    return runs
+
+
+def cold_text(runs: list[tuple[float, float]]) -> str:
+    wall, cpu = statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
+    many = f" median of {len(runs)}, best {min(w for w, _ in runs):.2f} s," if len(runs) > 1 else ""
+    return f"{wall:.2f} s,{many} CPU {cpu:.2f} s"
 
 
 def main() -> None:
@@ -307,13 +316,14 @@ def run_glibc(tmp: Path, args: argparse.Namespace, env: dict[str, str]) -> None:
     quilt = f"set -e; cp -a {tree} {work.parent}/theirs; cd {work.parent}/theirs; quilt --quiltrc /dev/null push -a -q --fuzz=0"
     # Debian patches carry trailing whitespace: the check exits 1
     runs = compared(work, quilt, env, quilt_env, args.repeat, ok=(0, 1))
-    first = cold(work, None, env)
+    first = cold(work, None, env, args.repeat)  # the one cold figure issue 22 sets a target for: several runs
     print_rows(
         f"glibc: Debian's {count}-patch series over {tree.name}", first, runs, "`cp -a` + `quilt push -a --fuzz=0`"
     )
     target("glibc 109-patch check, warm", runs[0], 0.4)
-    met = "met" if first[0] <= 2 else "NOT met"
-    TARGETS.append(f"glibc 109-patch check, cold: {first[0]:.2f} s wall ({first[1]:.2f} s CPU) vs <= 2 s: {met}")
+    wall = statistics.median(w for w, _ in first)
+    met = "met" if wall <= 2 else "NOT met"
+    TARGETS.append(f"glibc 109-patch check, cold: {cold_text(first)} (wall, median) vs <= 2 s: {met}")
 
 
 if __name__ == "__main__":
