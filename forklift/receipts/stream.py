@@ -67,6 +67,15 @@ def read_receipt_streaming(path: Path, record: type[msgspec.Struct], records: Re
     return receipt_from_json(path, raw)
 
 
+class RecordError(ValueError):
+    """What the caller of the records raises for one of a batch's records: the one at `index` of the batch is
+    not what it must be at `where` in it (`.chunks[0]`, or ""), for `why`."""
+
+    def __init__(self, index: int, where: str, why: str) -> None:
+        super().__init__(f"{index}{where}: {why}")
+        self.index, self.where, self.why = index, where, why
+
+
 class _TooLong(ForkliftError):
     """A value longer than what it may take: the walk stopped there."""
 
@@ -226,12 +235,14 @@ class _Scan:
             return pos + 1
         while True:
             batch, pos = self.batch(pos, cell)
-            self.done += len(batch)
             self.let_go(pos)
             try:
                 self.records(cell, batch)
+            except RecordError as exc:
+                raise self.invalid(f"cells.{cell}.requests.{self.done + exc.index}{exc.where}: {exc.why}") from None
             except ValueError as exc:
-                raise ForkliftError(f"{self.path}: invalid bench body at cells.{cell}.requests: {exc}") from None
+                raise self.invalid(f"cells.{cell}.requests: {exc}") from None
+            self.done += len(batch)
             pos = self.space(pos)
             if self.is_(pos, b"]"):
                 return pos + 1
@@ -293,6 +304,9 @@ class _Scan:
             why, _, at = str(exc).partition(" - at `$")
             found = re.match(r"\[(\d+)\](.*)`", at)
             where = f"{self.done + int(found[1])}{found[2]}" if found else ""
-            shown = terminal(f"cells.{cell}.requests.{where}: {why}")  # a key in it is the file's text: one line
-            raise ForkliftError(f"{self.path}: invalid bench body at {shown}") from None
+            raise self.invalid(f"cells.{cell}.requests.{where}: {why}") from None
         return batch
+
+    def invalid(self, what: str) -> ForkliftError:
+        """A record that is not what it must be; `what` holds the file's text (a key): shown on one line."""
+        return ForkliftError(f"{self.path}: invalid bench body at {terminal(what)}")
