@@ -68,8 +68,9 @@ class SideColumns:
                 self.unit_positions.append(position)
             rows = run.kept_rows(cell_name)
             self.parts.append((columns, rows))
-            units.append(first + np.searchsorted(np.array(kept, dtype=np.int64), columns.run[rows]))
-            occurrences.append(_occurrences(columns.run[rows], columns.prompt[rows]))
+            unit = np.searchsorted(np.array(kept, dtype=np.int64), columns.run[rows])
+            units.append(first + unit)
+            occurrences.append(_occurrences(unit * len(columns.prompt_ids) + columns.prompt[rows]))
             side_codes = np.array([codes.setdefault(p, len(codes)) for p in columns.prompt_ids], dtype=np.int64)
             prompts.append(side_codes[columns.prompt[rows]])
         self.prompt_ids = list(codes)  # row i's prompt is prompt_ids[prompt[i]]
@@ -104,14 +105,14 @@ class SideColumns:
         return out
 
 
-def _occurrences(runs: np.ndarray, prompts: np.ndarray) -> np.ndarray:
-    """For each row, how many rows before it share its (run, prompt): the same prompt sent twice in one run."""
-    if not len(runs):
+def _occurrences(keys: np.ndarray) -> np.ndarray:
+    """For each row, how many rows before it have its key ((unit, prompt): the same prompt sent twice in one run)."""
+    if not len(keys):
         return np.array([], dtype=np.int64)
-    order = np.lexsort((np.arange(len(runs)), prompts, runs))  # grouped by (run, prompt), in row order within
-    key_runs, key_prompts = runs[order], prompts[order]
+    order = np.argsort(keys, kind="stable")  # grouped by key, in row order within; the rows come nearly sorted
+    ordered = keys[order]
     starts = np.ones(len(order), dtype=bool)
-    starts[1:] = (key_runs[1:] != key_runs[:-1]) | (key_prompts[1:] != key_prompts[:-1])
+    starts[1:] = ordered[1:] != ordered[:-1]
     index = np.arange(len(order))
     group_start = np.maximum.accumulate(np.where(starts, index, 0))
     out = np.empty(len(order), dtype=np.int64)
@@ -145,7 +146,7 @@ class Sides:
     def shared_rows(self) -> int:
         """Rows of the first side with a partner in the second: the same unit and prompt key."""
         keys = [side.units * max(self.prompts, 1) + codes for side, codes in zip(self.sides, self.codes, strict=True)]
-        return len(np.intersect1d(keys[0], keys[1]))
+        return len(np.intersect1d(keys[0], keys[1], assume_unique=True))  # a key is a row's own (its occurrence)
 
     def tables(self, metric: Metric) -> tuple[list[UnitTable], list[np.ndarray]]:
         """Each side's units over the prompts every unit of every side measured, and each side's matrix.
@@ -162,8 +163,12 @@ class Sides:
             common &= ~np.isnan(m).any(axis=0)
         tables = []
         for side, m, rows in zip(self.sides, kept, present, strict=True):
-            own = common if common.any() else ~np.isnan(m).all(axis=0)  # no shared prompt: each unit's own
-            means = np.nanmean(m[:, own], axis=1) if len(m) else np.array([])
+            if not len(m):
+                means = np.array([])
+            elif common.any():  # no NaN there
+                means = m[:, common].mean(axis=1)
+            else:  # no shared prompt: each unit's own
+                means = np.nanmean(m[:, ~np.isnan(m).all(axis=0)], axis=1)
             tables.append(
                 UnitTable(
                     boots=[b for b, keep in zip(side.unit_boots, rows, strict=True) if keep],
