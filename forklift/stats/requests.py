@@ -166,13 +166,15 @@ class RecordColumns:
         self.rows += len(batch)
 
     def columns(self) -> RequestColumns:
+        """The columns of the batches added; each batch's arrays are let go as their column is joined."""
         integers = ("prompt", "run", "output")
         arrays = {
-            name: np.concatenate([part[name] for part in self.parts])
+            name: np.concatenate([part.pop(name) for part in self.parts])
             if self.parts
             else np.array([], dtype=np.int64 if name in integers else bool if name in ("ok", "burst") else float)
             for name in COLUMNS
         }
+        self.parts.clear()
         prompt_ids, outputs = (
             [key for key in codes if key is not None] for codes in (self.prompt_codes, self.output_codes)
         )
