@@ -312,3 +312,38 @@ def test_a_batchs_chunks_read_together_give_what_each_records_own_decode_gives(s
         refused(path, re.escape(f"invalid bench body at cells.0.requests: {exc}"))
         return
     assert_same_columns(read_bench_runs([path])[0][0].columns["c1"], expected)
+
+
+TRUNCATING = """
+import os, sys
+from pathlib import Path
+from forklift.errors import ForkliftError
+from forklift.receipts import stream
+from forklift.stats.requests import Record
+path, to = Path(sys.argv[1]), int(sys.argv[2])
+stream.WINDOW = 2000  # several batches
+def records(cell, batch):
+    if os.stat(path).st_size != to:
+        os.truncate(path, to)
+try:
+    stream.read_receipt_streaming(path, Record, records)
+except ForkliftError as exc:
+    sys.exit(f"error: {exc}")
+"""
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.0, 0.999])
+def test_a_receipt_truncated_while_it_is_read_is_one_line(tmp_path, keep):
+    """The file is truncated by the records callback after the first batch (the test's own callback: a real
+    truncation of the real file, between two of the reader's steps). A reader that maps the file dies of SIGBUS
+    at its next look: the read runs in a child process, so that would fail this test rather than end pytest."""
+    path = a_receipt(tmp_path, prompts=60)
+    to = int(path.stat().st_size * keep)
+    done = subprocess.run(
+        [sys.executable, "-c", TRUNCATING, str(path), str(to)], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert re.fullmatch(
+        rf"error: {re.escape(str(path))}: changed while it was read \(.+\); read it again.*\n", done.stderr
+    )
