@@ -98,28 +98,34 @@ class _Text:
                 raise changed(self.path, f"{want - len(self.block):,} bytes gone at byte {start + len(self.block):,}")
         return self.block[start - self.start : end - self.start]
 
+    def ahead(self, pos: int, bound: int, least: int = 1) -> bytes:
+        """The bytes from `pos` short of `bound` that the block last read holds, at least `least` of them (a block
+        of that many, or BLOCK, read from `pos` when it holds fewer)."""
+        if not (self.start <= pos and self.start + len(self.block) - pos >= least):
+            self.read(pos, min(pos + max(least, BLOCK), bound))
+        return self.block[pos - self.start : min(self.start + len(self.block), bound) - self.start]
+
     def match(self, pattern: re.Pattern[bytes], pos: int, bound: int, unclosed: bool = False) -> int | None:
         """Where `pattern` (possessive: it ends where the text says) matched at `pos`, no further than `bound`,
-        ends; None: no match. Read a block at a time, more while the match runs to the end of what was read
-        (or, `unclosed`, while there is none yet: a string)."""
-        bound, step = min(bound, self.size), BLOCK
+        ends; None: no match. Read on while the match runs to the end of what was read (or, `unclosed`, while
+        there is none yet: a string)."""
+        bound, least = min(bound, self.size), 1
         while True:
-            end = min(pos + step, bound)
-            text = self.read(pos, end)
+            text = self.ahead(pos, bound, least)
             found = pattern.match(text)
-            if end == bound or (found.end() < len(text) if found else not unclosed):
+            if pos + len(text) == bound or (found.end() < len(text) if found else not unclosed):
                 return pos + found.end() if found else None
-            step *= 4
+            least = max(4 * len(text), BLOCK)
 
     def search(self, pattern: re.Pattern[bytes], pos: int, bound: int) -> int | None:
         """Where the first match of `pattern` (one byte) in [pos, bound) is; None: none there."""
-        bound, step = min(bound, self.size), BLOCK
+        bound = min(bound, self.size)
         while pos < bound:
-            end = min(pos + step, bound)
-            found = pattern.search(self.read(pos, end))
+            text = self.ahead(pos, bound)
+            found = pattern.search(text)
             if found:
                 return pos + found.start()
-            pos, step = end, step * 4
+            pos += len(text)
         return None
 
 
@@ -303,19 +309,18 @@ class _Scan:
 
     def batch(self, pos: int, cell: int) -> tuple[list[Any], int]:
         """The records from `pos` up to a cut inside the window, and where the last of them ends."""
-        window = pos + WINDOW
-        if window < len(self.data):
-            text = self.data.read(pos, window)
-            cut = text.rfind(b"}")
-            for _ in range(64):  # a '}' in a record's nested object or in a string: look further back
-                if cut <= 0 or _CUT.match(text, cut):
-                    break
-                cut = text.rfind(b"}", 0, cut)
-            if cut > 0 and _CUT.match(text, cut):
-                try:
-                    return self.parse(pos, pos + cut + 1, cell), pos + cut + 1
-                except msgspec.DecodeError:
-                    pass  # not between two records after all: walk the window instead
+        window = pos + min(WINDOW, self.limit)  # a record over the limit is walked, so refused
+        text = self.data.read(pos, window)
+        cut = text.rfind(b"}")
+        for _ in range(64):  # a '}' in a record's nested object or in a string, or past the records: look back
+            if cut <= 0 or _CUT.match(text, cut):
+                break
+            cut = text.rfind(b"}", 0, cut)
+        if cut > 0 and _CUT.match(text, cut):
+            try:
+                return self.parse(pos, pos + cut + 1, cell), pos + cut + 1
+            except msgspec.DecodeError:
+                pass  # not between two records after all (a cell after this one): walk the window instead
         end = self.record_end(pos)
         while end < window:
             after = self.space(end)

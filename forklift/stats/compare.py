@@ -21,7 +21,7 @@ from forklift.stats.gpustate import cell_gpu_runs, odd_runs
 from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, pooled_change, unpaired_change, welch_change, with_floor
 from forklift.stats.metrics import METRICS, Metric
-from forklift.stats.sample import BenchRun, output_throughput, server_tok_step, text_hashes
+from forklift.stats.sample import BenchRun, give_back_freed, output_throughput, server_tok_step, text_hashes
 from forklift.stats.units import Components, SideColumns, Sides, components
 from forklift.stats.verdict import DEFAULT_MARGIN, Kind, Verdict, judge
 
@@ -211,7 +211,9 @@ def compare_cell(
     aa = Sides(SideColumns(aa_runs, cell_name)) if aa_runs else None
     pairs, paired = pairing(sides)
     codes = TextCodes()
+    give_back_freed()  # each step's temporaries, a million rows a side: tens of MB of heap that stays resident
     texts_a, texts_b = text_hashes(a_runs, cell_name, codes), text_hashes(b_runs, cell_name, codes)
+    give_back_freed()
     greedy = [is_greedy(runs[0].body.workload.sampling) for runs in (a_runs, b_runs)]
     drift = divergence(texts_a, texts_b, codes, *greedy)
     metrics = []

@@ -67,7 +67,7 @@ class TextCodes:
 
     def pairs(self, side: TextHashes) -> np.ndarray:
         """Each distinct (text, output) of a side as one number."""
-        return distinct(side.text * max(len(self.outputs), 1) + side.output)
+        return distinct(side.text.astype(np.int64) * max(len(self.outputs), 1) + side.output)
 
     def named(self, texts: np.ndarray) -> set[str]:
         return {self.prompts[code] for code in texts.tolist()}
@@ -83,7 +83,8 @@ def distinct(values: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TextHashes:
-    """One side's ok requests with an output hash: the text each sent and the output it got (TextCodes numbers)."""
+    """One side's ok requests with an output hash: the text each sent and the output it got (TextCodes numbers,
+    32 bits: fewer than the rows)."""
 
     text: np.ndarray
     output: np.ndarray

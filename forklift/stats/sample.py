@@ -93,15 +93,15 @@ def read_bench_runs(paths: list[Path]) -> tuple[list[BenchRun], list[tuple[Path,
             receipt = receipt.model_copy(update={"body": {}})
             runs.append(BenchRun(path, receipt, body, columns))
         receipts.append((path, receipt))
-        _give_back_freed()
+        give_back_freed()
     runs.sort(key=lambda found: (found.receipt.created, str(found.path)))
     return runs, receipts
 
 
-def _give_back_freed() -> None:
-    """Hand the C heap's free pages back to the system (glibc's malloc_trim; nothing elsewhere): the columns kept
-    between a receipt's batches pin the heap the batches were decoded in, leaving about 80 MB a million records
-    free but resident that the next receipt's or compare's large arrays, mapped apart, would not reuse."""
+def give_back_freed() -> None:
+    """Hand the C heap's free pages back to the system (glibc's malloc_trim; nothing elsewhere): what is kept
+    between large temporaries (a receipt's columns between its batches, a cell's sides between the arrays they
+    are built from) pins the heap they were made in, leaving tens of MB a million records free but resident."""
     trim = getattr(_LIBC, "malloc_trim", None)
     if trim is not None:
         trim(0)
@@ -141,9 +141,9 @@ def text_hashes(runs: list[BenchRun], cell_name: str, codes: TextCodes) -> TextH
             else (columns.prompt_ids[k // span],)
             for k in distinct.tolist()
         ]
-        texts.append(np.array([codes.text(key) for key in keys], dtype=np.int64)[inverse.ravel()])
-        outputs.append(output[rows])
-    empty = np.array([], dtype=np.int64)
+        texts.append(np.array([codes.text(key) for key in keys], dtype=np.int32)[inverse.ravel()])
+        outputs.append(output[rows].astype(np.int32))
+    empty = np.array([], dtype=np.int32)
     return TextHashes(np.concatenate(texts or [empty]), np.concatenate(outputs or [empty]))
 
 
