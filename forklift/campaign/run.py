@@ -32,6 +32,7 @@ from forklift.launch.resolve import printed_lines
 from forklift.launch.session import launched
 from forklift.receipts import new_receipt, write_receipt
 from forklift.receipts.envelope import Labels
+from forklift.receipts.facts import kernel_boot_id
 from forklift.receipts.store import read_receipt
 from forklift.report.ship import PLAN_KIND
 
@@ -86,7 +87,7 @@ class Runner:
         return self._plans[key]
 
     def write_plan(self) -> None:
-        """The campaign as planned (builds, order, gates) in a receipt, so `forklift report` decides from receipts."""
+        """The campaign as planned (builds, order, gates, margins) in a receipt, so `forklift report` decides from receipts."""
 
         body = {
             "builds": {name: b.labels.fields() for name, b in self.builds.items()},
@@ -96,6 +97,7 @@ class Runner:
             "aa": self.campaign.aa,
             "boots": len(self.plan.slots),
             "ship": self.campaign.ship.model_dump(mode="json") if self.campaign.ship else None,
+            "margins": [rule.model_dump(mode="json") for rule in self.campaign.margins],
         }
         for old in self.receipts.glob(f"*-{PLAN_KIND}-*.json"):
             old.unlink()  # one plan per folder: the latest run's (a resumed campaign states it again)
@@ -119,7 +121,10 @@ class Runner:
                 self.say(f"{key}: unfinished cell moved aside to {moved}")
         if any(not finished(self.receipts / s.key) for s in self.plan.slots):
             for slot in self.plan.warmups:
-                self.warm_up(slot)
+                if self.warmed(slot):
+                    self.say(f"{slot.key}: warmed up already since this machine booted; no warm-up boot")
+                else:
+                    self.warm_up(slot)
         ran, skipped = self.run_cells(self.plan.cells)
         more, before = self.run_cells(self.added_slots())
         return ran + more, skipped + before
@@ -139,10 +144,23 @@ class Runner:
         else:
             self.run_ladder(cell)
 
+    def warmed(self, slot: Slot) -> bool:
+        """A warm-up of this slot finished ready since the machine last booted: its caches are still warm.
+
+        A resumed campaign on the same running machine skips it; a rebooted or fresh box has a new boot id."""
+        boot_id = kernel_boot_id()
+        return boot_id is not None and any(
+            receipt.status == "ok"
+            and receipt.body.get("key") == slot.key
+            and receipt.body.get("machine_boot") == boot_id
+            for receipt in map(read_receipt, sorted((self.receipts / "warmups").glob(f"*-{WARMUP_KIND}-*.json")))
+        )
+
     def warm_up(self, slot: Slot) -> None:
         """Boot and stop, measuring nothing: the first boot on a box compiles (torch.compile, CUDA graphs) and
         reads the weights from disk, and its numbers differ from the boots after it (an H200 measured +1.1 %
-        TPOT on it). Every run of the campaign that has cells left does this again: a fresh box has cold caches."""
+        TPOT on it). A run of the campaign that has cells left does this again unless this machine, since it
+        last booted, already has (`warmed`): a rebooted or fresh box has cold caches."""
         build = self.builds[slot.build]
         plan = self.launch_plan(build, slot.setting.profile, slot.setting.sets, slot.setting.name)
         folder = self.logs / "warmup" / f"{slot.key}-{time.strftime('%Y%m%dT%H%M%S')}"
@@ -157,7 +175,13 @@ class Runner:
             outcome = booted.body.outcome
         seconds = time.monotonic() - started
         # the report counts its time with the cells'; its boot receipt stays in the logs, out of every comparison
-        body = {"key": slot.key, "seconds": seconds, "boot": outcome, "receipts": str(folder)}
+        body = {
+            "key": slot.key,
+            "seconds": seconds,
+            "boot": outcome,
+            "receipts": str(folder),
+            "machine_boot": kernel_boot_id(),
+        }
         status = "ok" if booted.ready else "failed"
         write_receipt(
             new_receipt(WARMUP_KIND, status=status, body=body, **booted.labels.fields()), self.receipts / "warmups"

@@ -45,6 +45,7 @@ from forklift.config.load import describe
 from forklift.config.toml import tomllib
 from forklift.errors import ConfigError
 from forklift.report.ship import ShipSpec, check_gates
+from forklift.stats.verdict import MarginRule
 
 
 class _Strict(BaseModel):
@@ -110,6 +111,10 @@ class CampaignFile(_Strict):
     settings: list[SettingSpec]
     suites: list[dict[str, Any]]
     ship: ShipSpec | None = Field(default=None, description="the gates that decide SHIP, HOLD or UNDECIDED")
+    margins: list[MarginRule] = Field(
+        default_factory=list,
+        description="practical margins of the report's verdicts, per metric and cell (default 1% each)",
+    )
     budget: str | None = Field(
         default=None, description="time the campaign may spend ('20m', '1200s'): boots a target MDE adds stop there"
     )

@@ -117,7 +117,7 @@ def compare_command(
     target_mde: TargetOption = None,
 ) -> None:
     """A/B of bench receipts over the right unit (boots, or runs of one boot): Δ, 95% CI, MDE, verdict vs margin."""
-    from forklift.stats import compare_groups, margins, match, parse_margin
+    from forklift.stats import Margins, compare_groups, margins, match, parse_margin
 
     if len(receipts) < 2:
         raise UsageError(f"compare needs at least two receipts or folders (A B ...), got {len(receipts)}")
@@ -126,7 +126,7 @@ def compare_command(
             raise UsageError(f"{path}: no such receipt file or folder")
     if target_mde is not None and not 0 < target_mde < 100:
         raise UsageError(f"--target-mde {target_mde}: give P in percent, between 0 and 100")
-    per_metric = margins(dict(parse_margin(text) for text in margin or []))
+    per_metric = Margins(margins(dict(parse_margin(text) for text in margin or [])))
     sides = [_read(path) for path in receipts]
     if sides[0][1] and _compare_suites(receipts, across_machines=across_machines, as_json=as_json):
         return

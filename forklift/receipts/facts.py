@@ -76,6 +76,15 @@ def _machine_id() -> str:
     return socket.gethostname()
 
 
+def kernel_boot_id() -> str | None:
+    """This boot of the machine (Linux's random boot id): new after every reboot, and on every fresh box."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="utf-8") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
 def _gpus() -> list[str]:
     """GPU names from the NVIDIA driver's proc files; no GPU library is imported for this."""
     root = "/proc/driver/nvidia/gpus"

@@ -26,7 +26,16 @@ from forklift.receipts import Receipt, read_receipts, validated_body
 from forklift.receipts.envelope import setting_label
 from forklift.report.numbers import box_name
 from forklift.report.ship import PLAN_KIND, ShipSpec
-from forklift.stats import BenchRun, CellResult, GroupComparison, bench_runs, compare_groups
+from forklift.stats import (
+    BenchRun,
+    CellResult,
+    GroupComparison,
+    MarginRule,
+    Margins,
+    bench_runs,
+    compare_groups,
+    rule_margins,
+)
 from forklift.stats.runs import build_label
 from forklift.stats.sample import output_throughput, server_tok_step
 
@@ -109,6 +118,7 @@ class Row:
     result: CellResult | None = None
     refused: str | None = None  # a comparability guard's one line
     pool: list[list[BenchRun]] = field(default_factory=list)  # other builds' runs here, pooled for the boot sd
+    margins: Margins = field(default_factory=Margins)  # the campaign's, per metric and cell
 
     @property
     def setting(self) -> str:
@@ -133,6 +143,11 @@ class Campaign:
     def ship(self) -> ShipSpec | None:
         gates = (self.plan or {}).get("ship")
         return ShipSpec.model_validate(gates) if gates else None
+
+
+def plan_margins(plan: dict[str, Any] | None) -> Margins:
+    """The margins the campaign-plan receipt states (campaign.toml's `margins`); a plan written before them has none."""
+    return rule_margins([MarginRule.model_validate(rule) for rule in (plan or {}).get("margins") or []])
 
 
 def _boots(receipts: list[tuple[Path, Receipt]]) -> list[Boot]:
@@ -223,7 +238,7 @@ def _cells(runs: list[BenchRun]) -> list[str]:
 
 
 def _rows(
-    old: Side, new: Side, host: str, workload: str, seed: int, pool: list[list[BenchRun]]
+    old: Side, new: Side, host: str, workload: str, seed: int, pool: list[list[BenchRun]], margins: Margins
 ) -> tuple[list[Row], GroupComparison | None]:
     """Rows of one setting pair; compared when both sides have numbers, else showing why one has none.
 
@@ -231,16 +246,19 @@ def _rows(
     boot-to-boot sd (forklift.stats.interval.pooled_change)."""
     cells = _cells(old.runs + new.runs)
     if not (old.runs and new.runs):
-        return [Row(host, workload, name, old, new, pool=pool) for name in cells], None
+        return [Row(host, workload, name, old, new, pool=pool, margins=margins) for name in cells], None
     try:
         # a campaign's A/A control (the baseline side benched twice, aa = 1 and 2) floors every interval
         control = [run for run in old.runs if run.receipt.aa]
         aa_runs = control if len({run.receipt.aa for run in control}) > 1 else None
-        comparison = compare_groups(old.runs, new.runs, seed=seed, aa_runs=aa_runs, pool_runs=pool)
+        comparison = compare_groups(old.runs, new.runs, seed=seed, aa_runs=aa_runs, margins=margins, pool_runs=pool)
     except ForkliftError as refused:
-        return [Row(host, workload, name, old, new, refused=str(refused), pool=pool) for name in cells], None
+        return [
+            Row(host, workload, name, old, new, refused=str(refused), pool=pool, margins=margins) for name in cells
+        ], None
     results = {c.cell: c for c in comparison.cells}
-    return [Row(host, workload, name, old, new, result=results.get(name), pool=pool) for name in cells], comparison
+    rows = [Row(host, workload, name, old, new, result=results.get(name), pool=pool, margins=margins) for name in cells]
+    return rows, comparison
 
 
 def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -> Campaign:
@@ -262,6 +280,7 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
         )
     if baseline is None and len(builds) > 1:
         baseline = builds[0]
+    margins = plan_margins(plan)
     machines = list(dict.fromkeys([r.machine_id for r in runs] + [b.receipt.fingerprint.machine_id for b in boots]))
     labels = workload_labels(runs)
     workloads = list(dict.fromkeys(r.body.workload.hash for r in runs)) or ["–"]
@@ -287,7 +306,7 @@ def load_campaign(folder: Path, *, baseline: str | None = None, seed: int = 0) -
                     rows += [Row(host, shown, name, old, Side(new_build, new_setting)) for name in _cells(old.runs)]
                     continue
                 pool = [] if by_setting else _pool(builds, (old_build, new_build), new_setting, machine, workload, runs)
-                new_rows, comparison = _rows(old, new, host, shown, seed, pool)
+                new_rows, comparison = _rows(old, new, host, shown, seed, pool, margins)
                 rows += new_rows
                 if comparison is not None:
                     comparisons.append(comparison)

@@ -7,7 +7,7 @@ it is not a finding, whatever its interval says. Computed by stats' own compare_
 from __future__ import annotations
 
 from forklift.errors import ForkliftError
-from forklift.stats import BenchRun, compare_groups
+from forklift.stats import BenchRun, Margins, compare_groups
 
 
 def aa_groups(runs: list[BenchRun]) -> tuple[list[BenchRun], list[BenchRun]]:
@@ -20,6 +20,7 @@ def aa_shift(
     metrics: tuple[str, ...],
     seed: int = 0,
     pool: list[list[BenchRun]] | None = None,
+    margins: Margins | None = None,
 ) -> str | None:
     """'E2E: within noise (Δ +2.1%, CI -1.0%..+5.3%, margin ±1.0%)' for the first metric judged, or None.
 
@@ -29,7 +30,7 @@ def aa_shift(
     if not (first and second):
         return None
     try:
-        comparison = compare_groups(first, second, seed=seed, pool_runs=pool)
+        comparison = compare_groups(first, second, seed=seed, margins=margins, pool_runs=pool)
     except ForkliftError as refused:
         return f"not compared: {refused}"
     result = next((c for c in comparison.cells if c.cell == cell), None)

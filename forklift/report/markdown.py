@@ -85,7 +85,7 @@ def _summary(campaign: Campaign) -> str:
             + [r.old.setting]
             + ([r.workload] if many_workloads else [])
             + [r.cell, _tok_s(r.old, r.cell), _pool(r.old), r.old.tok_step(r.cell) if r.old.runs else "–"]
-            + ([aa_shift(r.old.runs, r.cell, SUMMARY_METRICS) or "–"] if with_aa else [])
+            + ([aa_shift(r.old.runs, r.cell, SUMMARY_METRICS, margins=r.margins) or "–"] if with_aa else [])
             for r in rows
         ]
         lead_line = f"One build ({md(campaign.builds[0])}): numbers only, nothing to compare"
@@ -127,7 +127,10 @@ def _summary(campaign: Campaign) -> str:
                     _verdict(r),
                 ]
                 + (
-                    [aa_shift(r.old.runs, r.cell, SUMMARY_METRICS, pool=[r.new.runs, *r.pool]) or "–"]
+                    [
+                        aa_shift(r.old.runs, r.cell, SUMMARY_METRICS, pool=[r.new.runs, *r.pool], margins=r.margins)
+                        or "–"
+                    ]
                     if with_aa
                     else []
                 )

@@ -19,7 +19,17 @@ from forklift.stats.matching import Matching, match
 from forklift.stats.metrics import METRICS, Metric
 from forklift.stats.sample import BenchRun, bench_runs
 from forklift.stats.units import Components, boot_identity
-from forklift.stats.verdict import DEFAULT_MARGIN, Kind, Verdict, judge, margins, parse_margin
+from forklift.stats.verdict import (
+    DEFAULT_MARGIN,
+    Kind,
+    MarginRule,
+    Margins,
+    Verdict,
+    judge,
+    margins,
+    parse_margin,
+    rule_margins,
+)
 
 __all__ = [
     "DEFAULT_MARGIN",
@@ -30,6 +40,8 @@ __all__ = [
     "Estimate",
     "GroupComparison",
     "Kind",
+    "MarginRule",
+    "Margins",
     "Matching",
     "Metric",
     "MetricResult",
@@ -47,6 +59,7 @@ __all__ = [
     "minimum_detectable_effect",
     "paired_change",
     "parse_margin",
+    "rule_margins",
     "unit_estimate",
     "unpaired_change",
     "welch_change",

@@ -23,7 +23,7 @@ from forklift.stats.interval import Estimate, paired_change, pooled_change, unpa
 from forklift.stats.metrics import METRICS, Metric
 from forklift.stats.sample import BenchRun, give_back_freed, output_throughput, server_tok_step, text_hashes
 from forklift.stats.units import Components, SideColumns, Sides, components
-from forklift.stats.verdict import DEFAULT_MARGIN, Kind, Verdict, judge
+from forklift.stats.verdict import DEFAULT_MARGIN, Kind, Margins, Verdict, judge
 
 
 class MetricResult(BaseModel):
@@ -263,13 +263,13 @@ def compare_groups(
     across_machines: bool = False,
     seed: int = 0,
     aa_runs: list[BenchRun] | None = None,
-    margins: dict[str, float] | None = None,
+    margins: Margins | None = None,
     pool_runs: list[list[BenchRun]] | None = None,
 ) -> GroupComparison:
     """Guard, then compare every cell both sides measured. Each side is one box: boxes are never pooled.
 
     `aa_runs`: an A/A control (benches of one build, same workload, on A's box) whose
-    boot-to-boot (or, on one boot, run-to-run) spread floors every interval. `margins`: per metric key.
+    boot-to-boot (or, on one boot, run-to-run) spread floors every interval. `margins`: per metric, per cell.
     `pool_runs`: the campaign's other builds on this box, setting and workload, one list each: their
     boots join A's and B's in the pooled boot-to-boot sd.
     """
@@ -296,7 +296,15 @@ def compare_groups(
         paths_b=[str(r.path) for r in b_runs],
         partial=[f"{r.path} ({r.receipt.status})" for r in a_runs + b_runs if r.receipt.status != "ok"],
         cells=[
-            compare_cell(a_runs, b_runs, name, seed=seed, aa_runs=aa_runs, margins=margins, pool_runs=pool_runs)
+            compare_cell(
+                a_runs,
+                b_runs,
+                name,
+                seed=seed,
+                aa_runs=aa_runs,
+                margins=(margins or Margins()).of(name),
+                pool_runs=pool_runs,
+            )
             for name in names_a
             if name in names_b
         ],

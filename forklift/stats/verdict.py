@@ -18,9 +18,10 @@ A false claim under no true change needs the interval to exclude zero: 5 % two-s
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forklift.errors import UsageError
 from forklift.stats.interval import Estimate
@@ -181,3 +182,48 @@ def margins(overrides: Mapping[str | None, float] | None = None, default: float 
     if unknown:
         raise UsageError(f"margin for unknown metric {unknown[0]!r} (known: {', '.join(m.key for m in METRICS)})")
     return {m.key: given.get(m.key, every) for m in METRICS}
+
+
+@dataclass(frozen=True)
+class Margins:
+    """The practical margins of a comparison: per metric key in every cell, then a cell's own per metric
+    (a campaign's `margins` naming cells: a cell of 16 in flight on a power-capped GPU moves more than one of 1)."""
+
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    cells: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def of(self, cell: str) -> dict[str, float]:
+        return {**self.metrics, **self.cells.get(cell, {})}
+
+
+class MarginRule(BaseModel):
+    """One of a campaign's `margins`: a metric's practical margin, in every cell or in the cells named."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    metric: str = Field(description="a compared metric: " + ", ".join(m.key for m in METRICS))
+    within: float = Field(gt=0, lt=100, description="percent either way that is no change that matters")
+    cells: list[str] | None = Field(default=None, min_length=1, description="bench cells (default: every cell)")
+
+    @field_validator("within", mode="before")
+    @classmethod
+    def _percent(cls, value: object) -> object:
+        return value.strip().removesuffix("%") if isinstance(value, str) else value
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, metric: str) -> str:
+        known = [m.key for m in METRICS]
+        if metric not in known:
+            raise ValueError(f"unknown metric {metric!r} (known: {', '.join(known)})")
+        return metric
+
+
+def rule_margins(rules: list[MarginRule]) -> Margins:
+    """The margins a campaign's rules give: a rule naming cells wins there over one for every cell."""
+    every = {rule.metric: rule.within / 100 for rule in rules if rule.cells is None}
+    cells: dict[str, dict[str, float]] = {}
+    for rule in rules:
+        for cell in rule.cells or []:
+            cells.setdefault(cell, {})[rule.metric] = rule.within / 100
+    return Margins(every, cells)

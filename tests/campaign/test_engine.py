@@ -2,7 +2,8 @@
 
 The two builds are one install under two names (A/A: a second 3.4 GB venv costs more than the
 box can spare); `verify --installed` proves the series in it for both before anything boots.
-Engine boots: 4 whole (2 builds x 2 settings, order AB) plus the one cut short by Ctrl-C.
+Engine boots: 2 warm-ups (one a setting, not measured), 4 whole (2 builds x 2 settings, order AB) plus the one
+cut short by Ctrl-C; the resumed run, on the same machine boot, warms up no more.
 """
 
 import os
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.engine
 CAMPAIGN = """
 order = "AB"
 report = "report.md"
+warmup_boots = 1
 [builds.A]
 python = "{python}"
 [builds.B]
@@ -102,6 +104,11 @@ def test_campaign_runs_resumes_after_ctrl_c_and_reports_with_no_relabelling(engi
     second = campaign(tmp_path, timeout=1500)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "3 cells run, 1 finished before and skipped" in second.stdout
+    # the first run's warm-ups stand: the caches they filled are warm until the machine reboots
+    assert second.stdout.count("warmed up already since this machine booted; no warm-up boot") == 2, second.stdout
+    warmups = [r for _, r in read_receipts([receipts / "warmups"])]
+    assert sorted(r.body["key"] for r in warmups) == ["w1-tiny_spec=ngram-A", "w1-tiny_spec=off-A"]
+    assert all(r.status == "ok" and r.body["machine_boot"] for r in warmups)
     # the cell cut short (when Ctrl-C came after its boot began) is moved aside, not lost, not reported
     aside = list((tmp_path / "receipts.interrupted").glob("*"))
     assert all(p.name.startswith("r1-tiny_spec=off-2-B-") for p in aside), aside

@@ -208,3 +208,53 @@ def test_a_budget_shorter_than_one_boot_stops_the_campaign_in_one_line(tmp_path,
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: campaign.toml: budget = '0.1s' is less than one boot (r1-tiny-1-A took ")
     assert line.endswith(" s): give the campaign at least that")
+
+
+def test_margins_name_a_known_metric_and_a_percent_in_one_line(tmp_path):
+    campaign = load_campaign_file(
+        write(tmp_path, '[[margins]]\nmetric = "decode_tps"\ncells = ["c16"]\nwithin = "3%"\n')
+    )
+    assert [(m.metric, m.cells, m.within) for m in campaign.margins] == [("decode_tps", ["c16"], 3.0)]
+    for bad, said in (
+        ('metric = "decode"\nwithin = "3%"', "margins.0.metric: Value error, unknown metric 'decode'"),
+        ('metric = "ttft"\nwithin = "100%"', "margins.0.within"),
+        ('metric = "ttft"\nwithin = "3%"\ncells = []', "margins.0.cells"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            load_campaign_file(write(tmp_path, f"[[margins]]\n{bad}\n"))
+        assert "\n" not in str(caught.value) and said in str(caught.value), str(caught.value)
+
+
+def test_a_cells_own_margin_wins_over_the_one_for_every_cell():
+    from forklift.stats import MarginRule, rule_margins
+
+    rules = [
+        MarginRule(metric="decode_tps", within=3, cells=["c16"]),
+        MarginRule(metric="decode_tps", within=2),
+        MarginRule(metric="ttft", within="10%"),
+    ]
+    margins = rule_margins(rules)
+    assert margins.of("c16") == {"decode_tps": 0.03, "ttft": 0.10}
+    assert margins.of("c1") == {"decode_tps": 0.02, "ttft": 0.10}
+
+
+def test_the_report_judges_each_cell_against_the_margins_its_plan_receipt_states(tmp_path):
+    """The committed H200 ship campaign's receipts, its plan receipt given a 4% decode margin at c16."""
+    import json
+    import shutil
+
+    from forklift.report.campaign import load_campaign
+
+    shipped = Path(__file__).resolve().parents[2] / "docs" / "gpu-report" / "ship" / "receipts"
+    folder = tmp_path / "receipts"
+    shutil.copytree(shipped, folder)
+    before = {(r.new.build, r.cell): r.result.metric("decode_tps").decision for r in load_campaign(folder).rows}
+    (plan,) = folder.glob("*-campaign-plan-*.json")
+    receipt = json.loads(plan.read_text())
+    receipt["body"]["margins"] = [{"metric": "decode_tps", "within": 4.0, "cells": ["c16"]}]
+    plan.write_text(json.dumps(receipt))
+    after = {(r.new.build, r.cell): r.result.metric("decode_tps").decision for r in load_campaign(folder).rows}
+    assert after[("noop", "c1")] == before[("noop", "c1")] and after[("noop", "c1")].margin == 0.01
+    # noop at c16: Δ +0.8%, CI -1.5..+3.1% reads undecided against ±1%, no practical change against ±4%
+    assert before[("noop", "c16")].kind == "undecided" and after[("noop", "c16")].kind == "no practical change"
+    assert after[("noop", "c16")].margin == 0.04 and "margin ±4.0%" in after[("noop", "c16")].words

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 from forklift.errors import ForkliftError
-from forklift.stats import METRICS, compare_groups, match
+from forklift.stats import METRICS, Margins, compare_groups, match
 from forklift.stats.verdict import interval_phrase
 from tests.stats.synthetic import as_run, bench_receipt, records, workload
 
@@ -103,9 +103,9 @@ def test_same_speed_on_other_boots_is_no_claim():
 def test_a_margin_turns_a_real_but_small_change_into_no_practical_change():
     # 1 % faster, measured tightly: a claim at a 0.5 % margin, no practical change at 5 %
     a, b = boots(3, 1, prompts=16, noise=0.005), boots(3, 10, prompts=16, noise=0.005, speed=1.01)
-    small = compare_groups(a, b, margins={"decode_tps": 0.005}).cells[0].metric("decode_tps")
+    small = compare_groups(a, b, margins=Margins({"decode_tps": 0.005})).cells[0].metric("decode_tps")
     assert small.claim == "faster" and "margin ±0.5%" in small.verdict
-    wide = compare_groups(a, b, margins={"decode_tps": 0.05}).cells[0].metric("decode_tps")
+    wide = compare_groups(a, b, margins=Margins({"decode_tps": 0.05})).cells[0].metric("decode_tps")
     assert wide.claim == "no practical change" and wide.verdict.startswith("no practical change (Δ +1.0%")
 
 
@@ -320,7 +320,7 @@ def test_judge_cell_is_compare_groups_verdict_for_one_cell_and_metric():
 
     a, b = boots(3, 1, prompts=16), boots(3, 10, prompts=16, speed=0.85)
     verdict = judge_cell(a, b, "single", "tpot", margin=0.02)
-    assert verdict == compare_groups(a, b, margins={"tpot": 0.02}).cells[0].metric("tpot").decision
+    assert verdict == compare_groups(a, b, margins=Margins({"tpot": 0.02})).cells[0].metric("tpot").decision
     assert verdict.kind == "slower" and verdict.worse and verdict.unit == "boot" and verdict.margin == 0.02
     with pytest.raises(ValueError, match="unknown metric 'speed'"):
         judge_cell(a, b, "single", "speed")

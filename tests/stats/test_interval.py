@@ -152,5 +152,8 @@ def test_pooled_change_is_students_t_with_the_within_build_sd_of_every_build():
     assert est.df == 3.0 and est.pooled == 3 and est.unit == "boot"
     assert est.low == pytest.approx(np.expm1(centre - half)) and est.high == pytest.approx(np.expm1(centre + half))
     assert pooled_change(a[:1], b[:1], []) is None  # one boot a side and nothing else: no degree of freedom
-    one_each = pooled_change(a[:1], b[:1], [c])  # one boot a side, the spread from another build's two
-    assert one_each is not None and one_each.df == 1.0
+    # one boot a side: one other build's spread alone is not pooled, two builds' spreads are
+    assert pooled_change(a[:1], b[:1], [c]) is None
+    one_each = pooled_change(a[:1], b[:1], [c, c + 0.1])
+    assert one_each is not None and one_each.df == 2.0 and one_each.pooled == 4
+    assert pooled_change(a, b[:1], [c]) is not None  # A's own spread and another build's

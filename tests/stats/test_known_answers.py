@@ -8,11 +8,14 @@ standard errors. Power is asserted where the design was chosen to have it.
 import numpy as np
 import pytest
 
+from forklift.stats import judge
+from forklift.stats.interval import pooled_change
 from tests.stats.simulate import (
     GPU_BOUND,
     H200_C1,
     H200_C16,
     HOST_BOUND,
+    TPOT,
     Box,
     across_boots,
     boot_unit,
@@ -96,3 +99,13 @@ def test_pooling_gains_power_over_welch_on_the_same_boots():
     assert (
         rate_of(pooled_unit(groups, 2), "slower") > rate_of(welch, "slower") + 0.3
     )  # measured 0.83 against Welch's 0.32
+
+
+def test_the_aa_of_one_boot_a_copy_pooled_over_two_other_builds_claims_at_most_at_the_test_level():
+    # the A/A of an ABBA campaign: A's two boots (first and last) are one a copy; noop and slowdown give
+    # the spread. Measured 0.035. With a drift over the campaign (trend 0.003) it claims 0.095: the A/A
+    # reads the drift, which is what it is for; ABBA cancels that drift in A vs a build in between.
+    a, noop, slowdown = campaign_boots(H200_C16, 1, (0.0, 0.0, 0.03))
+    kinds = [judge(TPOT, pooled_change(a[t, :1], a[t, 1:], [noop[t], slowdown[t]]), 0.01).kind for t in range(len(a))]
+    assert claim_rate(kinds) <= tolerance()
+    assert all(pooled_change(a[t, :1], a[t, 1:], [slowdown[t]]) is None for t in range(len(a)))  # one build: not pooled
