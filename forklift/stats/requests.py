@@ -27,7 +27,7 @@ from forklift.client.records import BURST_GAP_S, RequestRecord
 from forklift.fsio import LIMIT_ENV, PARSED_PER_BYTE, max_file_bytes
 from forklift.receipts.stream import RecordError
 
-ROW_BYTES = 96  # the arrays of one row (12 of them) with the lists they are built from
+ROW_BYTES = 88  # the arrays of one row (11 of them) with the lists they are built from
 STRING_BYTES = 49  # what CPython takes for an empty str, beyond its characters
 
 
@@ -167,11 +167,11 @@ class RecordColumns:
 
     def columns(self) -> RequestColumns:
         """The columns of the batches added; each batch's arrays are let go as their column is joined."""
-        integers = ("prompt", "run", "output")
+        dtypes = {"prompt": np.int32, "run": np.int64, "output": np.int32, "ok": bool, "burst": bool}
         arrays = {
             name: np.concatenate([part.pop(name) for part in self.parts])
             if self.parts
-            else np.array([], dtype=np.int64 if name in integers else bool if name in ("ok", "burst") else float)
+            else np.array([], dtype=dtypes.get(name, float))
             for name in COLUMNS
         }
         self.parts.clear()
@@ -202,7 +202,7 @@ def _code(codes: dict[str | None, int], values: list[str | None]) -> tuple[np.nd
     before = len(codes)
     for value in dict.fromkeys(values):  # the batch's distinct values, in order: a new one gets the next index
         codes.setdefault(value, len(codes) - 1)
-    out = np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=len(values))
+    out = np.fromiter(map(codes.__getitem__, values), dtype=np.int32, count=len(values))  # fewer than rows
     new = sum(STRING_BYTES + len(v or "") for v in islice(reversed(codes), len(codes) - before))
     return out, new
 

@@ -133,7 +133,7 @@ def text_hashes(runs: list[BenchRun], cell_name: str, codes: TextCodes) -> TextH
         rows = columns.ok & (output >= 0)
         workload, first = run.body.workload, int(columns.run.min())
         salted, span = workload.salted, int(columns.run.max()) - first + 1
-        text = columns.prompt[rows] * span + (columns.run[rows] - first) * salted  # (prompt, run) as one number
+        text = columns.prompt[rows].astype(np.int64) * span + (columns.run[rows] - first) * salted  # (prompt, run)
         distinct, inverse = np.unique(text, return_inverse=True)
         keys: list[TextKey] = [
             (columns.prompt_ids[k // span], workload.salt_nonce, cell_name, k % span + first)
