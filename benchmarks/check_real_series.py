@@ -19,7 +19,8 @@ stored result replayed: series/resultcache.py) and `forklift check --fresh` (the
 Warm cache, whole CLI (its modules byte-compiled, as an installed wheel's are, even where
 PYTHONDONTWRITEBYTECODE is set), best and median of --repeat runs, alternating; cold
 (an empty FORKLIFT_CACHE seeded only with the sdist file, so the tree is
-extracted and every touched file compiled) printed beside. Usage:
+extracted and every touched file compiled; glibc's folder pin is hashed where it lies, not copied)
+printed beside. Usage:
 
     .venv/bin/python benchmarks/check_real_series.py [--repeat 5] [--only vllm|long|glibc] [--profile]
 """

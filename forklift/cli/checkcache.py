@@ -103,8 +103,8 @@ def replay_or_record(argv: list[str]) -> None:
 
 
 def store_result(result: GateResult, exit_code: int) -> None:
-    """Store this recorded run for replay, unless it built its pristine tree (a terminal showed progress
-    that a warm run does not) or read a git pin."""
+    """Store this recorded run for replay, unless it built its pristine tree in the cache (a terminal showed
+    progress that a warm run does not) or read a git pin. A folder pin read where it lies shows none."""
     global _recording
     recording, _recording = _recording, None
     if recording is None or result.inputs is None:
@@ -112,9 +112,10 @@ def store_result(result: GateResult, exit_code: int) -> None:
     out, err = recording.streams
     sys.stdout, sys.stderr = out.stream, err.stream
     sys.stdout.flush()
-    built = recording.cache.built_ns(result.tree.name)
-    if built is None or built >= recording.started_ns:
-        return
+    if result.tree is not None:
+        built = recording.cache.built_ns(result.tree.name)
+        if built is None or built >= recording.started_ns:
+            return
     from forklift.errors import ForkliftError
     from forklift.series.resultcache import store
 

@@ -154,7 +154,8 @@ def recorded_inputs(config: Config, series: Series, published: Published | None,
     files[str(config.digests_file)] = _sha(config.digests_file)
     if published is not None:
         files |= {str(published.where.parent / name): digest for name, digest in published.actual.items()}
-    pin: dict[str, str] = {"tree": tree.path.name, "kind": tree.kind, "digest": tree.digest}
+    cached = None if tree.in_place else tree.path.name  # a folder pin read where it lies has no tree in the cache
+    pin: dict[str, str | None] = {"tree": cached, "kind": tree.kind, "digest": tree.digest}
     if tree.kind in ("dir", "tarball"):
         from forklift.source.materialize import pinned_path
 
@@ -170,9 +171,9 @@ def recorded_inputs(config: Config, series: Series, published: Published | None,
 
 def current_inputs(recorded: dict[str, Any], cache: Cache) -> dict[str, Any] | None:
     """The recorded inputs as they are now (equal to `recorded` when nothing changed); None when the
-    pin's tree is gone from the cache."""
+    pin's tree is gone from the cache (a folder pin read where it lies has none)."""
     pin = recorded["pin"]
-    if cache.cached_tree(pin["tree"]) is None:
+    if pin["tree"] is not None and cache.cached_tree(pin["tree"]) is None:
         return None
     now = dict(pin)
     if pin["kind"] == "dir":

@@ -11,7 +11,7 @@ Layout under the cache root (``FORKLIFT_CACHE``, else the platform's user cache 
     git/<sha256(url)[:24]>.git        bare mirrors of git remotes
     locks/                            filelock files: one writer per artifact, tree or mirror
     compiled/<sha256>                 markers of Python sources known to byte-compile (written by check)
-    diffs/<key[:2]>/<key>             rendered file diffs for the overlay hash, each led by its own sha256
+    diffs.sqlite                      rendered file diffs for the overlay hash, each row with its own sha256
     checks/<key>.json                 whole-check results a check with unchanged inputs replays
                                       (series/resultcache.py)
     pip-index.json                    pip's configured index URL, with the stat of each file pip read

@@ -363,11 +363,14 @@ def refuse_escaping_links(tree: Path, label: str) -> None:
         for name in [*dirnames, *filenames]:
             path = os.path.join(dirpath, name)
             if os.path.islink(path):
-                rel = os.path.relpath(path, tree).replace(os.sep, "/")
-                target = os.readlink(path)
-                _check_symlink(rel, target, rel, label)
-                if not resolves_inside(tree, rel):
-                    raise UnsafeMember(f"unsafe {label}: {rel!r} is a symlink escaping the tree through other links")
+                refuse_escaping_link(tree, os.path.relpath(path, tree).replace(os.sep, "/"), label)
+
+
+def refuse_escaping_link(tree: Path, rel: str, label: str) -> None:
+    """Fail when the symlink `rel` of `tree` leads outside it, as written or through other links."""
+    _check_symlink(rel, os.readlink(tree / rel), rel, label)
+    if not resolves_inside(tree, rel):
+        raise UnsafeMember(f"unsafe {label}: {rel!r} is a symlink escaping the tree through other links")
 
 
 def clean_member(name: str, label: str, member: str | None = None) -> str:

@@ -3,13 +3,15 @@
 A warm hit costs a couple of stat calls for PyPI pins (the tree is keyed by the pinned
 sha256 and marked complete when built), an ``ls-remote`` for git pins (the tag is re-checked
 every time: fail closed), and a hash of the local file or folder for path pins (a local pin
-can change under us, so it is checked every time).
+can change under us, so it is checked every time). A check reads a folder pin where it lies
+(`pinned_reader`, source/inplace.py): only writing a tree out copies it into the cache.
 """
 
 from __future__ import annotations
 
 import sys
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -17,12 +19,14 @@ from typing import TYPE_CHECKING, Literal
 from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.errors import ForkliftError
+from forklift.fsio import Reader, tree_reader
 from forklift.source import gitpin
 from forklift.source.cache import Cache, default_cache
 from forklift.source.download import download
-from forklift.source.extract import Limits, extract_archive, refuse_escaping_links
-from forklift.source.hashing import directory_digest, file_sha256, pinnable_kind
+from forklift.source.extract import Limits, extract_archive, refuse_escaping_link, refuse_escaping_links
+from forklift.source.hashing import directory_digest, directory_entries, file_sha256, listing_digest, pinnable_kind
 from forklift.source.index import redact, resolve_pypi_file
+from forklift.source.inplace import PinnedFolder
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,12 +36,14 @@ TreeKind = Literal["sdist", "wheel", "git", "tarball", "dir"]
 
 @dataclass(frozen=True)
 class Tree:
-    """A pristine upstream tree. `path` lives in the cache and is shared: treat it read-only."""
+    """A pristine upstream tree. `path` lives in the cache and is shared (or, `in_place`, is the user's pinned
+    folder itself): treat it read-only."""
 
     path: Path
     digest: str  # the artifact's sha256, the commit for git, the listing digest for a folder
     label: str  # for people: "vllm 0.32.0 sdist"
     kind: TreeKind
+    in_place: bool = False  # a folder pin read where it lies (pinned_reader), not a tree in the cache
 
 
 def materialize(
@@ -139,11 +145,46 @@ def pinned_path(pin: PathPin, root: Path) -> Path:
     return source if source.is_absolute() else root / source
 
 
+def pinned_reader(
+    pin: PypiPin | GitPin | PathPin, root: Path, cache: Cache | None = None, progress: Console | None = None
+) -> tuple[Tree, Reader]:
+    """The pinned tree and a reader of its files, for a check. A folder pin is read where it lies: its
+    listing (through the stat memo) is proven against the pin and each file read is held to it
+    (source/inplace.py), with no copy into the cache; any other pin is read from its tree in the cache."""
+    cache = cache or default_cache()
+    if isinstance(pin, PathPin):
+        source = pinned_path(pin, Path(root))
+        if source.exists() and pinnable_kind(source) == "dir":
+            with _nesting(source):
+                return _in_place(pin, source, cache)
+    tree = materialize(pin, root, cache, progress)
+    return tree, tree_reader(tree.path)
+
+
+def _in_place(pin: PathPin, source: Path, cache: Cache) -> tuple[Tree, Reader]:
+    memo = None if cache.verify else cache.listing_memo(source)  # --verify-cache: every file hashed again
+    entries = directory_entries(source, memo)
+    if (found := listing_digest(entries)) != pin.sha256:
+        raise ForkliftError(f"{source}: sha256 mismatch: forklift.toml pins {pin.sha256}, found {found}")
+    for rel, entry in entries.items():
+        if entry.startswith("l "):
+            refuse_escaping_link(source, rel, f"folder {source}")
+    tree = Tree(source, pin.sha256, f"dir {pin.path}", "dir", in_place=True)
+    return tree, PinnedFolder(source, entries, memo).read
+
+
 def _path(pin: PathPin, root: Path, cache: Cache, progress: Console | None) -> Tree:
     source = pinned_path(pin, root)
-    try:
+    with _nesting(source):
         return _path_tree(pin, source, cache, progress)
-    except RecursionError:  # a walk that recurses once per folder level (os.walk in the link check)
+
+
+@contextmanager
+def _nesting(source: Path) -> Iterator[None]:
+    """A walk that recurses once per folder level (os.walk in the link check) too deep is one line."""
+    try:
+        yield
+    except RecursionError:
         raise ForkliftError(
             f"{source}: folders nested deeper than {sys.getrecursionlimit()} levels; such a tree cannot be pinned"
         ) from None

@@ -8,10 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from forklift.fsio import tree_reader
 from forklift.series.apply import apply_series
-from forklift.series.check import whitespace_findings
+from forklift.series.check import _line_problem, _suspect, whitespace_findings
 from forklift.series.model import parse_patch
 from forklift.series.render import file_diff
 
@@ -64,3 +66,11 @@ def test_each_rule_agrees_with_git_apply_whitespace_error(tmp_path, case):
     assert results[0].applies
     ours = {f.message.split(": ", 1)[1].split(" in added line")[0] for f in whitespace_findings([patch], results)}
     assert ours == _git_counts(root, text), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary().map(lambda raw: bytes(b" \t\r\nax"[b % 6] for b in raw)), max_size=6))
+def test_the_quick_look_at_a_hunk_misses_no_problem_line(lines: list[bytes]) -> None:
+    """Added lines are checked one by one only when the whole hunk looks suspect: never skip a real problem."""
+    if any(_line_problem(line) for line in lines):
+        assert _suspect(tuple(lines))
