@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-TextKey = tuple[Any, ...]  # what identifies the exact text a request sent (stats.sample.text_hashes)
+# What identifies the exact text a request sent (stats.sample.text_hashes): its prompt id alone when unsalted
+# (a string, not a tuple of one: a million prompts are 16 MB of tuples), else the salt's inputs after it.
+TextKey = str | tuple[Any, ...]
 
 
 def is_greedy(sampling: dict[str, Any]) -> bool:
@@ -54,12 +56,12 @@ class TextCodes:
     def __init__(self) -> None:
         self.texts: dict[TextKey, int] = {}
         self.outputs: dict[str, int] = {}
-        self.prompts: list[str] = []  # text code -> the prompt id it is a text of (a TextKey's first item)
+        self.prompts: list[str] = []  # text code -> the prompt id it is a text of
 
     def text(self, key: TextKey) -> int:
         code = self.texts.setdefault(key, len(self.texts))
         if code == len(self.prompts):
-            self.prompts.append(str(key[0]))
+            self.prompts.append(key if isinstance(key, str) else str(key[0]))
         return code
 
     def output(self, digest: str) -> int:

@@ -138,7 +138,7 @@ def text_hashes(runs: list[BenchRun], cell_name: str, codes: TextCodes) -> TextH
         keys: list[TextKey] = [
             (columns.prompt_ids[k // span], workload.salt_nonce, cell_name, k % span + first)
             if salted
-            else (columns.prompt_ids[k // span],)
+            else columns.prompt_ids[k // span]
             for k in distinct.tolist()
         ]
         texts.append(np.array([codes.text(key) for key in keys], dtype=np.int32)[inverse.ravel()])
