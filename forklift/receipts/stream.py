@@ -1,6 +1,10 @@
 """Read a receipt of any number of request records in bounded memory: the envelope and every small field whole,
 each bench cell's request records in batches handed to the caller, who keeps what it needs of them.
 
+The file is read with pread, never mapped: a file truncated while a mapping of it is read kills the reader
+with SIGBUS, where a read comes back short and is one line ("changed while it was read"), as is a size that is
+not the one it was opened with once the walk is done.
+
 The checks are the whole reader's (forklift.fsio.read_json): a regular file only, opened without blocking;
 at most the size limit outside the records, each record within it too; 64 levels deep; no NaN, Infinity or
 float that overflows; one line naming the file. The file itself may be 32 times the limit (a million
@@ -17,7 +21,6 @@ from __future__ import annotations
 
 import gc
 import json
-import mmap
 import os
 import re
 from collections.abc import Callable
@@ -37,7 +40,7 @@ from forklift.textsafe import terminal
 Records = Callable[[int, list[Any]], None]
 
 WINDOW = 4 << 20
-RELEASE_EVERY = 64 << 20
+BLOCK = 64 << 10  # what a look at the text outside the records reads at once
 FILE_LIMIT_FACTOR = 32
 
 _SPACE = re.compile(rb"[ \t\n\r]*+")
@@ -53,18 +56,86 @@ def read_receipt_streaming(path: Path, record: type[msgspec.Struct], records: Re
     """A receipt whose bench cells' `requests` went to `records` batch by batch, each record decoded and
     type-checked as `record` (the requests are left empty here)."""
     with open_regular(path, "receipt", FILE_LIMIT_FACTOR * max_file_bytes()) as (fd, size):
-        data: mmap.mmap | bytes = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else b""
         collecting = gc.isenabled()
         gc.disable()  # parsed JSON holds no cycles; collections run over every batch's objects would double the time
         try:
             decoder = msgspec.json.Decoder(GenericAlias(list, (record,)))
-            raw = _Scan(path, fd, data, decoder, records).document()
+            raw = _Scan(path, _Text(path, fd, size), decoder, records).document()
         finally:
             if collecting:
                 gc.enable()
-            if isinstance(data, mmap.mmap):
-                data.close()
+        if os.fstat(fd).st_size != size:
+            raise changed(path, f"it was {size:,} bytes, it is {os.fstat(fd).st_size:,}")
     return receipt_from_json(path, raw)
+
+
+def changed(path: Path, how: str) -> ForkliftError:
+    return ForkliftError(f"{path}: changed while it was read ({how}); read it again once it is written")
+
+
+class _Text:
+    """The file's bytes as the walk looks at them: read with pread, the block last read kept for the next look."""
+
+    def __init__(self, path: Path, fd: int, size: int) -> None:
+        self.path, self.fd, self.size = path, fd, size  # the size it was opened with
+        self.start, self.block = 0, b""
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, span: slice) -> bytes:
+        return self.read(span.start, span.stop)
+
+    def read(self, start: int, end: int) -> bytes:
+        """The bytes of [start, end), up to the size the file was opened with; a file now shorter is refused."""
+        end = min(end, self.size)
+        if start >= end:
+            return b""
+        if not (self.start <= start and end <= self.start + len(self.block)):
+            want = max(end, min(start + BLOCK, self.size)) - start
+            self.start, self.block = start, os.pread(self.fd, want, start)
+            if len(self.block) != want:
+                raise changed(self.path, f"{want - len(self.block):,} bytes gone at byte {start + len(self.block):,}")
+        return self.block[start - self.start : end - self.start]
+
+    def ahead(self, pos: int, bound: int, least: int = 1) -> bytes:
+        """The bytes from `pos` short of `bound` that the block last read holds, at least `least` of them (a block
+        of that many, or BLOCK, read from `pos` when it holds fewer)."""
+        if not (self.start <= pos and self.start + len(self.block) - pos >= least):
+            self.read(pos, min(pos + max(least, BLOCK), bound))
+        return self.block[pos - self.start : min(self.start + len(self.block), bound) - self.start]
+
+    def match(self, pattern: re.Pattern[bytes], pos: int, bound: int, unclosed: bool = False) -> int | None:
+        """Where `pattern` (possessive: it ends where the text says) matched at `pos`, no further than `bound`,
+        ends; None: no match. Read on while the match runs to the end of what was read (or, `unclosed`, while
+        there is none yet: a string)."""
+        bound, least = min(bound, self.size), 1
+        while True:
+            text = self.ahead(pos, bound, least)
+            found = pattern.match(text)
+            if pos + len(text) == bound or (found.end() < len(text) if found else not unclosed):
+                return pos + found.end() if found else None
+            least = max(4 * len(text), BLOCK)
+
+    def search(self, pattern: re.Pattern[bytes], pos: int, bound: int) -> int | None:
+        """Where the first match of `pattern` (one byte) in [pos, bound) is; None: none there."""
+        bound = min(bound, self.size)
+        while pos < bound:
+            text = self.ahead(pos, bound)
+            found = pattern.search(text)
+            if found:
+                return pos + found.start()
+            pos += len(text)
+        return None
+
+
+class RecordError(ValueError):
+    """What the caller of the records raises for one of a batch's records: the one at `index` of the batch is
+    not what it must be at `where` in it (`.chunks[0]`, or ""), for `why`."""
+
+    def __init__(self, index: int, where: str, why: str) -> None:
+        super().__init__(f"{index}{where}: {why}")
+        self.index, self.where, self.why = index, where, why
 
 
 class _TooLong(ForkliftError):
@@ -74,12 +145,9 @@ class _TooLong(ForkliftError):
 class _Scan:
     """One pass over the file's bytes, descending only along root -> body -> cells -> requests."""
 
-    def __init__(
-        self, path: Path, fd: int, data: mmap.mmap | bytes, decoder: msgspec.json.Decoder[Any], records: Records
-    ) -> None:
-        self.path, self.fd, self.data, self.decoder, self.records = path, fd, data, decoder, records
+    def __init__(self, path: Path, data: _Text, decoder: msgspec.json.Decoder[Any], records: Records) -> None:
+        self.path, self.data, self.decoder, self.records = path, data, decoder, records
         self.done = 0  # records of the cell handed on so far
-        self.released = 0  # the mapped bytes before this were let go
         self.limit = max_file_bytes()
         self.outside = 0  # bytes read whole: everything but the records
 
@@ -97,18 +165,17 @@ class _Scan:
         return raw
 
     def space(self, pos: int) -> int:
-        """Past the whitespace at `pos`; more of it than the size limit is refused (the map is read only so far)."""
-        found = _SPACE.match(self.data, pos, pos + self.limit)
-        end = found.end() if found else pos
+        """Past the whitespace at `pos`; more of it than the size limit is refused (the file is read only so far)."""
+        end = self.data.match(_SPACE, pos, pos + self.limit) or pos
         if end == pos + self.limit:
             raise ForkliftError(f"{self.path}: whitespace at byte {pos:,} runs over the {limit_words(self.limit)}")
         return end
 
     def string_end(self, pos: int, bound: int) -> int:
-        found = _STRING.match(self.data, pos, bound)
-        if found is None:
+        end = self.data.match(_STRING, pos, bound, unclosed=True)
+        if end is None:
             raise self.over(pos, bound) or self.fail("a string that never ends (truncated?)", pos)
-        return found.end()
+        return end
 
     def over(self, pos: int, bound: int) -> _TooLong | None:
         """The error of a value that runs past `bound` (what it may take) before the end of the file."""
@@ -124,23 +191,23 @@ class _Scan:
         if head == b'"':
             return self.string_end(pos, bound)
         if head not in (b"[", b"{"):
-            found = _SCALAR.match(data, pos, bound)
-            if found is None:
+            end = data.match(_SCALAR, pos, bound)
+            if end is None:
                 raise self.fail("expected a value" if pos < len(data) else "it ends early (truncated?)", pos)
-            if found.end() == bound:
+            if end == bound:
                 raise self.over(pos, bound) or self.fail("it ends early (truncated?)", pos)
-            return found.end()
+            return end
         depth, start = 0, pos
         while True:
-            found = _STRUCTURE.search(data, pos, bound)
-            if found is None:
+            at = data.search(_STRUCTURE, pos, bound)
+            if at is None:
                 raise self.over(start, bound) or self.fail("it ends inside a value (truncated?)", len(data))
-            at = found.start()
-            if data[at] == 0x22:  # a string
+            char = data[at : at + 1]
+            if char == b'"':  # a string
                 pos = self.string_end(at, bound)
                 continue
             pos = at + 1
-            depth += 1 if data[at] in b"[{" else -1
+            depth += 1 if char in b"[{" else -1
             if depth + above > MAX_DEPTH:
                 raise self.fail(f"nested more than {MAX_DEPTH} levels", at)
             if depth == 0:
@@ -156,7 +223,7 @@ class _Scan:
         self.outside += end - pos
         if self.outside > self.limit:
             raise outside
-        return loads_json(bytes(self.data[pos:end]), str(self.path), "receipt", above=above), end
+        return loads_json(self.data[pos:end], str(self.path), "receipt", above=above), end
 
     def object(self, pos: int, above: int, member: Member) -> tuple[dict[str, Any], int]:
         """The object at `pos`, each member's value read by `member(key, position, levels above it, so far)`."""
@@ -169,7 +236,7 @@ class _Scan:
                 raise self.fail("expected a key", pos)
             end = self.string_end(pos, pos + self.limit - self.outside + 1)
             try:
-                key = json.loads(bytes(data[pos:end]))
+                key = json.loads(data[pos:end])
             except ValueError as exc:
                 raise self.fail(f"a key that is not a JSON string ({exc})", pos) from None
             self.outside += end - pos
@@ -226,12 +293,13 @@ class _Scan:
             return pos + 1
         while True:
             batch, pos = self.batch(pos, cell)
-            self.done += len(batch)
-            self.let_go(pos)
             try:
                 self.records(cell, batch)
+            except RecordError as exc:
+                raise self.invalid(f"cells.{cell}.requests.{self.done + exc.index}{exc.where}: {exc.why}") from None
             except ValueError as exc:
-                raise ForkliftError(f"{self.path}: invalid bench body at cells.{cell}.requests: {exc}") from None
+                raise self.invalid(f"cells.{cell}.requests: {exc}") from None
+            self.done += len(batch)
             pos = self.space(pos)
             if self.is_(pos, b"]"):
                 return pos + 1
@@ -239,27 +307,20 @@ class _Scan:
                 raise self.fail("expected ',' or ']' between request records", pos)
             pos = self.space(pos + 1)
 
-    def let_go(self, pos: int) -> None:
-        """Drop the mapped pages of the file before `pos` from this process: read once, they would stay resident
-        (a million records are 750 MB of them); a later look behind reads them from the file again."""
-        if isinstance(self.data, mmap.mmap) and pos - self.released >= RELEASE_EVERY:
-            self.released = pos - pos % mmap.PAGESIZE
-            self.data.madvise(mmap.MADV_DONTNEED, 0, self.released)
-
     def batch(self, pos: int, cell: int) -> tuple[list[Any], int]:
         """The records from `pos` up to a cut inside the window, and where the last of them ends."""
-        data, window = self.data, pos + WINDOW
-        if window < len(data):
-            cut = data.rfind(b"}", pos, window)
-            for _ in range(64):  # a '}' in a record's nested object or in a string: look further back
-                if cut <= pos or _CUT.match(data, cut):
-                    break
-                cut = data.rfind(b"}", pos, cut)
-            if cut > pos and _CUT.match(data, cut):
-                try:
-                    return self.parse(pos, cut + 1, cell), cut + 1
-                except msgspec.DecodeError:
-                    pass  # not between two records after all: walk the window instead
+        window = pos + min(WINDOW, self.limit)  # a record over the limit is walked, so refused
+        text = self.data.read(pos, window)
+        cut = text.rfind(b"}")
+        for _ in range(64):  # a '}' in a record's nested object or in a string, or past the records: look back
+            if cut <= 0 or _CUT.match(text, cut):
+                break
+            cut = text.rfind(b"}", 0, cut)
+        if cut > 0 and _CUT.match(text, cut):
+            try:
+                return self.parse(pos, pos + cut + 1, cell), pos + cut + 1
+            except msgspec.DecodeError:
+                pass  # not between two records after all (a cell after this one): walk the window instead
         end = self.record_end(pos)
         while end < window:
             after = self.space(end)
@@ -281,10 +342,10 @@ class _Scan:
 
     def parse(self, start: int, end: int, cell: int) -> list[Any]:
         """The records in data[start:end], decoded: a DecodeError when that is not whole records."""
-        text = bytearray(end - start + 2)  # read, not faulted in page by page through the map: 5x less CPU
+        text = bytearray(end - start + 2)
         text[0], text[-1] = ord("["), ord("]")
-        if os.preadv(self.fd, [memoryview(text)[1:-1]], start) != end - start:
-            raise self.fail("the file shrank while it was read", start)
+        if (got := os.preadv(self.data.fd, [memoryview(text)[1:-1]], start)) != end - start:
+            raise changed(self.path, f"{end - start - got:,} bytes gone at byte {start + got:,}")
         if end - start > WINDOW:  # one record larger than a window: its parsed objects are bounded as a file's are
             check_expansion(bytes(text), str(self.path), "receipt")
         try:
@@ -293,6 +354,9 @@ class _Scan:
             why, _, at = str(exc).partition(" - at `$")
             found = re.match(r"\[(\d+)\](.*)`", at)
             where = f"{self.done + int(found[1])}{found[2]}" if found else ""
-            shown = terminal(f"cells.{cell}.requests.{where}: {why}")  # a key in it is the file's text: one line
-            raise ForkliftError(f"{self.path}: invalid bench body at {shown}") from None
+            raise self.invalid(f"cells.{cell}.requests.{where}: {why}") from None
         return batch
+
+    def invalid(self, what: str) -> ForkliftError:
+        """A record that is not what it must be; `what` holds the file's text (a key): shown on one line."""
+        return ForkliftError(f"{self.path}: invalid bench body at {terminal(what)}")

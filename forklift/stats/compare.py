@@ -21,7 +21,7 @@ from forklift.stats.gpustate import cell_gpu_runs, odd_runs
 from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, pooled_change, unpaired_change, welch_change, with_floor
 from forklift.stats.metrics import METRICS, Metric
-from forklift.stats.sample import BenchRun, output_throughput, server_tok_step, text_hashes
+from forklift.stats.sample import BenchRun, give_back_freed, output_throughput, server_tok_step, text_hashes
 from forklift.stats.units import Components, SideColumns, Sides, components
 from forklift.stats.verdict import DEFAULT_MARGIN, Kind, Margins, Verdict, judge
 
@@ -185,10 +185,11 @@ def compare_metric(
     )
 
 
-def pairing(a: SideColumns, b: SideColumns) -> tuple[int, bool]:
-    """Requests with a partner (same prompt, same kept-run ordinal), and whether that is enough to pair:
+def pairing(sides: Sides) -> tuple[int, bool]:
+    """Requests of A with a partner in B (same prompt, same kept-run ordinal), and whether that is enough to pair:
     at least half of the smaller side's kept requests (else the prompts differ and the sides are unpaired)."""
-    pairs = Sides(a, b).shared_rows()
+    a, b = sides.sides[:2]
+    pairs = sides.shared_rows()
     return pairs, pairs >= 2 and pairs >= min(a.rows, b.rows) / 2
 
 
@@ -208,9 +209,11 @@ def compare_cell(
     pool = [side for runs in pool_runs or [] if (side := SideColumns(runs, cell_name)).rows]
     sides = Sides(a, b, *pool)
     aa = Sides(SideColumns(aa_runs, cell_name)) if aa_runs else None
-    pairs, paired = pairing(a, b)
+    pairs, paired = pairing(sides)
     codes = TextCodes()
+    give_back_freed()  # each step's temporaries, a million rows a side: tens of MB of heap that stays resident
     texts_a, texts_b = text_hashes(a_runs, cell_name, codes), text_hashes(b_runs, cell_name, codes)
+    give_back_freed()
     greedy = [is_greedy(runs[0].body.workload.sampling) for runs in (a_runs, b_runs)]
     drift = divergence(texts_a, texts_b, codes, *greedy)
     metrics = []
@@ -335,7 +338,8 @@ def judge_cell(
     metric = metric_by_key(metric_key)
     a, b = SideColumns(a_runs, cell_name), SideColumns(b_runs, cell_name)
     aa = Sides(SideColumns(aa_runs, cell_name)) if aa_runs else None
-    result = compare_metric(metric, Sides(a, b), paired=pairing(a, b)[1], seed=seed, aa=aa, margin=margin)
+    sides = Sides(a, b)
+    result = compare_metric(metric, sides, paired=pairing(sides)[1], seed=seed, aa=aa, margin=margin)
     return result.decision if result is not None else judge(metric, None, margin)
 
 

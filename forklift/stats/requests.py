@@ -5,13 +5,19 @@ is about 90 bytes a request, chunks folded into the two values compare reads of 
 tokens per chunk). `RecordColumns` builds them a batch of records at a time: RequestRecords of a receipt
 read whole, or `Record`s (RequestRecord's fields as a msgspec struct, type-checked as they are decoded) of
 a streamed one (forklift.receipts.stream); it checks the times as a Cell does, refusing with a ValueError.
+
+A streamed record keeps its chunks as their JSON text (checked as JSON by the decoder): decoded a tuple per
+chunk they were most of the read's time. A batch's chunks are read together instead (`_chunks_of_text`): their
+brackets and commas must be exactly those of pairs, every number of them is decoded in one list, and each
+pair's second one must be an integer. A batch that is not so is decoded record by record as RequestRecord's
+`list[tuple[float, int]]`, which names the first bad record or, when there is none, reads the batch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain, islice
+from itertools import chain, compress, islice
 from typing import Any
 
 import msgspec
@@ -19,16 +25,20 @@ import numpy as np
 
 from forklift.client.records import BURST_GAP_S, RequestRecord
 from forklift.fsio import LIMIT_ENV, PARSED_PER_BYTE, max_file_bytes
+from forklift.receipts.stream import RecordError
 
-ROW_BYTES = 96  # the arrays of one row (12 of them) with the lists they are built from
+ROW_BYTES = 88  # the arrays of one row (11 of them) with the lists they are built from
 STRING_BYTES = 49  # what CPython takes for an empty str, beyond its characters
 
 
 def _record_struct() -> type[msgspec.Struct]:
-    """RequestRecord's fields as a msgspec struct: what a streamed record is decoded and type-checked as."""
+    """RequestRecord's fields as a msgspec struct: what a streamed record is decoded and type-checked as (its
+    chunks as their JSON text, read with the batch's)."""
     fields: list[Any] = []
     for name, field in RequestRecord.model_fields.items():
-        if field.is_required():
+        if name == "chunks":
+            fields.append((name, msgspec.Raw, msgspec.Raw(b"[]")))
+        elif field.is_required():
             fields.append((name, field.annotation))
         else:
             default = field.get_default(call_default_factory=True)
@@ -37,6 +47,11 @@ def _record_struct() -> type[msgspec.Struct]:
 
 
 Record = _record_struct()
+CHUNKS = msgspec.json.Decoder(list[tuple[float, int]])  # one record's chunks, as RequestRecord has them
+NUMBERS = msgspec.json.Decoder(list[int | float])
+SPACE = b" \t\n\r"
+DIGITS = b"0123456789+-" + SPACE  # a number's digits and signs, and whitespace
+UNBRACKETED = bytes.maketrans(b"[]", b"  ")  # a batch's chunks as one array of numbers
 
 
 @dataclass(frozen=True)
@@ -151,13 +166,15 @@ class RecordColumns:
         self.rows += len(batch)
 
     def columns(self) -> RequestColumns:
-        integers = ("prompt", "run", "output")
+        """The columns of the batches added; each batch's arrays are let go as their column is joined."""
+        dtypes = {"prompt": np.int32, "run": np.int64, "output": np.int32, "ok": bool, "burst": bool}
         arrays = {
-            name: np.concatenate([part[name] for part in self.parts])
+            name: np.concatenate([part.pop(name) for part in self.parts])
             if self.parts
-            else np.array([], dtype=np.int64 if name in integers else bool if name in ("ok", "burst") else float)
+            else np.array([], dtype=dtypes.get(name, float))
             for name in COLUMNS
         }
+        self.parts.clear()
         prompt_ids, outputs = (
             [key for key in codes if key is not None] for codes in (self.prompt_codes, self.output_codes)
         )
@@ -185,7 +202,7 @@ def _code(codes: dict[str | None, int], values: list[str | None]) -> tuple[np.nd
     before = len(codes)
     for value in dict.fromkeys(values):  # the batch's distinct values, in order: a new one gets the next index
         codes.setdefault(value, len(codes) - 1)
-    out = np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=len(values))
+    out = np.fromiter(map(codes.__getitem__, values), dtype=np.int32, count=len(values))  # fewer than rows
     new = sum(STRING_BYTES + len(v or "") for v in islice(reversed(codes), len(codes) - before))
     return out, new
 
@@ -214,14 +231,11 @@ def _fold_chunks(batch: Sequence[Any], prompt_ids: list[str], send: np.ndarray) 
     when the server counted each chunk's tokens (running usage). It is not the server's tok/step: that counts
     only steps that drafted, and a server that falls behind its client merges steps into one chunk.
     """
-    lists = [r.chunks for r in batch]
-    counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-    flat = np.fromiter(chain.from_iterable(chain.from_iterable(lists)), dtype=float, count=2 * int(counts.sum()))
-    times, tokens = flat[0::2], flat[1::2]
+    counts, times, tokens = _chunk_arrays(batch)
     if not np.isfinite(times).all():
         raise ValueError("a chunk time that is not a finite number")
     starts = np.cumsum(counts) - counts
-    owner = np.repeat(np.arange(len(lists)), counts)
+    owner = np.repeat(np.arange(len(batch)), counts)
     if (times < send[owner]).any():
         bad = int(owner[np.argmax(times < send[owner])])
         raise ValueError(f"prompt {prompt_ids[bad]!r}: a time before its send (or a negative send)")
@@ -238,6 +252,63 @@ def _fold_chunks(batch: Sequence[Any], prompt_ids: list[str], send: np.ndarray) 
     with np.errstate(invalid="ignore", divide="ignore"):
         tok_chunk = np.where(usage & (decode_chunks > 0), decode_tokens / decode_chunks, np.nan)
     return {"burst": burst, "tok_chunk": tok_chunk}
+
+
+def _chunk_arrays(batch: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How many chunks each record has, and every chunk's time and tokens, in record order."""
+    chunks = [r.chunks for r in batch]
+    if chunks and isinstance(chunks[0], msgspec.Raw):
+        found = _chunks_of_text(chunks)
+        if found is not None:
+            return found
+        chunks = [_decoded_chunks(index, text) for index, text in enumerate(chunks)]
+    counts = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(chunks)), dtype=float, count=2 * int(counts.sum()))
+    return counts, flat[0::2], flat[1::2]
+
+
+def _chunks_of_text(texts: list[msgspec.Raw]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The chunks of a batch's records from their JSON texts (each valid JSON), read together; None when they are
+    not all arrays of [number, integer] pairs (or a number overflows a float)."""
+    joined = b",".join(texts)
+    ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)
+    opens = np.flatnonzero(np.frombuffer(joined, dtype=np.uint8) == ord("["))
+    counts = np.diff(np.searchsorted(opens, ends), prepend=0) - 1  # a record's own '[' and one a chunk
+    if (counts < 0).any():
+        return None
+    # Left of the text: brackets, commas, a number's '.', 'e' and 'E', and whatever a string, an object or
+    # true/false/null leaves. Exactly the brackets and commas of pairs: the text (valid JSON) holds one number
+    # where each pair has one, and maybe one in a record with no pair (`[5]`: so those must be `[]`); a pair
+    # followed by ']' at once: its second number is an integer.
+    marks = joined.translate(None, DIGITS)
+    shapes: dict[int, bytes] = {}  # this batch's, so no more than its own text
+    expected = [shapes.get(count) or shapes.setdefault(count, _pairs(count)) for count in counts.tolist()]
+    if marks.translate(None, b".eE") != b",".join(expected) or marks.count(b",]") != counts.sum():
+        return None
+    if not counts.all():
+        if any(bytes(text).translate(None, SPACE) != b"[]" for text in compress(texts, (counts == 0).tolist())):
+            return None
+        joined = b",".join(compress(texts, counts.tolist()))
+    numbers = NUMBERS.decode(b"[" + joined.translate(UNBRACKETED) + b"]")
+    try:
+        values = np.array(numbers, dtype=float)
+    except OverflowError:
+        return None
+    return counts, values[0::2], values[1::2]
+
+
+def _pairs(count: int) -> bytes:
+    """The brackets and commas of `count` chunks written as JSON, numbers and whitespace left out."""
+    return b"[" + b"[,]," * (count - 1) + b"[,]]" if count else b"[]"
+
+
+def _decoded_chunks(index: int, text: msgspec.Raw) -> list[tuple[float, int]]:
+    try:
+        chunks: list[tuple[float, int]] = CHUNKS.decode(text)
+    except msgspec.ValidationError as exc:
+        why, _, at = str(exc).partition(" - at `$")
+        raise RecordError(index, ".chunks" + at.rstrip("`"), why) from None
+    return chunks
 
 
 def _segment_sums(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -14,15 +14,18 @@ import sys
 from itertools import pairwise
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from forklift.bench.schema import BenchBody
 from forklift.errors import ForkliftError
 from forklift.receipts import read_receipts
 from forklift.receipts import stream as stream_module
 from forklift.stats import bench_runs, compare_groups, match
-from forklift.stats.requests import COLUMNS, RequestColumns
+from forklift.stats.requests import COLUMNS, RequestColumns, columns_of
 from forklift.stats.sample import read_bench_runs
 from tests.stats.synthetic import bench_receipt, records, written
 
@@ -255,3 +258,92 @@ def test_a_huge_value_is_refused_once_the_limit_is_read_not_after_the_file(tmp_p
             out.write(start)
             out.truncate(32 << 20)  # the most a streamed receipt may be at this limit
         refused(path, pattern)
+
+
+def test_a_bad_record_in_a_later_batch_is_named_by_its_index_in_the_cell(tmp_path, monkeypatch):
+    monkeypatch.setattr(stream_module, "WINDOW", 300)  # a record or two a batch
+    path = a_receipt(tmp_path)
+    data = json.loads(path.read_text())
+    data["body"]["cells"][0]["requests"][4]["chunks"] = [[0.5, 1.5]]
+    path.write_text(json.dumps(data))
+    refused(path, r"cells\.0\.requests\.4\.chunks\[0\]\[1\]: Expected `int`, got `float`")
+
+
+TIME = st.floats(-1.0, 1e6) | st.integers(0, 10**20)
+TOKENS = st.integers(-2, 64) | st.integers(0, 2**70)
+ODD_CHUNK = st.one_of(
+    st.tuples(TIME).map(list),
+    st.tuples(TIME, TOKENS, TOKENS).map(list),
+    st.tuples(TIME, st.sampled_from([1.5, 2.0, 1e20, "1", True, None, [1], {}])).map(list),
+    st.tuples(st.sampled_from(["0.5", True, None, [0.5], {}]), TOKENS).map(list),
+    TIME,
+    st.just({}),
+)
+CHUNKS = st.lists(st.tuples(TIME, TOKENS).map(list) | ODD_CHUNK, max_size=5) | st.sampled_from([None, {}, "[]", 5])
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    return tmp_path_factory.mktemp("chunks")
+
+
+@given(chunks=CHUNKS, indent=st.sampled_from([None, 1]))
+@example(chunks=[[0.5, 1], [1, 2]], indent=None)
+@example(chunks=[[0.5, 1.0]], indent=None)
+@example(chunks=[[[0.5, 1]]], indent=1)
+@example(chunks=[[0.5, 1], 0.5, 1], indent=None)
+def test_a_batchs_chunks_read_together_give_what_each_records_own_decode_gives(scratch, chunks, indent):
+    """The chunks of a batch, read as one text, give what decoding the record's chunks alone as RequestRecord
+    types them (`list[tuple[float, int]]`) gives: the same columns, the same refusal naming the record, or the
+    same error of its times."""
+    reqs = records(3)  # the first one sent at 0
+    data = json.loads(bench_receipt({"c1": reqs}).model_dump_json(by_alias=True))
+    data["body"]["cells"][0]["requests"][0]["chunks"] = chunks
+    path = scratch / "chunks.json"
+    path.write_text(json.dumps(data, indent=indent))
+    try:
+        decoded = msgspec.json.decode(json.dumps(chunks), type=list[tuple[float, int]])
+    except msgspec.ValidationError:
+        refused(path, r"invalid bench body at cells\.0\.requests\.0\.chunks(\[\d+\])*: Expected")
+        return
+    try:
+        expected = columns_of([reqs[0].model_copy(update={"chunks": decoded}), *reqs[1:]])
+    except ValueError as exc:
+        refused(path, re.escape(f"invalid bench body at cells.0.requests: {exc}"))
+        return
+    assert_same_columns(read_bench_runs([path])[0][0].columns["c1"], expected)
+
+
+TRUNCATING = """
+import os, sys
+from pathlib import Path
+from forklift.errors import ForkliftError
+from forklift.receipts import stream
+from forklift.stats.requests import Record
+path, to = Path(sys.argv[1]), int(sys.argv[2])
+stream.WINDOW = 2000  # several batches
+def records(cell, batch):
+    if os.stat(path).st_size != to:
+        os.truncate(path, to)
+try:
+    stream.read_receipt_streaming(path, Record, records)
+except ForkliftError as exc:
+    sys.exit(f"error: {exc}")
+"""
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.0, 0.999])
+def test_a_receipt_truncated_while_it_is_read_is_one_line(tmp_path, keep):
+    """The file is truncated by the records callback after the first batch (the test's own callback: a real
+    truncation of the real file, between two of the reader's steps). A reader that maps the file dies of SIGBUS
+    at its next look: the read runs in a child process, so that would fail this test rather than end pytest."""
+    path = a_receipt(tmp_path, prompts=60)
+    to = int(path.stat().st_size * keep)
+    done = subprocess.run(
+        [sys.executable, "-c", TRUNCATING, str(path), str(to)], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert re.fullmatch(
+        rf"error: {re.escape(str(path))}: changed while it was read \(.+\); read it again.*\n", done.stderr
+    )
