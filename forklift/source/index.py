@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urldefrag, urljoin
 
@@ -208,7 +209,42 @@ def resolve_pypi_file(
         source = f" (from {origin})" if origin else ""
         raise UsageError(f"index URL {redact(index)}{source}: expected an http(s) PEP 691 simple index URL")
     page = f"{index.rstrip('/')}/{canonicalize_name(package)}/"
-    return pick_file(fetch_project_page(page, package), page, package, version, filename, wheel=wheel, tags=tags)
+    # a file a published index has under a name is that file for good (PyPI refuses a second upload of a
+    # name), so a pick no later upload can change is remembered: no page fetched, no HTTP client imported.
+    # Only an https index counts as published: a plain-http one (a local server) may serve anything next time.
+    lasting = page.startswith("https://") and (filename is not None or tags is not None or not wheel)
+    key = json.dumps([page, version, filename, wheel, sorted(map(str, tags or ()))]) if lasting else None
+    if key is not None and (remembered := _remembered(key)) is not None:
+        return remembered
+    found = pick_file(fetch_project_page(page, package), page, package, version, filename, wheel=wheel, tags=tags)
+    if key is not None and (wheel or filename or found.filename.endswith(".tar.gz")):  # .tar.gz is picked first
+        _remember(key, found)
+    return found
+
+
+def _picks_memo() -> Path:
+    from forklift.source.cache import default_cache
+
+    return default_cache().root / "index-picks.json"
+
+
+def _remembered(key: str) -> IndexFile | None:
+    try:
+        saved = json.loads(_picks_memo().read_bytes())[key]
+        return IndexFile(str(saved[0]), str(saved[1]), None if saved[2] is None else str(saved[2]), saved[3])
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None  # not picked before, or a damaged memo: ask the index
+
+
+def _remember(key: str, found: IndexFile) -> None:
+    memo = _picks_memo()
+    try:
+        saved = json.loads(memo.read_bytes())
+        saved = saved if isinstance(saved, dict) else {}
+    except (OSError, ValueError):
+        saved = {}
+    saved[key] = [found.filename, found.url, found.sha256, found.size]
+    write_atomic(memo, json.dumps(saved, sort_keys=True))
 
 
 def fetch_project_page(page: str, package: str) -> dict[str, Any]:

@@ -278,3 +278,30 @@ def test_pip_configuration_is_remembered_until_a_file_it_read_changes(monkeypatc
     other.write_text("[global]\nindex-url = http://127.0.0.1:1/three/simple\n")
     monkeypatch.setenv("PIP_CONFIG_FILE", str(other))
     assert pip_index_url() == ("http://127.0.0.1:1/three/simple", "pip config global.index-url")
+
+
+def test_a_published_indexs_lasting_pick_is_remembered_and_a_local_ones_is_not(index_server, monkeypatch, tmp_path):
+    """The https case is vLLM on the real index; asking the index again is made to fail (a fault injected) to
+    show the second pick never asks. A plain-http index (the local server) is asked every time."""
+    import forklift.source.index as index
+
+    monkeypatch.setenv("FORKLIFT_CACHE", str(tmp_path / "cache"))
+    try:
+        first = resolve_pypi_file("vllm", "0.31.0")
+    except UnreachableError as exc:
+        pytest.skip(f"SKIPPED: the index is unreachable: {exc}")
+    if not first.url.startswith("https://"):
+        pytest.skip("the configured index is not https: nothing is remembered")
+
+    def asked(page, package):
+        raise AssertionError(f"asked the index for {page}")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(index, "fetch_project_page", asked)
+        assert resolve_pypi_file("vllm", "0.31.0") == first  # remembered: the index is not asked
+        with pytest.raises(AssertionError, match="asked the index"):
+            resolve_pypi_file("vllm", "0.31.0", wheel=True)  # the best wheel for this box may change: asked
+    index_server.add("pkg", "pkg-1.0.tar.gz", sdist_bytes())
+    for _ in range(2):
+        resolve_pypi_file("pkg", "1.0", index_url=index_server.index)
+    assert sum(path.startswith("/simple/pkg") for path in index_server.requests) == 2  # asked both times
