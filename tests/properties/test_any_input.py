@@ -140,7 +140,8 @@ def assert_result_holds(result: PatchResult, patch: Patch, applier: str) -> None
     assert result.name == patch.name and result.applier == applier
     hunks_at: dict[str, int] = {}  # path -> most hunks a stanza of it has (a stanza without any reports one)
     for fp in patch.files:
-        for path in {fp.path, fp.as_gnu_reads_it(lambda name: name in TREE).path, fp.old_path}:
+        gnu = fp.as_gnu_reads_it(lambda name: name in TREE)
+        for path in {fp.path, gnu.path, fp.old_path, gnu.old_path}:  # a missing file is named as the tool reads it
             if path is not None:
                 hunks_at[path] = max(hunks_at.get(path, 1), len(fp.hunks))
     for h in result.hunks:
@@ -165,6 +166,8 @@ def assert_result_holds(result: PatchResult, patch: Patch, applier: str) -> None
 
 @given(text=PATCH_TEXT, strip=st.integers(min_value=0, max_value=12), applier=st.sampled_from(APPLIERS))
 @example(text='diff --git "a/x\\ny.py" "b/x\\ny.py"', strip=0, applier="gnu-patch")  # found by the fuzz profile
+# found by the fuzz profile: a rename GNU patch reads at -p0 as a/m.py -> b/m.py; the missing file is a/m.py
+@example(text="diff --git a/m.py b/m.py\nrename from m.py", strip=0, applier="gnu-patch")
 # found by the fuzz profile: a line added without its newline at the top of a file (GNU patch writes the newline)
 @example(
     text="--- m.py\n+++ m.py\n@@ -0,0 +0,1 @@\n+VALUE = 1\n\\ No newline at end of file\n", strip=0, applier="gnu-patch"
