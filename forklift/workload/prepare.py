@@ -8,14 +8,18 @@ so pin A and pin B see identical prompts and their outputs stay comparable; chan
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import aiohttp
 
 from forklift.client.stream import PreparedRequest
 from forklift.workload.items import WorkItem, Workload
 from forklift.workload.synthetic import ServerTokenizer, as_request, filler_pool, fit_prompt
+
+T = TypeVar("T")
 
 
 def salt_for(workload: Workload, cell: str, run: int, prompt_id: str) -> str:
@@ -46,6 +50,9 @@ def prompt_ids(workload: Workload, count: int | None) -> list[tuple[str, int, Wo
     return out
 
 
+FIT_CONCURRENCY = 16  # /tokenize round trips in flight while a run's synthetic prompts are fitted
+
+
 async def prepare(
     workload: Workload,
     *,
@@ -56,20 +63,23 @@ async def prepare(
     session: aiohttp.ClientSession | None = None,
     base_url: str | None = None,
 ) -> list[PreparedRequest]:
-    """The run's requests; synthetic items are fitted with the server's tokenizer (needs session+base_url)."""
+    """The run's requests; synthetic items are fitted with the server's tokenizer (needs session+base_url).
+
+    Fitting takes a few /tokenize round trips a prompt: they run FIT_CONCURRENCY at a time (on an H200,
+    one by one they idled the server ~1 s between two runs of 64 prompts)."""
     tokenizer = ServerTokenizer(session, base_url, model) if session is not None and base_url else None
-    pools: dict[int, list[int]] = {}
+    ids = prompt_ids(workload, count)
+    texts: dict[str, str] = {}
+    synthetic = [(prompt_id, index, item) for prompt_id, index, item in ids if item.synthetic_tokens is not None]
+    if synthetic:
+        if tokenizer is None:
+            raise ValueError("synthetic workloads are prepared against a server (session and base_url)")
+        texts = await _fitted(workload, tokenizer, cell, run, synthetic)
     requests = []
-    for prompt_id, index, item in prompt_ids(workload, count):
+    for prompt_id, index, item in ids:
         salt = salt_for(workload, cell, run, prompt_id) if workload.salted else ""
         if item.synthetic_tokens is not None:
-            if tokenizer is None:
-                raise ValueError("synthetic workloads are prepared against a server (session and base_url)")
-            if index not in pools:
-                pools[index] = await filler_pool(tokenizer, item)
-            body = as_request(
-                workload.endpoint, await fit_prompt(tokenizer, workload.endpoint, item, salt, pools[index])
-            )
+            body = as_request(workload.endpoint, texts[prompt_id])
         elif item.messages is not None:
             body = {"messages": salted_messages(item.messages, salt) if salt else item.messages}
         else:
@@ -82,3 +92,24 @@ async def prepare(
         body.update(workload.sampling(index, item))
         requests.append(PreparedRequest(prompt_id=prompt_id, endpoint=workload.endpoint, body=body))
     return requests
+
+
+async def _fitted(
+    workload: Workload, tokenizer: ServerTokenizer, cell: str, run: int, items: list[tuple[str, int, WorkItem]]
+) -> dict[str, str]:
+    """Each synthetic prompt's fitted text by prompt id: each item's filler once, then every fit."""
+    slots = asyncio.Semaphore(FIT_CONCURRENCY)
+
+    async def bounded(work: Awaitable[T]) -> T:
+        async with slots:
+            return await work
+
+    first = {index: item for _, index, item in reversed(items)}
+    filler = await asyncio.gather(*(bounded(filler_pool(tokenizer, item)) for item in first.values()))
+    pools = dict(zip(first, filler, strict=True))
+
+    async def fit(prompt_id: str, index: int, item: WorkItem) -> tuple[str, str]:
+        salt = salt_for(workload, cell, run, prompt_id) if workload.salted else ""
+        return prompt_id, await bounded(fit_prompt(tokenizer, workload.endpoint, item, salt, pools[index]))
+
+    return dict(await asyncio.gather(*(fit(*entry) for entry in items)))
