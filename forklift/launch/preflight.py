@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import socket
@@ -60,8 +61,12 @@ def cuda_mismatch(torch_cuda: str | None, driver_cuda: str | None) -> str | None
     return None
 
 
+@functools.cache
 def cuda_check(python: str) -> None:
-    """Only where a GPU driver exists: compare torch's CUDA build with what nvidia-smi says the driver runs."""
+    """Only where a GPU driver exists: compare torch's CUDA build with what nvidia-smi says the driver runs.
+
+    Once per interpreter and forklift process (a failure is not remembered): importing torch takes seconds,
+    and a campaign boots the same interpreter a dozen times."""
     if not NVIDIA_PROC.exists() or not shutil.which("nvidia-smi"):
         return
     torch_cuda = subprocess.run(
