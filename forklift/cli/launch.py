@@ -109,6 +109,9 @@ def launch(
         status.stop()
         facts = booted.body.facts
         say(f"ready in {booted.body.boot_seconds:.1f} s at {booted.server.url} (log {booted.server.log_path})")
+        for warning in facts.warnings:
+            if warning not in plan.warnings:  # the preflight's (the plan's were shown before the boot)
+                warn(warning)
         say(
             f"KV pool: {_count(facts.kv_pool_tokens)} tokens ({facts.kv_pool_device or '?'}), "
             f"KV memory: {facts.kv_memory_gib} GiB, max concurrency: {facts.max_concurrency}x "

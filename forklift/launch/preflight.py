@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 import socket
@@ -40,14 +41,41 @@ def engine_python(resolved: Resolved, adapter: EngineAdapter) -> str | None:
     return str(python) if python else None
 
 
-def engine_importable(python: str, adapter: EngineAdapter) -> None:
-    code = "import importlib.util,sys;sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)"
+# Exit 3: no such package. Else prints 1 when its __init__ imports from cached bytecode, or Python can cache it.
+IMPORT_PROBE = """import importlib.util, os, sys
+spec = importlib.util.find_spec(sys.argv[1])
+if spec is None:
+    sys.exit(3)
+cached = importlib.util.cache_from_source(spec.origin) if (spec.origin or "").endswith(".py") else ""
+folder = os.path.dirname(cached)
+while folder and not os.path.exists(folder):
+    folder = os.path.dirname(folder)
+print(int(not cached or os.path.exists(cached) or (not sys.dont_write_bytecode and os.access(folder, os.W_OK))))
+"""
+
+
+def engine_importable(python: str, adapter: EngineAdapter, env: dict[str, str]) -> list[str]:
+    """Refuse an interpreter that cannot import the engine (in the engine's environment); warn when each boot
+    must compile the engine's Python again."""
     try:
-        result = subprocess.run([python, "-c", code, adapter.package], capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [python, "-c", IMPORT_PROBE, adapter.package],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, **env},
+        )
     except OSError as exc:
         raise ForkliftError(f"engine python {python}: cannot run it ({exc.strerror})") from None
     if result.returncode != 0:
         raise ForkliftError(f"engine python {python}: cannot import {adapter.package!r}: install the engine there")
+    if result.stdout.strip() == "0":
+        return [
+            f"engine python {python}: {adapter.package} has no cached bytecode and none can be written "
+            "(PYTHONDONTWRITEBYTECODE, -B or a read-only folder): every boot compiles its Python again "
+            "(on a 2-core box vLLM's server imported in 16 s so, 8 s from the cache)"
+        ]
+    return []
 
 
 def cuda_mismatch(torch_cuda: str | None, driver_cuda: str | None) -> str | None:
@@ -79,15 +107,16 @@ def cuda_check(python: str) -> None:
         raise ForkliftError(problem)
 
 
-def preflight(resolved: Resolved, adapter: EngineAdapter) -> str | None:
-    """Refuse a boot that cannot work; returns the engine's python when known."""
+def preflight(resolved: Resolved, adapter: EngineAdapter) -> tuple[str | None, list[str]]:
+    """Refuse a boot that cannot work; returns the engine's python when known, and warnings about it."""
     port_free(resolved.host, resolved.port)
     python = engine_python(resolved, adapter)
     if python is None and resolved.command[0] == adapter.serve_script:
         raise ForkliftError(
             f"no {adapter.serve_script!r} on PATH: install the engine or set python = ... in the profile"
         )
-    if python is not None:
-        engine_importable(python, adapter)
-        cuda_check(python)
-    return python
+    if python is None:
+        return None, []
+    warnings = engine_importable(python, adapter, resolved.env)
+    cuda_check(python)
+    return python, warnings

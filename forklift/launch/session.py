@@ -94,7 +94,7 @@ def launched(
     engine is stopped and the with statement completes.
     """
     resolved, adapter = plan.resolved, plan.adapter
-    python = preflight(resolved, adapter)
+    python, found = preflight(resolved, adapter)
     fields = (labels or Labels()).over(receipt_labels(config, plan, python))
     variable = control_variable(adapter) if control else None
     log_path = logs / f"{time.strftime('%Y%m%dT%H%M%S')}-{resolved.profile}-{resolved.port}.log"
@@ -128,7 +128,7 @@ def launched(
             log_path,
             receipts,
             extra_env={**(extra_env or {}), **({variable: "1"} if variable else {})},
-            warnings=plan.warnings,
+            warnings=[*plan.warnings, *found],
             labels=fields,
             on_start=started,
             on_poll=on_poll,

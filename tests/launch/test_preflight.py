@@ -153,3 +153,25 @@ def test_an_engine_whose_help_hangs_is_named_not_a_traceback(tmp_path, monkeypat
         r"printed no help within 1 s$",
     ):
         flags.capture_flags(sys.executable, engine, tmp_path / "cache")
+
+
+def test_an_engine_that_must_compile_its_python_every_boot_is_warned_of(tmp_path, monkeypatch):
+    """A real interpreter and a package folder named as the engine's: no cached bytecode and none writable
+    (PYTHONDONTWRITEBYTECODE, as container images often set) warns; once compiled, or writable, it does not."""
+    import compileall
+
+    from forklift.launch.preflight import engine_importable
+
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # set per case below, as a profile's env would
+
+    package = tmp_path / "site" / VLLM.package
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("VALUE = 1\n")
+    env = {"PYTHONPATH": str(tmp_path / "site"), "PYTHONDONTWRITEBYTECODE": "1"}
+    (warning,) = engine_importable(sys.executable, VLLM, env)
+    assert warning.startswith(f"engine python {sys.executable}: vllm has no cached bytecode and none can be written")
+    assert engine_importable(sys.executable, VLLM, {"PYTHONPATH": env["PYTHONPATH"]}) == []  # it will cache
+    assert compileall.compile_dir(package, quiet=1)
+    assert engine_importable(sys.executable, VLLM, env) == []  # cached once: read from the cache
+    with pytest.raises(ForkliftError, match="cannot import 'vllm': install the engine there"):
+        engine_importable(sys.executable, VLLM, {"PYTHONPATH": str(tmp_path / "empty")})
