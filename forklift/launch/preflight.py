@@ -72,8 +72,8 @@ def engine_importable(python: str, adapter: EngineAdapter, env: dict[str, str]) 
     if result.stdout.strip() == "0":
         return [
             f"engine python {python}: {adapter.package} has no cached bytecode and none can be written "
-            "(PYTHONDONTWRITEBYTECODE, -B or a read-only folder): every boot compiles its Python again "
-            "(on a 2-core box vLLM's server imported in 16 s so, 8 s from the cache)"
+            "(PYTHONDONTWRITEBYTECODE, -B or a read-only folder): every boot compiles its Python again, "
+            "which can double the engine's start"
         ]
     return []
 

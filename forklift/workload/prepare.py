@@ -104,7 +104,7 @@ async def _fitted(
         async with slots:
             return await work
 
-    first = {index: item for _, index, item in reversed(items)}
+    first = {index: item for _, index, item in items}
     filler = await asyncio.gather(*(bounded(filler_pool(tokenizer, item)) for item in first.values()))
     pools = dict(zip(first, filler, strict=True))
 
