@@ -10,11 +10,11 @@ at most the size limit outside the records, each record within it too; 64 levels
 float that overflows; one line naming the file. The file itself may be 32 times the limit (a million
 requests are about 710 MiB of text); what the caller keeps of the records is its own budget.
 
-How records are cut: a batch is the records up to the last `}` followed by `,` and `{` in a 4 MiB window,
-read from the file and decoded as one JSON array of records by msgspec (typed: each field checked as it is
-read). A cut that is not between two records cannot parse (the array would be left open, or closed with
-text after it), so a batch that parses is whole records. Where the cut fails (a string holding `},{`, the
-array's end inside the window) the window is walked value by value.
+How records are cut: a batch is the records up to the last `}` followed by `,`, `{` and the first record's
+first key in a 4 MiB window, read from the file and decoded as one JSON array of records by msgspec (typed:
+each field checked as it is read). A cut that is not between two records cannot parse (the array would be
+left open, or closed with text after it), so a batch that parses is whole records. Where the cut fails (a
+string holding that text, a later cell's records inside the window) the window is walked value by value.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _SCALAR = re.compile(rb'[^,:\[\]{}"\s]++')
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 _CUT = re.compile(rb"\}[ \t\n\r]*+,[ \t\n\r]*+\{")
+_FIRST_KEY = re.compile(rb'\{[ \t\n\r]*+("(?:[^"\\]++|\\.)*+")', re.DOTALL)
 
 Member = Callable[[str, int, int, dict[str, Any]], tuple[Any, int]]
 
@@ -98,12 +99,13 @@ class _Text:
                 raise changed(self.path, f"{want - len(self.block):,} bytes gone at byte {start + len(self.block):,}")
         return self.block[start - self.start : end - self.start]
 
-    def ahead(self, pos: int, bound: int, least: int = 1) -> bytes:
-        """The bytes from `pos` short of `bound` that the block last read holds, at least `least` of them (a block
-        of that many, or BLOCK, read from `pos` when it holds fewer)."""
+    def ahead(self, pos: int, bound: int, least: int = 1) -> tuple[int, int]:
+        """Where in the block last read the bytes from `pos` short of `bound` lie, at least `least` of them (a
+        block of that many, or BLOCK, read from `pos` when it holds fewer). Indices, not a slice: a look is a
+        byte or a token, and a copy of the block's rest for each was most of a receipt's reading time."""
         if not (self.start <= pos and self.start + len(self.block) - pos >= least):
             self.read(pos, min(pos + max(least, BLOCK), bound))
-        return self.block[pos - self.start : min(self.start + len(self.block), bound) - self.start]
+        return pos - self.start, min(self.start + len(self.block), bound) - self.start
 
     def match(self, pattern: re.Pattern[bytes], pos: int, bound: int, unclosed: bool = False) -> int | None:
         """Where `pattern` (possessive: it ends where the text says) matched at `pos`, no further than `bound`,
@@ -111,22 +113,38 @@ class _Text:
         there is none yet: a string)."""
         bound, least = min(bound, self.size), 1
         while True:
-            text = self.ahead(pos, bound, least)
-            found = pattern.match(text)
-            if pos + len(text) == bound or (found.end() < len(text) if found else not unclosed):
-                return pos + found.end() if found else None
-            least = max(4 * len(text), BLOCK)
+            lo, hi = self.ahead(pos, bound, least)
+            found = pattern.match(self.block, lo, hi)
+            if self.start + hi == bound or (found.end() < hi if found else not unclosed):
+                return self.start + found.end() if found else None
+            least = max(4 * (hi - lo), BLOCK)
 
     def search(self, pattern: re.Pattern[bytes], pos: int, bound: int) -> int | None:
         """Where the first match of `pattern` (one byte) in [pos, bound) is; None: none there."""
         bound = min(bound, self.size)
         while pos < bound:
-            text = self.ahead(pos, bound)
-            found = pattern.search(text)
+            lo, hi = self.ahead(pos, bound)
+            found = pattern.search(self.block, lo, hi)
             if found:
-                return pos + found.start()
-            pos += len(text)
+                return self.start + found.start()
+            pos = self.start + hi
         return None
+
+
+def _last_cut(text: bytes) -> int:
+    """Where in `text` (records from its start) the last `}` between two of them is, or -1: the last `},{`
+    whose `{` opens with the first record's first key, before a later cell's records begin (`[{` and that
+    key). The cell's other fields have `},{` too, but not before that key; a cut that still falls wrong fails
+    to parse."""
+    first = _FIRST_KEY.match(text)
+    if first is None:
+        return -1
+    key = rb"[ \t\n\r]*+" + re.escape(first[1])
+    later = re.compile(rb"\[[ \t\n\r]*+\{" + key).search(text)
+    cut = -1
+    for found in re.compile(_CUT.pattern + key).finditer(text, 0, later.start() if later else len(text)):
+        cut = found.start()
+    return cut
 
 
 class RecordError(ValueError):
@@ -311,12 +329,8 @@ class _Scan:
         """The records from `pos` up to a cut inside the window, and where the last of them ends."""
         window = pos + min(WINDOW, self.limit)  # a record over the limit is walked, so refused
         text = self.data.read(pos, window)
-        cut = text.rfind(b"}")
-        for _ in range(64):  # a '}' in a record's nested object or in a string, or past the records: look back
-            if cut <= 0 or _CUT.match(text, cut):
-                break
-            cut = text.rfind(b"}", 0, cut)
-        if cut > 0 and _CUT.match(text, cut):
+        cut = _last_cut(text)
+        if cut > 0:
             try:
                 return self.parse(pos, pos + cut + 1, cell), pos + cut + 1
             except msgspec.DecodeError:
