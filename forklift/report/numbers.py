@@ -121,7 +121,7 @@ def cell_notes(cell: CellResult) -> list[str]:
         )
     for side, flags in (("A", cell.gpu_flags_a), ("B", cell.gpu_flags_b)):
         if flags:
-            notes.append(f"GPU state differs from its neighbours on {side}: " + "; ".join(flags))
+            notes.append(f"GPU state on {side}: " + "; ".join(flags))
     if cell.failed_a or cell.failed_b:
         notes.append(f"failed requests: A {cell.failed_a}, B {cell.failed_b} (left out of pairs)")
     return notes

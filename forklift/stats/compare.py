@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from forklift.stats.control import aa_floor
 from forklift.stats.divergence import Determinism, Divergence, TextCodes, determinism, divergence, is_greedy
-from forklift.stats.gpustate import cell_gpu_runs, odd_runs
+from forklift.stats.gpustate import cell_gpu_runs, gpu_flags
 from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, pooled_change, unpaired_change, welch_change, with_floor
 from forklift.stats.metrics import METRICS, Metric
@@ -66,7 +66,7 @@ class CellResult(BaseModel):
     divergence: Divergence
     determinism_a: Determinism
     determinism_b: Determinism
-    gpu_flags_a: list[str] = []  # kept runs whose GPU throttled or ran another clock (forklift.stats.gpustate)
+    gpu_flags_a: list[str] = []  # throttling most kept runs shared, runs unlike it or at another clock (stats.gpustate)
     gpu_flags_b: list[str] = []
 
     def metric(self, key: str) -> MetricResult | None:
@@ -247,8 +247,8 @@ def compare_cell(
         divergence=drift,
         determinism_a=determinism(texts_a, codes),
         determinism_b=determinism(texts_b, codes),
-        gpu_flags_a=odd_runs(cell_gpu_runs(a_runs, cell_name)),
-        gpu_flags_b=odd_runs(cell_gpu_runs(b_runs, cell_name)),
+        gpu_flags_a=gpu_flags(cell_gpu_runs(a_runs, cell_name)),
+        gpu_flags_b=gpu_flags(cell_gpu_runs(b_runs, cell_name)),
     )
 
 

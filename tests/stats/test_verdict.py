@@ -8,7 +8,7 @@ import pytest
 from forklift.errors import UsageError
 from forklift.stats import METRICS, Estimate, judge, margins, parse_margin
 from forklift.stats.design import boots_needed, design_mde, pilot, plan, target_note, two_stage_estimate
-from forklift.stats.gpustate import odd_runs
+from forklift.stats.gpustate import gpu_flags
 from forklift.stats.units import UnitTable, components
 
 TPOT = next(m for m in METRICS if m.key == "tpot")
@@ -117,8 +117,16 @@ class Reading:
 def test_a_throttled_or_slow_clocked_run_is_flagged_and_steady_runs_are_not():
     runs = [("r#1", [Reading()]), ("r#2", [Reading(sm_clock_mhz=1700.0)]), ("r#3", [Reading()]), ("r#4", [Reading()])]
     runs.append(("r#5", [Reading(throttle_reasons=["hw_thermal_slowdown"])]))
-    flags = odd_runs(runs)
+    flags = gpu_flags(runs)
     assert len(flags) == 2
     assert flags[0].startswith("run r#2 GPU 0: SM clock 1700 MHz vs median 1980 (-14%)")
     assert flags[1] == "run r#5 GPU 0: throttled (hw_thermal_slowdown)"
-    assert odd_runs([("r#1", [Reading()]), ("r#2", [Reading(sm_clock_mhz=1960.0)])]) == []
+    assert gpu_flags([("r#1", [Reading()]), ("r#2", [Reading(sm_clock_mhz=1960.0)])]) == []
+
+
+def test_throttling_most_runs_share_is_said_once_and_the_run_without_it_is_flagged():
+    """A whole cell at the power cap (the H200 at C16): one line for the cell, a flag only for the run unlike it."""
+    capped = [(f"r#{i}", [Reading(throttle_reasons=["sw_power_cap"])]) for i in range(1, 5)]
+    flags = gpu_flags([*capped, ("r#5", [Reading()])])
+    assert flags == ["GPU 0: 4 of 5 runs throttled (sw_power_cap)", "run r#5 GPU 0: not throttled"]
+    assert gpu_flags(capped[:1]) == ["run r#1 GPU 0: throttled (sw_power_cap)"]  # one run: nothing to share
