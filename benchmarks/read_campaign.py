@@ -55,8 +55,9 @@ def measure(tree: Path, folder: Path, repeat: int) -> dict[str, object]:
         )
         if done.returncode:
             raise SystemExit(f"read in {tree} failed: {done.stderr.strip().splitlines()[-1]}")
-        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    return min(rows, key=lambda row: float(row["read_s"]))
+        row: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+        rows.append(row)
+    return min(rows, key=lambda row: float(row["read_s"]))  # type: ignore[arg-type]
 
 
 def rewritten(source: Path, target: Path, indent: int | None) -> Path:

@@ -131,20 +131,29 @@ class _Text:
         return None
 
 
-def _last_cut(text: bytes) -> int:
+def _last_cut(text: bytes, before_later: bool = False) -> int:
     """Where in `text` (records from its start) the last `}` between two of them is, or -1: the last `},{`
-    whose `{` opens with the first record's first key, before a later cell's records begin (`[{` and that
-    key). The cell's other fields have `},{` too, but not before that key; a cut that still falls wrong fails
-    to parse."""
+    whose `{` opens with the first record's first key (the cell's other fields have `},{` too, but not before
+    that key), looked for in the text's tail first: a window of records is cut near its end. `before_later`:
+    the last one before a later cell's records begin (`[{` and that key), for a window that holds them too. A
+    cut that still falls wrong fails to parse."""
     first = _FIRST_KEY.match(text)
     if first is None:
         return -1
     key = rb"[ \t\n\r]*+" + re.escape(first[1])
-    later = re.compile(rb"\[[ \t\n\r]*+\{" + key).search(text)
-    cut = -1
-    for found in re.compile(_CUT.pattern + key).finditer(text, 0, later.start() if later else len(text)):
-        cut = found.start()
-    return cut
+    cuts = re.compile(_CUT.pattern + key)
+    if before_later:
+        later = re.compile(rb"\[[ \t\n\r]*+\{" + key).search(text)
+        return max(
+            (found.start() for found in cuts.finditer(text, 0, later.start() if later else len(text))), default=-1
+        )
+    tail = BLOCK
+    while True:
+        start = max(0, len(text) - tail)
+        found = [match.start() for match in cuts.finditer(text, start)]
+        if found or start == 0:
+            return found[-1] if found else -1
+        tail *= 4
 
 
 class RecordError(ValueError):
@@ -329,12 +338,14 @@ class _Scan:
         """The records from `pos` up to a cut inside the window, and where the last of them ends."""
         window = pos + min(WINDOW, self.limit)  # a record over the limit is walked, so refused
         text = self.data.read(pos, window)
-        cut = _last_cut(text)
-        if cut > 0:
-            try:
-                return self.parse(pos, pos + cut + 1, cell), pos + cut + 1
-            except msgspec.DecodeError:
-                pass  # not between two records after all (a cell after this one): walk the window instead
+        tried = set()
+        for cut in (_last_cut(text), _last_cut(text, before_later=True)):  # the second only if the first fails
+            if cut > 0 and cut not in tried:
+                tried.add(cut)
+                try:
+                    return self.parse(pos, pos + cut + 1, cell), pos + cut + 1
+                except msgspec.DecodeError:
+                    pass  # not between two records after all (a string, a later cell's): walk the window instead
         end = self.record_end(pos)
         while end < window:
             after = self.space(end)
