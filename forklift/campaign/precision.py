@@ -12,12 +12,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from forklift.errors import ConfigError
 from forklift.stats.design import boots_needed, pilot
 from forklift.stats.metrics import METRICS
-from forklift.stats.sample import read_bench_runs
+from forklift.stats.sample import BenchRun
 from forklift.stats.units import SideColumns, unit_tables
 
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
@@ -59,12 +58,21 @@ class Need:
         )
 
 
+@dataclass(frozen=True)
+class Aim:
+    """An MDE the pilot is held to: a suite's target_mde, or a ship gate's allowance."""
+
+    target: float  # a fraction
+    metric: str
+    cells: list[str]
+    label: str  # how the campaign names it when it says what the pilot asks for
+
+
 def boots_wanted(
-    receipts: Path, baseline: str, cells: list[str], metric_key: str, target: float, max_boots: int
+    runs: list[BenchRun], baseline: str, cells: list[str], metric_key: str, target: float, max_boots: int
 ) -> list[Need]:
-    """Each candidate build and cell: the boots a side Stein's rule asks for, from the pilot's receipts."""
+    """Each candidate build and cell: the boots a side Stein's rule asks for, from the pilot's bench runs."""
     metric = next(m for m in METRICS if m.key == metric_key)
-    runs, _ = read_bench_runs([receipts])
     builds = list(dict.fromkeys(run.build for run in runs))
     out = []
     for build in (b for b in builds if b != baseline):

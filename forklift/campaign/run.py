@@ -19,9 +19,9 @@ from typing import Any
 
 from forklift.campaign.builds import Build, engine_environment
 from forklift.campaign.plan import CampaignPlan, Cell, LadderJob, Slot, build_order, make_campaign_plan
-from forklift.campaign.precision import boots_wanted, parse_budget, parse_percent, repeats_to_add
+from forklift.campaign.precision import Aim, boots_wanted, parse_budget, parse_percent, repeats_to_add
 from forklift.campaign.schema import CampaignFile
-from forklift.campaign.suites import BenchSuiteOptions, LadderContext, ServedSetting
+from forklift.campaign.suites import BenchSuiteOptions, LadderContext, ServedSetting, suite_cells
 from forklift.config import Config
 from forklift.errors import ConfigError, ForkliftError
 from forklift.installed.package import site_from_python
@@ -34,7 +34,8 @@ from forklift.receipts import new_receipt, write_receipt
 from forklift.receipts.envelope import Labels
 from forklift.receipts.facts import kernel_boot_id
 from forklift.receipts.store import read_receipt
-from forklift.report.ship import PLAN_KIND
+from forklift.report.ship import BENCH_METRICS, PLAN_KIND
+from forklift.stats.sample import read_bench_runs
 
 CELL_KIND = "campaign-cell"
 WARMUP_KIND = "campaign-warmup"
@@ -196,17 +197,34 @@ class Runner:
             for path in sorted(self.receipts.glob(f"*/*-{CELL_KIND}-*.json"))
         ]
 
+    def aims(self) -> list[Aim]:
+        """What the pilot is held to: each bench suite's target MDE, and with `ship.add_boots` each bench gate's
+        allowance (a gate decides only when its MDE is within it)."""
+        suites = [o.ready for _, o in self.plan.served if isinstance(o.ready, BenchSuiteOptions)]
+        cells = {name: None for o in suites for name in suite_cells(o)}
+        aims = [
+            Aim(parse_percent(o.target_mde, "target_mde"), o.target_metric, suite_cells(o), "target MDE")
+            for o in suites
+            if o.target_mde
+        ]
+        ship = self.campaign.ship
+        if ship is not None and ship.add_boots:
+            aims += [
+                Aim(gate.worse / 100, gate.metric, gate.cells or list(cells), f"gate '{gate.title}': MDE within")
+                for gate in ship.gates
+                if gate.metric in BENCH_METRICS and gate.worse > 0
+            ]
+        return aims
+
     def added_slots(self) -> list[Slot]:
-        """The repeats a bench suite's target MDE adds after the planned ones (the pilot), within the budget.
+        """The repeats the aims add after the planned boots (the pilot), within the budget.
 
         Decided once, from the pilot's boots (Stein's two-stage rule, forklift.campaign.precision), and
-        said: which target, what the pilot measured, how many boots that asks for, what the budget allows.
+        said: which aim, what the pilot measured, how many boots that asks for, what the budget allows.
         """
 
-        targets = [
-            o.ready for _, o in self.plan.served if isinstance(o.ready, BenchSuiteOptions) and o.ready.target_mde
-        ]
-        if not targets or not self.plan.slots:
+        aims = self.aims()
+        if not aims or not self.plan.slots:
             return []
         campaign, builds = self.campaign, list(self.builds)
         baseline = (campaign.ship.baseline if campaign.ship else None) or builds[0]
@@ -224,15 +242,14 @@ class Runner:
                 f"budget {campaign.budget}: {sum(seconds):.0f} s spent over {len(seconds)} timed boots, "
                 f"room for {affordable} more repeat(s) of {slots_per_repeat} boots"
             )
+        runs, _ = read_bench_runs([self.receipts])
         add = 0
-        for options in targets:
-            target = parse_percent(str(options.target_mde), "target_mde")
-            cells = [f"c{c}" for c in options.concurrency] if (options.mode or "sweep") == "sweep" else ["single"]
+        for aim in aims:
             max_boots = boots_now + min(affordable, 64) * per_repeat
-            for need in boots_wanted(self.receipts, baseline, cells, options.target_metric, target, max_boots):
+            for need in boots_wanted(runs, baseline, aim.cells, aim.metric, aim.target, max_boots):
                 more = repeats_to_add(need.boots, boots_now, per_repeat, affordable)
                 self.say(
-                    f"target MDE {target:.2%} ({options.target_metric}): {need.line(target)}; "
+                    f"{aim.label} {aim.target:.2%} ({aim.metric}): {need.line(aim.target)}; "
                     + (f"adding {more} repeat(s) of {slots_per_repeat} boots" if more else "no boots to add")
                     + (
                         " (capped by the budget)"

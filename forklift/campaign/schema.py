@@ -162,6 +162,10 @@ def load_campaign_file(path: Path) -> CampaignFile:
         raise ConfigError(f"{path}: suites: name at least one suite")
     if campaign.ship is not None:
         check_gates(campaign.ship, list(campaign.builds), str(path))
+        if campaign.ship.add_boots and campaign.budget is None:
+            raise ConfigError(
+                f'{path}: ship.add_boots: give the campaign a budget (e.g. budget = "20m") to add boots within'
+            )
     if campaign.budget is not None:
         parse_budget(campaign.budget, str(path))
     return campaign

@@ -107,6 +107,16 @@ class BenchSuiteOptions(SuiteOptions):
     )
 
 
+def suite_mode(options: BenchSuiteOptions) -> str:
+    """The bench mode, as `forklift bench` decides it when none is given."""
+    return options.mode or ("single" if options.concurrency == [1] else "sweep")
+
+
+def suite_cells(options: BenchSuiteOptions) -> list[str]:
+    """The cell names a bench suite's receipts carry."""
+    return [spec.name for spec in cell_specs(suite_mode(options), options.concurrency, options.requests, None, 1.0)]
+
+
 def bench_options(options: BenchSuiteOptions, config: Any, root: Path) -> BenchSuiteOptions:
     """A cohort path in campaign.toml is relative to the campaign file; a target MDE must be a percent."""
     if options.target_mde is not None:
@@ -140,7 +150,7 @@ def bench_plan(endpoint: ServedSetting, options: BenchSuiteOptions) -> tuple[Ben
             preset=options.sampling,
             seed=options.seed,
         )
-    mode = options.mode or ("single" if options.concurrency == [1] else "sweep")  # as `forklift bench` decides
+    mode = suite_mode(options)
     return BenchPlan(
         url=endpoint.url,
         model=endpoint.model,

@@ -79,6 +79,11 @@ class ShipSpec(BaseModel):
         default=None, description="the build every other is judged against (default: the first)"
     )
     gates: list[Gate] = Field(default_factory=list)
+    add_boots: bool = Field(
+        default=False,
+        description="after the planned boots, add whole repeats (within the campaign's budget) until each bench "
+        "gate's MDE is within its allowance: a gate that can decide is not left undecided for want of boots",
+    )
 
 
 @dataclass(frozen=True)

@@ -266,3 +266,48 @@ def test_the_report_judges_each_cell_against_the_margins_its_plan_receipt_states
     # slowdown at c16: Δ -2.6%, CI -3.2..-1.9% is slower against ±1% and ±2%, inside a ±4% margin
     assert {stated[("slowdown", "c16")].kind, default[("slowdown", "c16")].kind} == {"slower"}
     assert wide[("slowdown", "c16")].kind == "no practical change" and "margin ±4.0%" in wide[("slowdown", "c16")].words
+
+
+def test_add_boots_without_a_budget_is_one_line(tmp_path):
+    path = write(tmp_path, '[ship]\nadd_boots = true\ngates = [{ metric = "ttft", worse = "25%" }]\n')
+    (tmp_path / "builds" / "B").mkdir(parents=True)
+    with pytest.raises(ConfigError, match=r"campaign.toml: ship.add_boots: give the campaign a budget"):
+        load_campaign_file(path)
+
+
+@pytest.mark.parametrize(("add_boots", "added"), [(False, 0), (True, 6)])
+def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_asked(tmp_path, add_boots, added):
+    """The committed H200 campaign (docs/gpu-report/ship) as its pilot: its C1 TTFT gate (25%) read MDE 29.6% over
+    four boots a side and left noop UNDECIDED. Its decode targets ask for no boots; with `ship.add_boots` the TTFT
+    gate's pilot sd asks for more than four, and an 18-minute budget has room for one repeat (six boots) after the
+    679 s its cells took."""
+    import shutil
+
+    from forklift.campaign import make_campaign_plan
+    from forklift.campaign.run import Runner
+    from forklift.config import load_config
+
+    root = Path(__file__).resolve().parents[2]
+    shipped = (root / "docs/gpu-report/campaign.toml").read_text()
+    config = root / "examples/known-answers/vllm-0.26.0/forklift.toml"
+    text = shipped.replace('"../../examples/known-answers/vllm-0.26.0/forklift.toml"', f'"{config}"')
+    text = text.replace('"../../examples/known-answers/vllm-0.26.0/', f'"{config.parent}/')
+    text = text.replace('budget = "20m"', 'budget = "18m"').replace("${FORKLIFT_BUILDS}", str(tmp_path / "builds"))
+    text = text.replace('baseline = "A"', f'baseline = "A"\nadd_boots = {str(add_boots).lower()}')
+    (tmp_path / "campaign.toml").write_text(text)
+    shutil.copytree(root / "docs/gpu-report/ship/receipts", tmp_path / "ship" / "receipts")
+    spec = load_campaign_file(tmp_path / "campaign.toml")
+    said: list[str] = []
+    plan = make_campaign_plan(spec, load_config(spec.at(spec.config)))
+    runner = Runner(spec, load_config(spec.at(spec.config)), {b: None for b in spec.builds}, plan, say=said.append)  # type: ignore[misc]
+    slots = runner.added_slots()
+    assert len(slots) == added and all(slot.repeat == 3 for slot in slots)
+    assert said[0] == "budget 18m: 679 s spent over 12 timed boots, room for 1 more repeat(s) of 6 boots"
+    decode = [line for line in said if "(decode_tps)" in line]
+    assert len(decode) == (8 if add_boots else 4) and all(line.endswith("no boots to add") for line in decode)
+    ttft = [line for line in said if line.startswith("gate 'TTFT c1,c16 no worse than 25%'")]
+    assert len(ttft) == (4 if add_boots else 0)
+    if add_boots:  # C1's TTFT boot means moved ~12.6% (pilot sd): six boots a side reach 25%; C16's moved ~7%
+        by_cell = {cell: next(line for line in ttft if f"noop / {cell}:" in line) for cell in ("c1", "c16")}
+        assert "asks for 6 boots a side" in by_cell["c1"] and by_cell["c1"].endswith("adding 1 repeat(s) of 6 boots")
+        assert by_cell["c16"].endswith("no boots to add")
