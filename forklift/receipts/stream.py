@@ -339,7 +339,8 @@ class _Scan:
         window = pos + min(WINDOW, self.limit)  # a record over the limit is walked, so refused
         text = self.data.read(pos, window)
         tried = set()
-        for cut in (_last_cut(text), _last_cut(text, before_later=True)):  # the second only if the first fails
+        for before_later in (False, True):  # the cut near the window's end; if it fails, one before a later cell
+            cut = _last_cut(text, before_later)
             if cut > 0 and cut not in tried:
                 tried.add(cut)
                 try:
