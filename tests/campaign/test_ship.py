@@ -277,10 +277,10 @@ def test_add_boots_without_a_budget_is_one_line(tmp_path):
 
 @pytest.mark.parametrize(("add_boots", "added"), [(False, 0), (True, 6)])
 def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_asked(tmp_path, add_boots, added):
-    """The committed H200 campaign (docs/gpu-report/ship) as its pilot: its C1 TTFT gate (25%) read MDE 29.6% over
-    four boots a side and left noop UNDECIDED. Its decode targets ask for no boots; with `ship.add_boots` the TTFT
-    gate's pilot sd asks for more than four, and an 18-minute budget has room for one repeat (six boots) after the
-    679 s its cells took."""
+    """The committed H200 campaign's receipts (docs/gpu-report/ship, run without add_boots) as the pilot of
+    campaign.toml as shipped: its C1 TTFT gate (25%) read MDE 29.6% over four boots a side and left noop
+    UNDECIDED. Its decode targets ask for no boots; with `ship.add_boots` the TTFT gate's pilot sd asks for more
+    than four, and the 18-minute budget has room for one repeat (six boots) after the 679 s its cells took."""
     import shutil
 
     from forklift.campaign import make_campaign_plan
@@ -292,8 +292,9 @@ def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_a
     config = root / "examples/known-answers/vllm-0.26.0/forklift.toml"
     text = shipped.replace('"../../examples/known-answers/vllm-0.26.0/forklift.toml"', f'"{config}"')
     text = text.replace('"../../examples/known-answers/vllm-0.26.0/', f'"{config.parent}/')
-    text = text.replace('budget = "20m"', 'budget = "18m"').replace("${FORKLIFT_BUILDS}", str(tmp_path / "builds"))
-    text = text.replace('baseline = "A"', f'baseline = "A"\nadd_boots = {str(add_boots).lower()}')
+    assert 'budget = "18m"' in text and "add_boots = true" in text  # as shipped; False: the campaign as it ran
+    text = text.replace("${FORKLIFT_BUILDS}", str(tmp_path / "builds"))
+    text = text.replace("add_boots = true", f"add_boots = {str(add_boots).lower()}")
     (tmp_path / "campaign.toml").write_text(text)
     shutil.copytree(root / "docs/gpu-report/ship/receipts", tmp_path / "ship" / "receipts")
     spec = load_campaign_file(tmp_path / "campaign.toml")
