@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from forklift.bench.runner import BenchPlan, cell_specs
+from forklift.bench.runner import BenchPlan, CellSpec, cell_specs
 from forklift.bench.session import record_bench
 from forklift.campaign.precision import parse_percent
 from forklift.canary import SUITE_RUNNERS
@@ -112,9 +112,13 @@ def suite_mode(options: BenchSuiteOptions) -> str:
     return options.mode or ("single" if options.concurrency == [1] else "sweep")
 
 
+def suite_cell_specs(options: BenchSuiteOptions) -> tuple[CellSpec, ...]:
+    """The cells a bench suite measures, named as its receipts carry them."""
+    return cell_specs(suite_mode(options), options.concurrency, options.requests, None, 1.0)
+
+
 def suite_cells(options: BenchSuiteOptions) -> list[str]:
-    """The cell names a bench suite's receipts carry."""
-    return [spec.name for spec in cell_specs(suite_mode(options), options.concurrency, options.requests, None, 1.0)]
+    return [spec.name for spec in suite_cell_specs(options)]
 
 
 def bench_options(options: BenchSuiteOptions, config: Any, root: Path) -> BenchSuiteOptions:
@@ -155,7 +159,7 @@ def bench_plan(endpoint: ServedSetting, options: BenchSuiteOptions) -> tuple[Ben
         url=endpoint.url,
         model=endpoint.model,
         workload=workload,
-        cells=cell_specs(mode, options.concurrency, options.requests, None, 1.0),
+        cells=suite_cell_specs(options),
         runs=options.runs,
         warmup=options.warmup,
         timeout=options.timeout,

@@ -43,6 +43,7 @@ def gpu_flags(runs: Sequence[tuple[str, Sequence[GpuReading]]], tolerance: float
                 if value:
                     clocks.setdefault((gpu.index, name), []).append(value)
     middle = {key: median(values) for key, values in clocks.items() if len(values) >= 2}
+    # the reasons most runs share (on a tie, none): what "unlike the other runs" is measured against
     usual = {index: max(counts, key=lambda why: (counts[why], not why)) for index, counts in reasons.items()}
     flags = [
         f"GPU {index}: {reasons[index][why]} of {reasons[index].total()} runs throttled ({', '.join(why)})"
