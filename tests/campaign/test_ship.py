@@ -4,6 +4,7 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -278,9 +279,10 @@ def test_add_boots_without_a_budget_is_one_line(tmp_path):
 @pytest.mark.parametrize(("add_boots", "added"), [(False, 0), (True, 6)])
 def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_asked(tmp_path, add_boots, added):
     """The committed H200 campaign's receipts (docs/gpu-report/ship, run without add_boots) as the pilot of
-    campaign.toml as shipped: its C1 TTFT gate (25%) read MDE 29.6% over four boots a side and left noop
-    UNDECIDED. Its decode targets ask for no boots; with `ship.add_boots` the TTFT gate's pilot sd asks for more
-    than four, and the 18-minute budget has room for one repeat (six boots) after the 679 s its cells took."""
+    campaign.toml with the TTFT gate it ran under (25% at C1 and C16): its C1 TTFT read MDE 29.6% over four boots
+    a side and left noop UNDECIDED. Its decode targets ask for no boots; with `ship.add_boots` the TTFT gate's
+    pilot sd asks for more than four, and the 18-minute budget has room for one repeat (six boots) after the
+    679 s its cells took. The shipped C1 TTFT gate (50%) asks for none on the same receipts."""
     import shutil
 
     from forklift.campaign import make_campaign_plan
@@ -295,13 +297,24 @@ def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_a
     assert 'budget = "18m"' in text and "add_boots = true" in text  # as shipped; False: the campaign as it ran
     text = text.replace("${FORKLIFT_BUILDS}", str(tmp_path / "builds"))
     text = text.replace("add_boots = true", f"add_boots = {str(add_boots).lower()}")
+    shipped_ttft = (
+        '{ metric = "ttft", cells = ["c1"], worse = "50%" },\n  { metric = "ttft", cells = ["c16"], worse = "25%" }'
+    )
+    assert shipped_ttft in text
+    (tmp_path / "shipped.toml").write_text(text)
+    text = text.replace(shipped_ttft, '{ metric = "ttft", cells = ["c1", "c16"], worse = "25%" }')
     (tmp_path / "campaign.toml").write_text(text)
     shutil.copytree(root / "docs/gpu-report/ship/receipts", tmp_path / "ship" / "receipts")
-    spec = load_campaign_file(tmp_path / "campaign.toml")
-    said: list[str] = []
-    plan = make_campaign_plan(spec, load_config(spec.at(spec.config)))
-    runner = Runner(spec, load_config(spec.at(spec.config)), {b: None for b in spec.builds}, plan, say=said.append)  # type: ignore[misc]
-    slots = runner.added_slots()
+
+    def pilot(name: str) -> tuple[list[Any], list[str]]:
+        spec = load_campaign_file(tmp_path / name)
+        said: list[str] = []
+        config = load_config(spec.at(spec.config))
+        runner = Runner(spec, config, {b: None for b in spec.builds}, make_campaign_plan(spec, config), say=said.append)  # type: ignore[misc]
+        return runner.added_slots(), said
+
+    assert pilot("shipped.toml")[0] == []
+    slots, said = pilot("campaign.toml")
     assert len(slots) == added and all(slot.repeat == 3 for slot in slots)
     assert said[0] == "budget 18m: 679 s spent over 12 timed boots, room for 1 more repeat(s) of 6 boots"
     decode = [line for line in said if "(decode_tps)" in line]
