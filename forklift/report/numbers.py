@@ -94,9 +94,11 @@ def cell_notes(cell: CellResult) -> list[str]:
             f"B {number(cell.server_tok_step_b)}"
         )
     if cell.bursts_a or cell.bursts_b:
+        unlike = [m.label for m in cell.metrics if m.decision.unlike]
         notes.append(
             f"delivered in one burst: A {cell.bursts_a}/{cell.requests_a}, B {cell.bursts_b}/{cell.requests_b} "
             "requests (left out of TPOT and decode tok/s: their chunk spacing measures delivery, not decoding)"
+            + (f"; {', '.join(unlike)} undecided: the shares differ beyond chance" if unlike else "")
         )
     floor = next((m.estimate for m in cell.metrics if m.estimate and m.estimate.floor is not None), None)
     if floor is not None:

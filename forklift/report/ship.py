@@ -8,7 +8,9 @@ by gate, with the interval compare computed over the campaign's boots:
 - hold: the interval lies wholly beyond the allowance, or the design could see a change that
   size (MDE <= allowance) and the interval still reaches past it;
 - undecided: neither, because the design cannot tell (MDE > allowance), the interval is not
-  claimable (too few boots a side), or the gate found nothing to read. Never a silent pass.
+  claimable (too few boots a side), the host delivered one side's answers in bursts and not the
+  other's (a TTFT or E2E interval then measures the host: forklift.stats.bursts), or the gate found
+  nothing to read. Never a silent pass.
 
 A build ships when every gate passes; any hold holds it; otherwise it is undecided.
 The gates travel in the campaign's plan receipt, so `forklift report` decides from receipts alone.
@@ -169,6 +171,9 @@ def _bench_results(campaign: Campaign, baseline: str, build: str, gate: Gate) ->
             f"Δ {_pct(estimate.change)}, CI {_pct(estimate.low)}..{_pct(estimate.high)}, allowed {gate.worse:g}% worse, "
             f"{mde}, {estimate.n_a}/{estimate.n_b} {estimate.unit}s{claim}"
         )
+        unlike = found.decision.unlike if found is not None else None
+        if unlike is not None:  # the interval is shown, but it is the host's: never a hold or a pass on it
+            outcome, evidence = "undecided", f"{unlike}; {evidence}"
         out.append(GateResult(build, gate, where, outcome, evidence))
     return out or [GateResult(build, gate, ",".join(gate.cells or ["every cell"]), "undecided", "nothing measured")]
 

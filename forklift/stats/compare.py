@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
+from forklift.stats.bursts import unlike_delivery
 from forklift.stats.control import aa_floor
 from forklift.stats.divergence import Determinism, Divergence, TextCodes, determinism, divergence, is_greedy
 from forklift.stats.gpustate import cell_gpu_runs, gpu_flags
@@ -167,11 +168,17 @@ def compare_metric(
     aa: Sides | None = None,
     margin: float = DEFAULT_MARGIN,
 ) -> MetricResult | None:
-    """None when neither side has the metric (e.g. tok/step without per-request speculation stats)."""
-    logs_a, logs_b = (side.log_values(metric) for side in sides.sides[:2])
+    """None when neither side has the metric (e.g. tok/step without per-request speculation stats).
+
+    A latency metric of sides the host delivered unlike (one in bursts: forklift.stats.bursts) reads undecided."""
+    a, b = sides.sides[:2]
+    logs_a, logs_b = a.log_values(metric), b.log_values(metric)
     if np.isnan(logs_a).all() and np.isnan(logs_b).all():
         return None
     estimate, comps_a, comps_b = unit_estimate(metric, sides, paired=paired, seed=seed, aa=aa)
+    unlike = (
+        unlike_delivery(int(a.bursts.sum()), a.rows, int(b.bursts.sum()), b.rows) if metric.delivery_timed else None
+    )
     return MetricResult(
         metric=metric.key,
         label=metric.label,
@@ -179,7 +186,7 @@ def compare_metric(
         a=_geomean(logs_a, metric.scale),
         b=_geomean(logs_b, metric.scale),
         estimate=estimate,
-        decision=judge(metric, estimate, margin),
+        decision=judge(metric, estimate, margin, unlike=unlike),
         components_a=comps_a,
         components_b=comps_b,
     )

@@ -29,6 +29,7 @@ class Metric:
     value: Callable[[RequestColumns], np.ndarray] = lambda columns: np.full(len(columns), np.nan)
     scale: float = 1.0  # display scale (seconds -> ms)
     decode_timing: bool = False  # unmeasured for requests delivered in bursts (RequestRecord.delivered_in_burst)
+    delivery_timed: bool = False  # a burst's wait is in it: undecided when one side bursts (forklift.stats.bursts)
 
     def read(self, columns: RequestColumns) -> np.ndarray:
         """The metric of each request; NaN where it failed, has no value or, for decode timing, came in a burst."""
@@ -47,9 +48,11 @@ METRICS: tuple[Metric, ...] = (
         value=lambda c: c.decode_tps,
         decode_timing=True,
     ),
-    Metric("ttft", "TTFT", "ms", "lower", "slower", "faster", value=lambda c: c.ttft, scale=1000.0),
+    Metric(
+        "ttft", "TTFT", "ms", "lower", "slower", "faster", value=lambda c: c.ttft, scale=1000.0, delivery_timed=True
+    ),
     Metric("tpot", "TPOT", "ms", "lower", "slower", "faster", value=lambda c: c.tpot, scale=1000.0, decode_timing=True),
-    Metric("e2e", "E2E", "ms", "lower", "slower", "faster", value=lambda c: c.e2e, scale=1000.0),
+    Metric("e2e", "E2E", "ms", "lower", "slower", "faster", value=lambda c: c.e2e, scale=1000.0, delivery_timed=True),
     Metric(
         "tok_step", "tok/step", "", "higher", "higher", "lower", trajectory_sensitive=True, value=lambda c: c.tok_step
     ),

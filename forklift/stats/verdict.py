@@ -12,6 +12,10 @@ The rule (the 95 % interval is the one shown, so the words can always be checked
   it could not have told a margin-sized change from none;
 - "within noise": the interval holds zero and the design could have seen a margin-sized change.
 
+Before all but "too few values": a latency interval (TTFT, E2E) whose sides the host delivered unlike, one in
+bursts and the other streamed (forklift.stats.bursts), is shown and read "undecided" with that reason: it
+measures the host, not the build.
+
 A false claim under no true change needs the interval to exclude zero: 5 % two-sided at most.
 """
 
@@ -50,6 +54,7 @@ class Verdict(BaseModel):
     n_b: int = 0
     df: float | None = None  # degrees of freedom of the interval's t quantile
     floored: bool = False  # an A/A control set (or widened) the interval
+    unlike: str | None = None  # why the sides' latencies are not like for like (forklift.stats.bursts)
     words: str = ""
 
     @property
@@ -116,8 +121,12 @@ def _span(estimate: Estimate) -> str:
     return f"CI {signed_percent(estimate.low)}..{signed_percent(estimate.high)}"
 
 
-def judge(metric: Metric, estimate: Estimate | None, margin: float = DEFAULT_MARGIN) -> Verdict:
-    """The verdict of one estimate against a margin (a fraction), by the rule in this module's docstring."""
+def judge(
+    metric: Metric, estimate: Estimate | None, margin: float = DEFAULT_MARGIN, *, unlike: str | None = None
+) -> Verdict:
+    """The verdict of one estimate against a margin (a fraction), by the rule in this module's docstring.
+
+    `unlike`: why the host delivered the sides unlike (forklift.stats.bursts.unlike_delivery), or None."""
     if estimate is None:
         return Verdict(metric=metric.key, kind="not claimable", margin=margin, words="too few values to judge (need 2)")
     base = Verdict(
@@ -136,6 +145,10 @@ def judge(metric: Metric, estimate: Estimate | None, margin: float = DEFAULT_MAR
     )
     over = sides_phrase(estimate)
     shown = f"Δ {signed_percent(estimate.change)}, {_span(estimate)}, margin ±{percent(margin)}, {over}"
+    if unlike is not None:
+        return base.model_copy(
+            update={"kind": "undecided", "unlike": unlike, "words": f"undecided: {unlike} ({shown})"}
+        )
     if not estimate.claimable:
         return base.model_copy(update={"words": f"not claimable ({shown}): {short_of(estimate)}"})
     if -margin <= estimate.low and estimate.high <= margin:

@@ -134,10 +134,12 @@ def test_slowdown_holds_on_its_decode_gate_and_noop_is_no_regression(engine_pyth
         # UNDECIDED is the right word when the design cannot see the slowdown: on a box loaded past its cores
         # (seen: load 14-21 from other suites) answers arrive in bursts and the client's per-boot decode and E2E
         # swing by multiples, so two boots a side give MDEs of thousands of percent. Skipped only then, naming
-        # the MDEs; with cores to spare, a missed slowdown fails.
+        # the MDEs; with cores to spare, a missed slowdown fails. A latency gate over bursts on one side only
+        # (forklift.stats.bursts) cannot see it either, whatever its MDE.
         gates = [line.strip() for line in out.splitlines() if line.strip().startswith("UNDECIDED slowdown:")]
         load = os.getloadavg()[0]
-        blind = gates and all(_mde(line) > _allowed(line) for line in gates if "MDE ±" in line)
+        judged = [line for line in gates if "MDE ±" in line and "answers delivered in bursts" not in line]
+        blind = gates and all(_mde(line) > _allowed(line) for line in judged)
         if held.startswith("slowdown vs A: UNDECIDED") and blind and load > (os.cpu_count() or 1):
             pytest.skip(
                 f"slowdown UNDECIDED on this box loaded past its cores (load {load:.1f}): the design could not "

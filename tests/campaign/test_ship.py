@@ -144,7 +144,8 @@ def test_decide_judges_every_candidate_gate_by_gate_and_says_why(tmp_path):
 
     def result(change, low, high, mde):
         estimate = Estimate(change=change, low=low, high=high, paired=True, n_a=2, n_b=2, mde=mde, unit="boot", df=2.0)
-        return SimpleNamespace(metric=lambda key: SimpleNamespace(estimate=estimate) if key == "decode_tps" else None)
+        found = SimpleNamespace(estimate=estimate, decision=SimpleNamespace(unlike=None))
+        return SimpleNamespace(metric=lambda key: found if key == "decode_tps" else None)
 
     def row(build, cell, found):
         return Row("box", "w", cell, Side("A", "gpu-8b"), Side(build, "gpu-8b"), result=found)

@@ -75,6 +75,15 @@ def records(
     return out
 
 
+def delivered_in_burst(record: RequestRecord, wait: float = 2.0) -> RequestRecord:
+    """`record` as a server frontend that fell behind its engine delivers it: held, then sent whole at `wait` times
+    its E2E after the send (TTFT = E2E), every chunk read at one instant (RequestRecord.delivered_in_burst)."""
+    assert record.end is not None and record.completion_tokens is not None
+    end = record.send + wait * (record.end - record.send)
+    chunks = [(end, 1)] * record.completion_tokens  # a token a chunk, as vLLM streams them
+    return record.model_copy(update={"first_token": end, "end": end, "chunks": chunks})
+
+
 def bench_receipt(
     cells: dict[str, list[RequestRecord]],
     *,

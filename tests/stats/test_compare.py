@@ -7,8 +7,9 @@ from scipy import stats
 
 from forklift.errors import ForkliftError
 from forklift.stats import METRICS, Margins, compare_groups, match
-from forklift.stats.verdict import interval_phrase
-from tests.stats.synthetic import as_run, bench_receipt, records, workload
+from forklift.stats.bursts import unlike_delivery
+from forklift.stats.verdict import interval_phrase, judge
+from tests.stats.synthetic import as_run, bench_receipt, delivered_in_burst, records, workload
 
 
 def one_cell(**kwargs):
@@ -349,3 +350,62 @@ def test_other_builds_boots_pool_into_the_boot_sd_with_their_degrees_of_freedom(
     assert pooled.estimate.change == pytest.approx(alone.estimate.change)  # the pool moves the sd, not the centre
     assert pooled.estimate.mde < alone.estimate.mde  # t(4) against Welch's ~1-2 df
     assert pooled.claim == "faster" and "pooled over 4 builds (4.0 df)" in interval_phrase(pooled.estimate)
+
+
+def bursty_boots(n, first_seed, every=8, **kwargs):
+    """`boots(n, first_seed)` whose requests the host delivered in bursts, all but every `every`-th."""
+    return [
+        as_run(
+            bench_receipt(
+                {"single": [r if i % every == 0 else delivered_in_burst(r) for i, r in enumerate(run_records)]},
+                kept=[0, 1, 2, 3],
+                boot=f"boot-{first_seed + i}",
+            )
+        )
+        for i, run_records in enumerate(records(runs=4, seed=first_seed + i, **kwargs) for i in range(n))
+    ]
+
+
+def test_latency_of_sides_the_host_delivered_unlike_is_undecided_and_decode_is_still_judged():
+    """The same build both sides, B's answers held and sent whole (E2E x2) for 7 requests in 8: the E2E and TTFT
+    intervals claim B slower, and it is the host's delivery, so they read undecided with the counts."""
+    cell = compare_groups(boots(2, 1, prompts=16), bursty_boots(2, 10, prompts=16)).cells[0]
+    assert (cell.bursts_a, cell.bursts_b, cell.requests_b) == (0, 112, 128)
+    for key in ("e2e", "ttft"):
+        result = cell.metric(key)
+        metric = next(m for m in METRICS if m.key == key)
+        assert judge(metric, result.estimate, result.decision.margin).kind == "slower"  # what it read before
+        assert result.claim == "undecided" and result.estimate.low > 0.5
+        assert result.decision.unlike.startswith(
+            "answers delivered in bursts on B (112 of 128 kept requests) more often than on A (0 of 128; Fisher p ="
+        )
+        assert result.verdict.startswith("undecided: answers delivered in bursts on B (112 of 128")
+        assert "CI +" in result.verdict  # the interval it did not judge stays on screen
+    decode = cell.metric("decode_tps")  # burst requests are already out of it: judged on what streamed
+    assert decode.decision.unlike is None and "bursts" not in decode.verdict
+    assert decode.estimate.n_b == 2 and decode.estimate.low < 0 < decode.estimate.high  # the same speed
+
+
+def test_one_stray_burst_request_leaves_the_latency_verdict_alone():
+    first = records(runs=4, seed=1, prompts=16)
+    first[5] = delivered_in_burst(first[5])
+    a = [as_run(bench_receipt({"single": first}, kept=[0, 1, 2, 3], boot="boot-1")), *boots(1, 2, prompts=16)]
+    cell = compare_groups(a, boots(2, 10, prompts=16, speed=1 / 1.4)).cells[0]
+    assert (cell.bursts_a, cell.bursts_b) == (1, 0)
+    e2e = cell.metric("e2e")
+    assert e2e.decision.unlike is None and e2e.claim == "slower"  # B's real +40% is still claimed
+
+
+@pytest.mark.parametrize(
+    ("counts", "fires"),
+    [
+        ((1, 8, 0, 8), False),  # one stray burst, however few or many requests: p = 1
+        ((1, 1_000_000, 0, 1_000_000), False),
+        ((3, 128, 0, 128), False),  # chance can put three on one side
+        ((8, 32, 0, 32), True),  # a quarter of one side (p 0.005)
+        ((112, 128, 110, 128), False),  # both sides burst alike: like for like
+        ((0, 0, 5, 10), False),  # no kept requests on a side: nothing to compare
+    ],
+)
+def test_the_burst_rule_fires_on_shares_chance_does_not_explain(counts, fires):
+    assert (unlike_delivery(*counts) is not None) == fires
