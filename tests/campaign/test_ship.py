@@ -279,11 +279,11 @@ def test_add_boots_without_a_budget_is_one_line(tmp_path):
 
 @pytest.mark.parametrize(("add_boots", "added"), [(False, 0), (True, 6)])
 def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_asked(tmp_path, add_boots, added):
-    """The committed H200 campaign's receipts (docs/gpu-report/ship, run without add_boots) as the pilot of
-    campaign.toml with the TTFT gate it ran under (25% at C1 and C16): its C1 TTFT read MDE 29.6% over four boots
-    a side and left noop UNDECIDED. Its decode targets ask for no boots; with `ship.add_boots` the TTFT gate's
-    pilot sd asks for more than four, and the 18-minute budget has room for one repeat (six boots) after the
-    679 s its cells took. The shipped C1 TTFT gate (50%) asks for none on the same receipts."""
+    """The twelve planned boots of the 2026-12-02 18:45 H200 campaign (docs/gpu-report/ship-rerun) as the pilot of
+    campaign.toml with the TTFT gate it ran under (25% at C1 and C16): C1's TTFT boot means moved 13% (pilot sd),
+    four boots a side reach an MDE of ~30%. Its decode targets ask for no boots; with `ship.add_boots` the TTFT
+    gate's pilot sd asks for six boots a side, and the 18-minute budget has room for one repeat (six boots) after
+    the 666 s its cells took, as that campaign said. The shipped C1 TTFT gate (50%) asks for none on them."""
     import shutil
 
     from forklift.campaign import make_campaign_plan
@@ -297,15 +297,16 @@ def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_a
     text = text.replace('"../../examples/known-answers/vllm-0.26.0/', f'"{config.parent}/')
     assert 'budget = "18m"' in text and "add_boots = true" in text  # as shipped; False: the campaign as it ran
     text = text.replace("${FORKLIFT_BUILDS}", str(tmp_path / "builds"))
+    (tmp_path / "shipped.toml").write_text(text)
     text = text.replace("add_boots = true", f"add_boots = {str(add_boots).lower()}")
     shipped_ttft = (
         '{ metric = "ttft", cells = ["c1"], worse = "50%" },\n  { metric = "ttft", cells = ["c16"], worse = "25%" }'
     )
     assert shipped_ttft in text
-    (tmp_path / "shipped.toml").write_text(text)
     text = text.replace(shipped_ttft, '{ metric = "ttft", cells = ["c1", "c16"], worse = "25%" }')
     (tmp_path / "campaign.toml").write_text(text)
-    shutil.copytree(root / "docs/gpu-report/ship/receipts", tmp_path / "ship" / "receipts")
+    pilot_cells = shutil.ignore_patterns("r3-*")  # the repeat that campaign added after them
+    shutil.copytree(root / "docs/gpu-report/ship-rerun/receipts", tmp_path / "ship" / "receipts", ignore=pilot_cells)
 
     def pilot(name: str) -> tuple[list[Any], list[str]]:
         spec = load_campaign_file(tmp_path / name)
@@ -314,15 +315,16 @@ def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_a
         runner = Runner(spec, config, {b: None for b in spec.builds}, make_campaign_plan(spec, config), say=said.append)  # type: ignore[misc]
         return runner.added_slots(), said
 
-    assert pilot("shipped.toml")[0] == []
+    shipped_c1 = [line for line in pilot("shipped.toml")[1] if line.startswith("gate 'TTFT c1 no worse than 50%'")]
+    assert len(shipped_c1) == 2 and all(line.endswith("no boots to add") for line in shipped_c1), shipped_c1
     slots, said = pilot("campaign.toml")
     assert len(slots) == added and all(slot.repeat == 3 for slot in slots)
-    assert said[0] == "budget 18m: 679 s spent over 12 timed boots, room for 1 more repeat(s) of 6 boots"
+    assert said[0] == "budget 18m: 666 s spent over 12 timed boots, room for 1 more repeat(s) of 6 boots"
     decode = [line for line in said if "(decode_tps)" in line]
     assert len(decode) == (8 if add_boots else 4) and all(line.endswith("no boots to add") for line in decode)
     ttft = [line for line in said if line.startswith("gate 'TTFT c1,c16 no worse than 25%'")]
     assert len(ttft) == (4 if add_boots else 0)
-    if add_boots:  # C1's TTFT boot means moved ~12.6% (pilot sd): six boots a side reach 25%; C16's moved ~7%
+    if add_boots:  # C1's TTFT boot means moved ~13% (pilot sd): six boots a side reach 25%; C16's less
         by_cell = {cell: next(line for line in ttft if f"noop / {cell}:" in line) for cell in ("c1", "c16")}
         assert "asks for 6 boots a side" in by_cell["c1"] and by_cell["c1"].endswith("adding 1 repeat(s) of 6 boots")
         assert by_cell["c16"].endswith("no boots to add")
