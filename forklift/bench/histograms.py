@@ -2,7 +2,10 @@
 
 They are the ground truth the client is held to: the engine times TTFT from the moment its
 frontend received the request, so its TTFT excludes the client's connect and send, and its
-per-request TPOT is the engine's own (E2E - TTFT) / (tokens - 1). A median of a histogram is
+per-request TPOT is the engine's own (E2E - TTFT) / (tokens - 1). Its queue and prefill
+histograms split a TTFT where the engine core saw it: waiting to be scheduled, then scheduled
+until the step that made the first token; the engine's TTFT less both is the frontend's share
+(taking the request in, the hop to the engine core and back, the first token out). A median of a histogram is
 interpolated linearly within the bucket it falls in (as Prometheus' histogram_quantile does),
 so it is exactly as fine as the bucket bounds, which are kept beside it.
 """
@@ -15,7 +18,14 @@ from forklift.bench.metrics import Snapshot
 from forklift.bench.schema import ServerLatency
 
 # Latency roles of the engine adapter's metric names -> the ServerLatency field they fill.
-LATENCY_ROLES = {"ttft_histogram": "ttft", "tpot_histogram": "tpot", "itl_histogram": "itl", "e2e_histogram": "e2e"}
+LATENCY_ROLES = {
+    "ttft_histogram": "ttft",
+    "tpot_histogram": "tpot",
+    "itl_histogram": "itl",
+    "e2e_histogram": "e2e",
+    "queue_histogram": "queue",
+    "prefill_histogram": "prefill",
+}
 
 Buckets = dict[float, float]  # upper bound (s) -> cumulative count; SUM holds the sum of the observations
 SUM = -1.0

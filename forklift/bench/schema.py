@@ -61,7 +61,8 @@ class ServerLatency(BaseModel):
 
     The mean is exact (the histogram's sum over its count). A median is interpolated linearly within its
     bucket (as Prometheus' histogram_quantile does): only as fine as the bucket bounds stated beside it
-    (vLLM's TPOT and ITL buckets start at 10 ms, so a faster step's median is a guess inside [0, 10] ms).
+    (vLLM's TPOT and ITL buckets start at 10 ms, its queue and prefill buckets at 300 ms, so a faster one's
+    median is a guess inside the first bucket: read the mean).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -79,6 +80,12 @@ class ServerLatency(BaseModel):
     e2e_ms: float | None = None
     e2e_bucket_ms: tuple[float, float] | None = None
     e2e_mean_ms: float | None = None
+    queue_ms: float | None = Field(default=None, description="waiting in the engine core to be scheduled")
+    queue_bucket_ms: tuple[float, float] | None = None
+    queue_mean_ms: float | None = None
+    prefill_ms: float | None = Field(default=None, description="scheduled until the step that made the first token")
+    prefill_bucket_ms: tuple[float, float] | None = None
+    prefill_mean_ms: float | None = None
     method: str = "mean: sum/count; median: interpolated linearly within its histogram bucket"
 
 

@@ -77,6 +77,14 @@ def _server(cell: Cell, role: str) -> str:
     return f"{mean:.1f} / {median:.1f} in [{bucket[0]:g}, {bucket[1]:g}]"
 
 
+def _engine_share(cell: Cell) -> str:
+    """The engine core's part of a TTFT (means: these histograms' buckets start at 300 ms)."""
+    latency = cell.server_latency
+    if latency is None or latency.queue_mean_ms is None or latency.prefill_mean_ms is None:
+        return "-"
+    return f"{latency.queue_mean_ms:.1f} / {latency.prefill_mean_ms:.1f}"
+
+
 def _steady(cell: Cell) -> str:
     steady = cell.aggregate.get("steady")
     if not steady:
@@ -135,6 +143,7 @@ ROWS = (
     ("vLLM TTFT ms mean / median", lambda c: _server(c, "ttft")),
     ("vLLM TPOT ms mean / median", lambda c: _server(c, "tpot")),
     ("vLLM E2E ms mean / median", lambda c: _server(c, "e2e")),
+    ("vLLM queue / prefill ms mean", _engine_share),
     ("steady window tok/s", _steady),
     ("GPU (kept runs)", _gpu),
     ("per-stream decode tok/s", lambda c: _num(c.aggregate.get("per_stream_decode_tok_s"))),

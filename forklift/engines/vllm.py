@@ -243,6 +243,9 @@ VLLM = EngineAdapter(
         "tpot_histogram": "vllm:request_time_per_output_token_seconds",
         "itl_histogram": "vllm:inter_token_latency_seconds",
         "e2e_histogram": "vllm:e2e_request_latency_seconds",
+        # the engine core's share of a TTFT: waiting to be scheduled, then scheduled until its first token
+        "queue_histogram": "vllm:request_queue_time_seconds",
+        "prefill_histogram": "vllm:request_prefill_time_seconds",
     },
     # vllm/envs.py VLLM_CACHE_ROOT holds torch_compile_cache; inductor and triton keep their own.
     cache_env=("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"),

@@ -45,3 +45,30 @@ def test_engines_are_summed_and_a_median_in_the_open_top_bucket_is_its_lower_bou
 def test_no_histograms_no_latency():
     assert server_latency({}) is None
     assert median({}) is None
+
+
+def test_queue_and_prefill_fill_their_own_fields_beside_ttft():
+    """vLLM's queue and prefill histograms (the engine core's share of a TTFT) are read as their own roles."""
+    names = metric_names("vllm")
+
+    def renamed(text: str, name: str) -> str:
+        return text.replace("vllm:time_to_first_token_seconds", name)
+
+    before = exposition((0, 0, 0, 0, 0, 0), 0.0)
+    after = exposition((0, 0, 4, 4, 4, 4), 0.032)
+    queue = (
+        renamed(before, names["queue_histogram"]),
+        renamed(exposition((4, 4, 4, 4, 4, 4), 0.0004), names["queue_histogram"]),
+    )
+    prefill = (
+        renamed(before, names["prefill_histogram"]),
+        renamed(exposition((0, 4, 4, 4, 4, 4), 0.012), names["prefill_histogram"]),
+    )
+    moved = run_histograms(
+        parse_snapshot(before + queue[0] + prefill[0]), parse_snapshot(after + queue[1] + prefill[1]), names
+    )
+    latency = server_latency(moved)
+    assert latency is not None and latency.requests == 4
+    assert latency.ttft_mean_ms == pytest.approx(8.0)
+    assert latency.queue_mean_ms == pytest.approx(0.1) and latency.queue_bucket_ms == (0.0, 1.0)
+    assert latency.prefill_mean_ms == pytest.approx(3.0) and latency.prefill_bucket_ms == (1.0, 5.0)
