@@ -5,6 +5,7 @@ from __future__ import annotations
 from forklift.receipts import Fingerprint
 from forklift.stats import CellResult, GroupComparison, MetricResult
 from forklift.stats.design import target_note
+from forklift.stats.sample import TtftSplit
 from forklift.stats.verdict import interval_phrase, not_claimable_reason, signed_percent
 
 
@@ -76,6 +77,16 @@ def headline(cell: CellResult) -> MetricResult | None:
     return next((m for m in cell.metrics if m.estimate is not None), None)
 
 
+def ttft_split(split: TtftSplit | None) -> str:
+    """Where the engine's first token went: its queue, its prefill step, and the frontend around them."""
+    if split is None:
+        return "not read"
+    return (
+        f"{split.ttft_ms:.1f} ms = queue {split.queue_ms:.1f} + prefill {split.prefill_ms:.1f} "
+        f"+ frontend {split.frontend_ms:.1f}"
+    )
+
+
 def cell_notes(cell: CellResult) -> list[str]:
     """What a reader needs beside a cell's table: pairing, throughput, divergence, determinism, caveats."""
     first = headline(cell)
@@ -93,6 +104,8 @@ def cell_notes(cell: CellResult) -> list[str]:
             f"server tok/step (counter delta, no interval): A {number(cell.server_tok_step_a)}, "
             f"B {number(cell.server_tok_step_b)}"
         )
+    if cell.server_ttft_a or cell.server_ttft_b:
+        notes.append(f"vLLM's TTFT mean: A {ttft_split(cell.server_ttft_a)}; B {ttft_split(cell.server_ttft_b)}")
     if cell.bursts_a or cell.bursts_b:
         unlike = [m.label for m in cell.metrics if m.decision.unlike]
         notes.append(

@@ -22,7 +22,15 @@ from forklift.stats.gpustate import cell_gpu_runs, gpu_flags
 from forklift.stats.guards import check_comparable, check_group
 from forklift.stats.interval import Estimate, paired_change, pooled_change, unpaired_change, welch_change, with_floor
 from forklift.stats.metrics import METRICS, Metric
-from forklift.stats.sample import BenchRun, give_back_freed, output_throughput, server_tok_step, text_hashes
+from forklift.stats.sample import (
+    BenchRun,
+    TtftSplit,
+    give_back_freed,
+    output_throughput,
+    server_tok_step,
+    server_ttft_split,
+    text_hashes,
+)
 from forklift.stats.units import Components, SideColumns, Sides, components
 from forklift.stats.verdict import DEFAULT_MARGIN, Kind, Margins, Verdict, judge
 
@@ -69,6 +77,8 @@ class CellResult(BaseModel):
     determinism_b: Determinism
     gpu_flags_a: list[str] = []  # throttling most kept runs shared, runs unlike it or at another clock (stats.gpustate)
     gpu_flags_b: list[str] = []
+    server_ttft_a: TtftSplit | None = None  # the engine's TTFT and its queue and prefill (vLLM's histograms)
+    server_ttft_b: TtftSplit | None = None
 
     def metric(self, key: str) -> MetricResult | None:
         return next((m for m in self.metrics if m.metric == key), None)
@@ -256,6 +266,8 @@ def compare_cell(
         determinism_b=determinism(texts_b, codes),
         gpu_flags_a=gpu_flags(cell_gpu_runs(a_runs, cell_name)),
         gpu_flags_b=gpu_flags(cell_gpu_runs(b_runs, cell_name)),
+        server_ttft_a=server_ttft_split(a_runs, cell_name),
+        server_ttft_b=server_ttft_split(b_runs, cell_name),
     )
 
 

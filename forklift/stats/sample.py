@@ -164,6 +164,39 @@ def output_throughput(runs: list[BenchRun], cell_name: str) -> float | None:
     return sum(rates) / len(rates) if rates else None
 
 
+@dataclass(frozen=True)
+class TtftSplit:
+    """The engine's own TTFT over a side's kept runs and the engine core's share of it (vLLM's histograms' means)."""
+
+    ttft_ms: float
+    queue_ms: float  # waiting to be scheduled
+    prefill_ms: float  # scheduled until the step that made the first token
+
+    @property
+    def frontend_ms(self) -> float:
+        """The rest: taking the request in, the hop to the engine core and back, the first token out."""
+        return self.ttft_ms - self.queue_ms - self.prefill_ms
+
+
+def server_ttft_split(runs: list[BenchRun], cell_name: str) -> TtftSplit | None:
+    """Request-weighted means of the engine's TTFT, queue and prefill over the kept runs that read all three."""
+    count = ttft = queue = prefill = 0.0
+    for run in runs:
+        cell = run.cell(cell_name)
+        kept = set(run.kept_runs(cell_name))
+        for facts in cell.run_facts if cell else []:
+            server = facts.server
+            if facts.run not in kept or server is None or not server.requests:
+                continue
+            if server.ttft_mean_ms is None or server.queue_mean_ms is None or server.prefill_mean_ms is None:
+                continue
+            count += server.requests
+            ttft += server.ttft_mean_ms * server.requests
+            queue += server.queue_mean_ms * server.requests
+            prefill += server.prefill_mean_ms * server.requests
+    return TtftSplit(ttft / count, queue / count, prefill / count) if count else None
+
+
 def server_tok_step(runs: list[BenchRun], cell_name: str) -> float | None:
     """tok/step = 1 + accepted / drafts from the server's counter deltas over the kept runs (None: no drafts)."""
     drafts = accepted = 0.0

@@ -11,7 +11,10 @@ from forklift.report import render_report
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("folder", ["docs/gpu-report/ship", "docs/gpu-report/ship-rerun", "docs/gpu-report/cross-boot"])
+@pytest.mark.parametrize(
+    "folder",
+    ["docs/gpu-report/ship", "docs/gpu-report/ship-rerun", "docs/gpu-report/cross-boot", "docs/gpu-report/ttft"],
+)
 def test_a_committed_campaign_report_renders_again_from_its_receipts(folder, tmp_path):
     committed = ROOT / folder
     shutil.copytree(committed / "receipts", tmp_path / "receipts")  # the report names receipts relative to itself
