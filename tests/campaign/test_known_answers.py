@@ -125,6 +125,8 @@ def test_slowdown_holds_on_its_decode_gate_and_noop_is_no_regression(engine_pyth
             # a client that stopped its clock before the engine's first token (a role chunk, the response
             # headers) would read below the engine's own TTFT
             assert cell["aggregate"]["ttft_ms"]["mean"] >= latency["ttft_mean_ms"] * 0.99
+            # the engine core's share of its TTFT (waiting, then the prefill step) lies inside that TTFT
+            assert latency["queue_mean_ms"] + latency["prefill_mean_ms"] <= latency["ttft_mean_ms"] * 1.01
             assert all(f["gpus"] is None and f["steady"] is not None for f in cell["run_facts"])
     report = (tmp_path / "report.md").read_text()
     assert report.index("## Decision") < report.index("## Summary")
