@@ -82,7 +82,9 @@ class _Watch:
         if not self.root.is_dir():
             return
         for path in sorted(p for p in self.root.rglob("*") if p.is_file()):
-            if hold_back and hold_back in path.name:
+            # a dot-file is write_atomic's temp copy: the cell's thread renames it away at any moment (a stat of
+            # it raced that rename once), and the whole file is sent under its own name once it is there
+            if path.name.startswith(".") or (hold_back and hold_back in path.name):
                 continue
             stat = path.stat()
             if self.seen.get(path) == (stat.st_mtime_ns, stat.st_size):
