@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, field_validator, model_validator
 
 # A TOML value turned into a flag: true -> --flag, false -> --no-flag, a table -> JSON,
 # a list of scalars -> repeated values, a number or string -> its text. Kept as TOML parsed
@@ -50,6 +50,23 @@ class Ray(_Strict):
     gpus_per_node: int = Field(ge=1)
 
 
+class MemoryLimits(_Strict):
+    """A memory-bounded cgroup around the engine (`memory = { max = "96GiB", swap_max = 0 }`): the kernel
+    enforces it and counts what reached it; sizes take units (GiB, MB) or bytes."""
+
+    high: ByteSize | None = Field(default=None, description="memory.high: throttled and reclaimed above (cgroup v2)")
+    max: ByteSize | None = Field(default=None, description="memory.max: the OOM killer acts above it")
+    swap_max: ByteSize | None = Field(default=None, description="swap the engine may use on top; 0 = none")
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> MemoryLimits:
+        if self.high is None and self.max is None:
+            raise ValueError("give high or max (a cgroup with no limit bounds nothing)")
+        if self.high is not None and self.max is not None and self.high > self.max:
+            raise ValueError(f"high ({self.high.human_readable()}) is above max ({self.max.human_readable()})")
+        return self
+
+
 class Profile(_Strict):
     extends: str | None = Field(default=None, description="a profile this one starts from")
     model: str | None = None
@@ -69,6 +86,7 @@ class Profile(_Strict):
         default=None, description="GPU indices of this profile, one per rank: CUDA_VISIBLE_DEVICES, the idle check"
     )
     ray: Ray | None = None
+    memory: MemoryLimits | None = Field(default=None, description="run the engine inside a memory-bounded cgroup")
     axes: dict[str, dict[str, Choice]] = Field(default_factory=dict)
     defaults: dict[str, str] = Field(default_factory=dict, description="axis -> choice when --set does not pick")
 

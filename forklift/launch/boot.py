@@ -117,6 +117,13 @@ def engine_reason(body: BootBody) -> str | None:
 def failure_message(body: BootBody) -> str:
     """One line: the fatal line when the log has one, else the timeout and the log's last line."""
     where = f" (log: {body.log_path})" if body.log_path else ""
+    kills = body.memory.oom_kills if body.memory else None
+    if body.outcome == "died" and kills and body.memory:
+        limit = f"{body.memory.max_bytes / 2**30:.2f} GiB" if body.memory.max_bytes else "its limit"
+        return (
+            f"engine killed during boot by its memory cgroup's OOM killer ({kills} process(es) over memory.max "
+            f"{limit}; peak {(body.memory.peak_bytes or 0) / 2**30:.2f} GiB){where}"
+        )
     if body.outcome == "died":
         # Whether the engine exited by itself or was stopped after saying it was going down is a
         # race; the message leads with the cause either way.

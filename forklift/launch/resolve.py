@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forklift.config.load import extends_chain
-from forklift.config.profile import ArgValue, EnvValue, Profile, Ray
+from forklift.config.profile import ArgValue, EnvValue, MemoryLimits, Profile, Ray
 from forklift.config.toml import tomllib
 from forklift.engines import EngineAdapter
 from forklift.errors import ConfigError, UsageError
@@ -53,6 +53,7 @@ class Resolved:
     world_size: int = 1  # tensor x pipeline x data parallel
     parallel: dict[str, int] = field(default_factory=dict)  # flag -> size, the ones given
     ray: Ray | None = None  # a multi-node profile
+    memory: MemoryLimits | None = None  # run inside a memory-bounded cgroup
 
     @property
     def argv(self) -> list[str]:
@@ -236,6 +237,7 @@ def resolve(
         world_size=world,
         parallel=parallel,
         ray=profile.ray,
+        memory=profile.memory,
     )
 
 

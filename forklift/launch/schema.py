@@ -61,6 +61,32 @@ class BootFacts(BaseModel):
     )
 
 
+class CgroupMemory(BaseModel):
+    """The engine's memory cgroup as the kernel counted it: the limits set, the peak, and each event's count.
+
+    A count the cgroup version does not keep stays None: v1 has no memory.high and no event counts but
+    oom_kill (its memory.failcnt read 0 after the limit was hit and a process OOM-killed, kernel 6.18)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cgroup: str
+    version: Literal[1, 2]
+    high_bytes: int | None = None
+    max_bytes: int | None = None
+    swap_max_bytes: int | None = None
+    peak_bytes: int | None = None
+    high_events: int | None = Field(default=None, description="times usage went over memory.high (throttled)")
+    max_events: int | None = Field(default=None, description="times usage reached memory.max")
+    oom_events: int | None = Field(default=None, description="times the cgroup ran out of memory")
+    oom_kills: int | None = Field(default=None, description="processes the OOM killer killed in it")
+
+    def incidents(self) -> dict[str, int]:
+        """The events that happened (count > 0), by the kernel's name."""
+        counts = {"high": self.high_events, "max": self.max_events, "oom": self.oom_events}
+        counts["oom_kill"] = self.oom_kills
+        return {name: count for name, count in counts.items() if count}
+
+
 class BootBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -71,3 +97,6 @@ class BootBody(BaseModel):
     last_lines: list[str] = Field(default_factory=list)
     facts: BootFacts = Field(default_factory=BootFacts)
     after_stop: str | None = Field(default=None, description="the GPUs of the profile after stop: idle, or why not")
+    memory: CgroupMemory | None = Field(
+        default=None, description="the profile's memory cgroup: at boot, then over the whole session once stopped"
+    )

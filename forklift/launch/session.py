@@ -60,9 +60,13 @@ def _record_after_stop(
     except ForkliftError as exc:
         verdict, failure = f"not idle: {exc}", exc
     booted.body.after_stop = verdict
+    cgroup = booted.server.cgroup
+    if cgroup:  # over the whole session, not only the boot
+        booted.body.memory = cgroup.remove()
+    memory = booted.body.memory.model_dump() if cgroup and booted.body.memory else None
     if booted.receipt_path is not None:
         receipt = read_receipt(booted.receipt_path)
-        receipt.body = {**receipt.body, "after_stop": verdict}
+        receipt.body = {**receipt.body, "after_stop": verdict, **({"memory": memory} if memory else {})}
         if failure is not None:
             receipt.status = "failed"
         write_receipt(receipt, receipts, booted.receipt_path)

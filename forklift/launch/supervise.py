@@ -22,6 +22,7 @@ import httpx
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
 from forklift.launch.bootlog import parse_boot_log, strip_prefix
+from forklift.launch.cgroup import MemoryCgroup, create
 from forklift.launch.resolve import Resolved
 from forklift.launch.schema import BootBody, BootFacts, Outcome
 
@@ -39,6 +40,7 @@ class Server:
     url: str
     model: str
     started: float
+    cgroup: MemoryCgroup | None = None  # the profile's memory cgroup, removed by stop()
 
     @property
     def pid(self) -> int:
@@ -46,9 +48,10 @@ class Server:
 
 
 def start(resolved: Resolved, log_path: Path, extra_env: dict[str, str] | None = None) -> Server:
-    """Start the engine; its stdout and stderr go to log_path (appended)."""
+    """Start the engine (inside the profile's memory cgroup, if it has one); its output goes to log_path."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **resolved.env, **(extra_env or {})}
+    cgroup = create(resolved.memory, resolved.profile) if resolved.memory else None
     with open(log_path, "ab") as log:
         try:
             process = subprocess.Popen(
@@ -59,10 +62,14 @@ def start(resolved: Resolved, log_path: Path, extra_env: dict[str, str] | None =
                 env=env,
                 start_new_session=True,  # its own process group: one signal reaches every worker
                 close_fds=True,
+                preexec_fn=cgroup.enter() if cgroup else None,
             )
-        except OSError as exc:  # no such command, not executable, ...
-            raise ForkliftError(f"cannot start the engine command {resolved.argv[0]!r}: {exc.strerror}") from None
-    return Server(process, log_path, resolved.url, resolved.served_name, time.monotonic())
+        except (OSError, subprocess.SubprocessError) as exc:  # no such command, not executable, no cgroup entry
+            if cgroup:
+                cgroup.remove()
+            reason = exc.strerror if isinstance(exc, OSError) else f"could not enter {cgroup.path if cgroup else ''}"
+            raise ForkliftError(f"cannot start the engine command {resolved.argv[0]!r}: {reason}") from None
+    return Server(process, log_path, resolved.url, resolved.served_name, time.monotonic(), cgroup)
 
 
 def last_lines(log_path: Path, adapter: EngineAdapter, count: int = LAST_LINES) -> list[str]:
@@ -134,6 +141,7 @@ def boot_body(server: Server, adapter: EngineAdapter, outcome: Outcome) -> BootB
         log_path=str(server.log_path),
         last_lines=[] if outcome == "ready" else last_lines(server.log_path, adapter),
         facts=read_facts(server, adapter),
+        memory=server.cgroup.reading() if server.cgroup else None,
     )
     if outcome == "ready":
         body.facts.fatal = None  # an error logged and survived is not the cause of anything
@@ -208,10 +216,13 @@ def terminate_group(
 
 
 def stop(server: Server, grace: float = 20.0) -> None:
-    """Terminate the whole process group, wait, then kill; return when no member is left."""
+    """Terminate the whole process group, wait, then kill; return when no member is left (and its
+    memory cgroup, read a last time, is removed)."""
     pgid = server.process.pid  # start_new_session made the child its group's leader
     if not terminate_group(pgid, lambda: group_alive(pgid), grace=grace, reap=lambda: _reap(server)):
         raise ForkliftError(f"engine process group {pgid} survived SIGKILL (log: {server.log_path})")
+    if server.cgroup:
+        server.cgroup.remove()
 
 
 def _reap(server: Server) -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from forklift.errors import ConfigError
+from forklift.launch.schema import CgroupMemory
 from forklift.mdtable import table
 from forklift.stats.metrics import METRICS
 from forklift.stats.runs import build_label
@@ -40,6 +41,7 @@ BENCH_METRICS = {m.key: m for m in METRICS if m.better is not None}
 OTHER_METRICS = {
     "kv_pool": "KV pool tokens the boot reported (fewer: the build holds more memory)",
     "canaries": "every quality and canary receipt of the candidate passed",
+    "memory_events": "every boot of the candidate ran in its memory cgroup with no high, max, oom or oom_kill event",
 }
 PLAN_KIND = "campaign-plan"
 
@@ -47,7 +49,7 @@ PLAN_KIND = "campaign-plan"
 class Gate(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    metric: str = Field(description="decode_tps, tpot, ttft, e2e (bench cells), kv_pool or canaries")
+    metric: str = Field(description="decode_tps, tpot, ttft, e2e (bench cells), kv_pool, canaries or memory_events")
     worse: float = Field(default=0.0, ge=0, description="percent the candidate may be worse than the baseline")
     cells: list[str] | None = Field(default=None, description="bench cells it reads (default: every cell)")
     settings: list[str] | None = Field(default=None, description="settings it reads (default: every setting)")
@@ -70,6 +72,8 @@ class Gate(BaseModel):
         where = f" {','.join(self.cells)}" if self.cells else ""
         if self.metric == "canaries":
             return "canaries pass"
+        if self.metric == "memory_events":
+            return "no memory cgroup events"
         label = BENCH_METRICS[self.metric].label if self.metric in BENCH_METRICS else self.metric
         return f"{label}{where} no worse than {self.worse:g}%"
 
@@ -196,6 +200,24 @@ def _pool_results(campaign: Campaign, baseline: str, build: str, gate: Gate) -> 
     return out or [GateResult(build, gate, "boots", "undecided", "no boot of both builds")]
 
 
+def _memory_result(campaign: Campaign, build: str, gate: Gate) -> GateResult:
+    """Fail closed: a boot outside a memory cgroup, or one whose cgroup was never read, is no evidence."""
+    boots = [r for _, r in campaign.receipts if r.kind == "boot" and build_label(r) == build]
+    readings = [CgroupMemory.model_validate(r.body["memory"]) for r in boots if r.body.get("memory")]
+    if not boots or len(readings) < len(boots):
+        missing = len(boots) - len(readings)
+        return GateResult(build, gate, "boots", "undecided", f"{missing} of {len(boots)} boots had no memory cgroup")
+    events: dict[str, int] = {}
+    for reading in readings:
+        for name, count in reading.incidents().items():
+            events[name] = events.get(name, 0) + count
+    peak = max(reading.peak_bytes or 0 for reading in readings) / 2**30
+    if events:
+        counts = ", ".join(f"{name} {count}" for name, count in sorted(events.items()))
+        return GateResult(build, gate, "boots", "hold", f"{counts} over {len(readings)} boots; peak {peak:.2f} GiB")
+    return GateResult(build, gate, "boots", "pass", f"{len(readings)} boots, no event; peak {peak:.2f} GiB")
+
+
 def _canary_results(campaign: Campaign, build: str, gate: Gate) -> list[GateResult]:
 
     mine = [r for _, r in campaign.receipts if r.kind in ("quality", "canary") and build_label(r) == build]
@@ -223,6 +245,8 @@ def decide(campaign: Campaign, spec: ShipSpec) -> list[BuildDecision]:
                 results += _bench_results(campaign, baseline, build, gate)
             elif gate.metric == "kv_pool":
                 results += _pool_results(campaign, baseline, build, gate)
+            elif gate.metric == "memory_events":
+                results.append(_memory_result(campaign, build, gate))
             else:
                 results += _canary_results(campaign, build, gate)
         outcomes = {r.outcome for r in results}

@@ -6,6 +6,7 @@ $FAKE_ENGINE_CHILD_PID, then by $FAKE_ENGINE_MODE:
   never    a real HTTP server that answers /health with 503 forever
   healthy  a real HTTP server that answers /health with 200
   die      prints a traceback ending in a fatal line and exits 3
+  hog      touches memory 16 MiB at a time until the kernel stops it (a memory cgroup's OOM killer)
 """
 
 import argparse
@@ -25,6 +26,10 @@ with open(os.environ["FAKE_ENGINE_CHILD_PID"], "w") as fh:
     fh.write(str(child.pid))
 mode = os.environ.get("FAKE_ENGINE_MODE", "never")
 print(f"fake engine: serving {args.model} mode={mode}", flush=True)
+if mode == "hog":
+    held = []
+    while True:
+        held.append(bytearray(16 << 20))  # zero-filled: every page is touched
 if mode == "die":
     print("Traceback (most recent call last):", flush=True)
     print("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`", flush=True)

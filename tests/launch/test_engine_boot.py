@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.fixtures.engine import STREAMING_SHAPE
+from tests.cli import FORKLIFT
+from tests.fixtures.engine import (
+    SESSION_MEMORY_MAX,
+    STREAMING_SHAPE,
+    distribution_toml,
+    free_port,
+    tiny_profile_toml,
+)
 
 pytestmark = pytest.mark.engine
 
@@ -27,6 +37,38 @@ def test_server_boots_and_reports_its_kv_pool(vllm_server):
     assert facts.listening == vllm_server.url
     assert facts.fatal is None
     assert facts.unknown_env == []
+
+
+def test_the_engine_runs_inside_its_memory_cgroup_and_the_kernel_reads_its_peak(vllm_server):
+    memory = vllm_server.boot.memory
+    assert memory is not None and memory.max_bytes == SESSION_MEMORY_MAX
+    assert memory.oom_kills == 0 and memory.incidents() == {}
+    # The KV pool alone is 1 GiB (VLLM_CPU_KVCACHE_SPACE=1), allocated during boot inside the group.
+    assert memory.peak_bytes is not None and 1 << 30 < memory.peak_bytes < SESSION_MEMORY_MAX
+    assert vllm_server.server.pid in [int(pid) for pid in (Path(memory.cgroup) / "cgroup.procs").read_text().split()]
+
+
+def test_an_engine_over_its_memory_max_is_killed_by_the_kernel_and_said_so(engine_python, tiny_model, tmp_path):
+    # 1 GiB of KV cache cannot fit under 900 MiB: the kernel's OOM killer stops the boot, not a timeout.
+    (tmp_path / "forklift.toml").write_text(
+        distribution_toml(tiny_profile_toml(engine_python, tiny_model, free_port()))
+        + 'memory = { max = "900MiB", swap_max = 0 }\n'
+    )
+    result = subprocess.run(
+        [*FORKLIFT, "-c", str(tmp_path), "launch", "tiny"],
+        env={**os.environ, "FORKLIFT_STATE_DIR": str(tmp_path / "state")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: engine killed during boot by its memory cgroup's OOM killer"), last
+    (path,) = (tmp_path / "receipts").glob("*-boot-*.json")
+    memory = json.loads(path.read_text())["body"]["memory"]
+    assert memory["oom_kills"] >= 1 and memory["max_bytes"] == 900 << 20
+    assert not Path(memory["cgroup"]).exists()
 
 
 def test_patched_boot_fact_of_the_example_series_is_in_the_log(vllm_server):
