@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from forklift.bench.schema import SteadyWindow
+from forklift.bench.slo import Slo, goodput
 from forklift.bench.steady import inside
 from forklift.client.records import RequestRecord
 
@@ -65,6 +66,7 @@ def aggregate(
     concurrency: int,
     duration_s: float | None,
     windows: dict[int, SteadyWindow | None] | None = None,
+    slo: Slo | None = None,
 ) -> dict[str, Any]:
     ok = [r for r in records if r.ok]
     failures = Counter(r.error_kind for r in records if not r.ok)
@@ -108,6 +110,8 @@ def aggregate(
     if duration_s:
         out["e2e_tok_s"] = output_tokens / duration_s
         out["request_per_s"] = len(ok) / duration_s
+    if slo is not None:
+        out["goodput"] = goodput(records, slo, duration_s)
     return out
 
 

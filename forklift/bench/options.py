@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from forklift.bench.slo import parse_slo
 from forklift.errors import UsageError
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class BenchOptions(BaseModel):
     warmup: int = 1
     timeout: float = 600.0
     engine: str = "vllm"
+    slo: str | None = None
 
     @model_validator(mode="after")
     def _one_server_one_workload(self) -> BenchOptions:
@@ -61,6 +63,8 @@ class BenchOptions(BaseModel):
         self.levels()  # a bad --concurrency or --synthetic is named now, not after a launch
         if self.synthetic is not None:
             self.synthetic_lengths()
+        if self.slo is not None:
+            parse_slo(self.slo)
         return self
 
     def levels(self) -> list[int]:
@@ -128,6 +132,7 @@ class BenchOptions(BaseModel):
             timeout=self.timeout,
             engine=self.engine,
             seed=self.seed,
+            slo=parse_slo(self.slo) if self.slo is not None else None,
         )
         return PlanMaker(template, self.model)
 

@@ -30,6 +30,7 @@ from forklift.bench.metrics import (
 )
 from forklift.bench.recorder import BenchRecorder
 from forklift.bench.schema import Cell, RunFacts
+from forklift.bench.slo import Slo
 from forklift.bench.steady import steady_window
 from forklift.client.records import RequestRecord
 from forklift.client.stream import PreparedRequest, StreamClient
@@ -63,6 +64,7 @@ class BenchPlan:
     engine: str = "vllm"
     seed: int = 0  # of the pacing process
     api_key: str | None = field(default=None, repr=False)  # the launched profile's --api-key, sent, never written
+    slo: Slo | None = None  # latency bounds: each cell counts its goodput
 
     def __post_init__(self) -> None:
         # With cell_specs, the one check of the bench options (named as the CLI spells them).
@@ -201,12 +203,16 @@ def run_facts(
 
 
 def finish_cell(
-    cell: Cell, raw: dict[str, Any] | None, durations: list[float], hists: dict[str, Buckets] | None = None
+    cell: Cell,
+    raw: dict[str, Any] | None,
+    durations: list[float],
+    hists: dict[str, Buckets] | None = None,
+    slo: Slo | None = None,
 ) -> None:
     kept = [r for r in cell.requests if r.run in cell.kept_runs]
     cell.duration_s = sum(durations) if durations else None
     windows = {f.run: f.steady for f in cell.run_facts if f.run in cell.kept_runs}
-    cell.aggregate = aggregate(kept, concurrency=cell.concurrency, duration_s=cell.duration_s, windows=windows)
+    cell.aggregate = aggregate(kept, concurrency=cell.concurrency, duration_s=cell.duration_s, windows=windows, slo=slo)
     cell.server_latency = server_latency(hists) if hists else None
     cell.metrics_delta = derive(raw) if raw is not None else {}
     cell.cross_check = cross_check(cell.metrics_delta, kept)
@@ -289,7 +295,7 @@ async def run_bench(plan: BenchPlan, recorder: BenchRecorder, progress: Progress
                         break
                 cell.complete = not unreachable
             finally:
-                finish_cell(cell, raw if cell.complete else None, durations, hists)
+                finish_cell(cell, raw if cell.complete else None, durations, hists, plan.slo)
                 recorder.flush()
             if unreachable:
                 break

@@ -106,6 +106,13 @@ def _gpu(cell: Cell) -> str:
     return f"{shown}, {_num(hottest, '{:.0f}')} C" + (f", throttled: {', '.join(reasons)}" if reasons else "")
 
 
+def _goodput(found: dict[str, Any] | None) -> str:
+    if not found:
+        return "-"
+    rate = f", {found['good_per_s']:.2f} req/s" if found.get("good_per_s") is not None else ""
+    return f"{found['good']}/{found['requests']}{rate}"
+
+
 def _check(cross: dict[str, Any]) -> str | Text:
     if not cross:
         return "-"
@@ -149,6 +156,7 @@ ROWS = (
     ("per-stream decode tok/s", lambda c: _num(c.aggregate.get("per_stream_decode_tok_s"))),
     ("aggregate decode tok/s", lambda c: _num(c.aggregate.get("aggregate_decode_tok_s"))),
     ("e2e tok/s", lambda c: _num(c.aggregate.get("e2e_tok_s"))),
+    ("goodput (within --slo)", lambda c: _goodput(c.aggregate.get("goodput"))),
     ("tok/step (spec decode)", lambda c: _num(c.metrics_delta.get("tok_per_step"), "{:.2f}")),
     ("prefix cache hits", lambda c: _num(c.metrics_delta.get("prefix_cache_hits"), "{:.0f}")),
     ("preemptions", lambda c: _num(c.metrics_delta.get("preemptions"), "{:.0f}")),
@@ -268,6 +276,15 @@ def bench(
         ),
     ] = 1,
     timeout: Annotated[float, typer.Option("--timeout", help="seconds per request", rich_help_panel=LOAD)] = 600.0,
+    slo: Annotated[
+        str | None,
+        typer.Option(
+            "--slo",
+            metavar="ttft=MS,tpot=MS,e2e=MS",
+            help="latency bounds: each cell counts the requests that met all of them (goodput)",
+            rich_help_panel=LOAD,
+        ),
+    ] = None,
     label: Annotated[
         str | None, typer.Option("--label", help="your name for what is benched, shown by compare")
     ] = None,
@@ -308,6 +325,7 @@ def bench(
         warmup=warmup,
         timeout=timeout,
         engine=engine,
+        slo=slo,
     )
     make_plan = options.plan()
     folder = receipts_dir(receipts)

@@ -87,7 +87,7 @@ def test_single_stream_cohort_with_ngram(vllm_server_ngram, tmp_path):
 
 
 def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
-    _, receipt = bench(
+    output, receipt = bench(
         tmp_path,
         "--url",
         vllm_server_ngram.url,
@@ -103,14 +103,19 @@ def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
         "1,2,4",
         "--runs",
         "1",
+        "--slo",
+        "e2e=600000,ttft=0.001",
     )
     assert receipt.status == "ok" and receipt.body["mode"] == "sweep"
+    assert "goodput (within --slo)" in output
     cells = receipt.body["cells"]
     assert [c["name"] for c in cells] == ["c1", "c2", "c4"]
     for cell in cells:
         assert cell["kept_runs"] == [1] and len(cell["requests"]) == 8  # warm-up kept in the receipt
         assert all(r["prompt_tokens"] == 48 for r in cell["requests"])  # fitted with the server's tokenizer
         assert cell["aggregate"]["requests"] == 4 and cell["aggregate"]["output_tokens"] == 4 * 24
+        # no first token comes within a microsecond: every request missed the TTFT bound, none is good
+        assert cell["aggregate"]["goodput"]["good"] == 0 and cell["aggregate"]["goodput"]["share"] == 0.0
         agg = cell["aggregate"]
         if agg["tpot_ms"]:  # decode timing over the requests that were not delivered in one burst
             assert agg["per_stream_decode_tok_s"] == pytest.approx(1000 / agg["tpot_ms"]["median"])
