@@ -43,6 +43,10 @@ def render(report: FlipReport) -> None:
     console.print(table)
     for line in report.overlay_changed:
         say(("overlay", "yellow"), f" {line}")
+    from forklift.flip.report import requirement_lines
+
+    for number, line in enumerate(requirement_lines(report)):
+        say(f"requirements: {line}" if number == 0 else line)
     if report.knobs_skipped:
         say(f"knobs: {report.knobs_skipped}")
     for k in report.knobs:

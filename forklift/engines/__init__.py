@@ -78,6 +78,10 @@ class EngineAdapter:
     scan_patterns: tuple[ScanPattern, ...] = ()  # what `canary logscan` counts
     serving_image: str = ""  # the engine's own serving image, "{version}" filled in (`forklift image --print`)
     scan_until: re.Pattern[str] | None = None  # a deliberate stop begins: what follows is teardown, not faults
+    # Where a tree without package metadata (a git checkout) lists the engine's requirements (`-r` followed).
+    requirement_files: tuple[str, ...] = ()
+    # Requirements whose version keys a kernel or compile cache: package -> what a change makes cold.
+    kernel_caches: dict[str, str] = field(default_factory=dict)
 
     def serve_argv(self, python: str | None) -> list[str]:
         """The command that starts the server, before the model and flags."""

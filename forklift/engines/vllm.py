@@ -261,6 +261,17 @@ VLLM = EngineAdapter(
         "VLLM_CPU_KVCACHE_SPACE": "--kv-cache-memory-bytes",
     },
     scan_patterns=SCAN,
+    requirement_files=("requirements/cuda.txt",),  # -r common.txt: what the CUDA build's metadata lists
+    kernel_caches={
+        "torch": "torch.compile and CUDA-graph caches (VLLM_CACHE_ROOT, TORCHINDUCTOR_CACHE_DIR) rebuilt",
+        "triton": "Triton's kernel cache (TRITON_CACHE_DIR) rebuilt",
+        "flashinfer-python": "every cached FlashInfer JIT kernel (FLASHINFER_WORKSPACE_BASE) rebuilt",
+        "flashinfer-cubin": "FlashInfer's prebuilt kernels replaced",
+        "flashinfer-jit-cache": "FlashInfer's prebuilt JIT cache replaced",
+        "xgrammar": "xgrammar's compiled grammar kernels rebuilt",
+        "tilelang": "TileLang's kernel cache rebuilt",
+        "nvidia-cutlass-dsl": "CuTe DSL kernels (FlashAttention 4) recompiled",
+    },
     # A clean SIGTERM stop logs a Traceback ending in EngineDeadError (vllm/v1/engine/async_llm.py) after this.
     scan_until=re.compile(r"\[shutdown\] (?:EngineCore: trigger received signal|API server: shutdown triggered)"),
 )

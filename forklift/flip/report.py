@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field
 
 from forklift.flip.triage import BLOCKING, SHOWN, PatchTriage
 from forklift.mdtable import table
+from forklift.source.requirements import RequirementChange
+from forklift.textsafe import markdown as markdown_text
 
 VERDICT_TEXT = {
     "exact": "applies exactly",
@@ -152,6 +154,8 @@ class FlipReport(BaseModel):
     knobs: list[KnobDelta] = Field(default_factory=list)
     knobs_skipped: str | None = None  # why there is no knob section (not a vLLM tree, the series did not land)
     overlay_changed: list[str] = Field(default_factory=list)  # overlay files whose upstream file changed
+    requirements: list[RequirementChange] = Field(default_factory=list)  # the engine's own, old pin -> new
+    requirements_skipped: str | None = None  # why they were not compared (a tree declares none)
 
     def count(self, verdict: str) -> int:
         return sum(1 for p in self.patches if p.verdict == verdict)
@@ -212,7 +216,15 @@ def render_markdown(report: FlipReport) -> str:
         lines.append("")
     if report.overlay_changed:
         lines += ["", "## Overlay files upstream changed", ""] + [f"- {line}" for line in report.overlay_changed]
-    lines += ["", "## Environment knobs", ""]
+    lines += [
+        "",
+        "## Engine requirements",
+        "",
+        *requirement_lines(report, markdown=True),
+        "",
+        "## Environment knobs",
+        "",
+    ]
     if report.knobs_skipped:
         lines.append(report.knobs_skipped)
     else:
@@ -237,6 +249,18 @@ def render_markdown(report: FlipReport) -> str:
                 lines += ["", f"Bare reads of unregistered knobs {label} (outside vLLM's compile-cache key):", ""]
                 lines += [f"- `{read}`" for read in found]
     return "\n".join(lines) + "\n"
+
+
+def requirement_lines(report: FlipReport, markdown: bool = False) -> list[str]:
+    """What changed in the engine's own requirements, the changes that make a kernel cache cold first."""
+    if report.requirements_skipped:
+        return [f"not compared: {report.requirements_skipped}"]
+    if not report.requirements:
+        return [f"unchanged between {report.old} and {report.new}"]
+    cold = [c for c in report.requirements if c.cache]
+    head = f"{len(report.requirements)} changed" + (f", {len(cold)} with kernel caches to rebuild" if cold else "")
+    shown = [f"- {markdown_text(c.describe())}" if markdown else f"  {c.describe()}" for c in report.requirements]
+    return [head + ":", *shown]
 
 
 def _plain(names: list[str]) -> str:

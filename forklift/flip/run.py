@@ -28,6 +28,7 @@ from forklift.series.move import follow_manifest, moved_toml, new_pin, pin_versi
 from forklift.series.render import series_patches_md
 from forklift.source.cache import default_cache
 from forklift.source.materialize import Tree, materialize, materialize_ref
+from forklift.source.requirements import RequirementChange, read_requirements, requirement_changes
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -90,6 +91,7 @@ def run_flip(
             engine_adapter(config.data.engine.kind),
             default_cache(),
         )
+    requirements, requirements_skipped = compared_requirements(config, old_tree, new_tree)
     report = FlipReport(
         old=old_tree.label,
         new=new_tree.label,
@@ -104,6 +106,8 @@ def run_flip(
         knobs=knobs,
         knobs_skipped=skipped,
         overlay_changed=[str(d) for d in upstream_drift(old_read, new_read, list(overlay_files))],
+        requirements=requirements,
+        requirements_skipped=requirements_skipped,
     )
     written = (
         write_flip(config, series, target, verdicts, report, new_tree, fork) if write and not report.blocked else []
@@ -116,6 +120,16 @@ def run_flip(
     )
     path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
     return FlipResult(report=report, receipt=path, written=written)
+
+
+def compared_requirements(config: Config, old: Tree, new: Tree) -> tuple[list[RequirementChange], str | None]:
+    """The engine's own requirement changes from `old` to `new`, or why they were not compared."""
+    kind = config.data.engine.kind
+    adapter = engine_adapter(kind) if kind != "generic" else None
+    before, after = read_requirements(old.path, adapter), read_requirements(new.path, adapter)
+    if before is None or after is None:
+        return [], f"{(old if before is None else new).label} declares no requirements forklift reads"
+    return requirement_changes(before, after, adapter), None
 
 
 def with_skipped(rows: list[FlipRow], series: Series) -> list[FlipRow]:

@@ -22,6 +22,7 @@ from forklift.series.files import OverlayRow, apply_overlay
 from forklift.series.manifest import check_manifest
 from forklift.series.model import Patch, Series
 from forklift.series.render import DiffMemo, diff_stat, is_generated, overlay_hash, series_patches_md
+from forklift.source.requirements import EngineRequirements, RequirementChange
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,9 @@ class CheckReport(BaseModel):
     notes: list[str] = Field(
         default_factory=list
     )  # worth a look, not a failure (unlisted files, hand-written PATCHES.md)
+    requirements: EngineRequirements | None = None  # what the pinned engine declares (PKG-INFO, METADATA)
+    requirements_since: str | None = None  # the pin of the last check of another pin, when there is one
+    requirement_changes: list[RequirementChange] = Field(default_factory=list)  # from that pin to this one
 
     @property
     def ok(self) -> bool:

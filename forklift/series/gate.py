@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from forklift.config import Config
-from forklift.errors import ConfigError
+from forklift.engines import engine_adapter
+from forklift.errors import ConfigError, ForkliftError
 from forklift.fsio import tree_reader, utf8_text, write_atomic
 from forklift.receipts import new_receipt, receipts_folder, write_receipt
+from forklift.receipts.store import read_receipt
 from forklift.series.check import CheckReport, Published, check_series
 from forklift.series.diff import PatchError
 from forklift.series.digests import parse_sums
@@ -25,6 +27,7 @@ from forklift.series.tree import patched_tree, tree_record, write_tree
 from forklift.source.cache import default_cache
 from forklift.source.hashing import file_sha256
 from forklift.source.materialize import materialize, pinned_reader
+from forklift.source.requirements import EngineRequirements, read_requirements, requirement_changes
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -172,6 +175,8 @@ def run_check(
         diffs=diffs,
     )
     diffs.save()
+    folder = receipts_folder(receipts_dir, config.path)
+    with_requirements(report, config, tree.path, folder)
     receipt = new_receipt(
         "check",
         status="ok" if report.ok else "failed",
@@ -179,9 +184,42 @@ def run_check(
         overlay_hash=report.overlay_hash,
         body=report.model_dump(),
     )
-    path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
+    path = write_receipt(receipt, folder)
     inputs = recorded_inputs(config, series, published, tree)
     return GateResult(report=report, receipt=path, tree=None if tree.in_place else tree.path, inputs=inputs)
+
+
+LOOKBACK = 200  # check receipts read, newest first, for the last check of another pin
+
+
+def with_requirements(report: CheckReport, config: Config, tree: Path, receipts: Path) -> None:
+    """The pinned engine's requirements into `report`, and what changed since the last check of another pin
+    in `receipts` (a note per change that makes a kernel cache cold, one for the rest)."""
+    kind = config.data.engine.kind
+    adapter = engine_adapter(kind) if kind != "generic" else None
+    report.requirements = read_requirements(tree, adapter)
+    pin = config.data.upstream.model_dump()
+    earlier = sorted(receipts.glob("*-check-*.json"), reverse=True)[:LOOKBACK] if receipts.is_dir() else []
+    for path in earlier:
+        try:
+            receipt = read_receipt(path)
+            stated = receipt.body.get("requirements")
+            if receipt.pin == pin or not stated:
+                continue
+            before = EngineRequirements.model_validate(stated)
+        except (ForkliftError, ValueError):
+            continue  # an unreadable or foreign receipt says nothing about an earlier pin
+        if report.requirements is None:
+            break
+        report.requirements_since = str(receipt.body.get("tree") or path.name)
+        report.requirement_changes = requirement_changes(before, report.requirements, adapter)
+        rest = [c for c in report.requirement_changes if not c.cache]
+        since = f"since {report.requirements_since} (checked {receipt.created:%Y-%m-%d})"
+        report.notes += [f"{since}: requirement {c.describe()}" for c in report.requirement_changes if c.cache]
+        if rest:
+            names = ", ".join(c.name.partition(";")[0] for c in rest[:8]) + (" ..." if len(rest) > 8 else "")
+            report.notes.append(f"{since}: {len(rest)} other requirement(s) changed: {names} (--json lists each)")
+        break
 
 
 def write_patches_md(config: Config) -> Path:
