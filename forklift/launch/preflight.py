@@ -1,8 +1,9 @@
-"""Checks before a boot: the port is free, the engine imports, the CUDA build suits the driver."""
+"""Checks before a boot: the port is free, the engine imports, the CUDA build suits the driver and the JIT's nvcc."""
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shutil
@@ -107,6 +108,92 @@ def cuda_check(python: str) -> None:
         raise ForkliftError(problem)
 
 
+# torch's CUDA build read from torch/version.py (importing torch takes seconds), and the CUDA toolchains pip
+# installed beside it (nvidia-cuda-nvcc: nvidia/cu13/bin/nvcc, nvidia/cuda_nvcc/bin/nvcc).
+TOOLCHAIN_PROBE = """import glob, importlib.util, json, os, re, sys
+spec = importlib.util.find_spec("torch")
+cuda = None
+if spec is not None and spec.submodule_search_locations:
+    try:
+        with open(os.path.join(list(spec.submodule_search_locations)[0], "version.py")) as f:
+            found = re.search(r"^cuda(?:: [^=]+)? = [\\x27\\x22]([0-9.]+)", f.read(1 << 16), re.M)
+        cuda = found.group(1) if found else None
+    except OSError:
+        pass
+sites = [p for p in sys.path if os.path.basename(p) == "site-packages"]
+nvcc = sorted(n for s in sites for n in glob.glob(os.path.join(s, "nvidia", "*", "bin", "nvcc")))
+print(json.dumps({"torch_cuda": cuda, "nvcc": nvcc[:8]}))
+"""
+
+
+def nvcc_version(nvcc: str) -> str | None:
+    """'13.0' from `nvcc --version` ("release 13.0, V13.0.88"), or None when it does not run."""
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"release (\d+\.\d+)", out)
+    return found.group(1) if found else None
+
+
+def jit_nvcc(env: dict[str, str]) -> tuple[str, str] | None:
+    """The nvcc a JIT backend (FlashInfer, torch's cpp_extension) compiles with, and why that one:
+    CUDA_HOME, then CUDA_PATH, then nvcc on PATH, then /usr/local/cuda, as torch looks for it."""
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        if env.get(variable):
+            return str(Path(env[variable]) / "bin" / "nvcc"), variable
+    on_path = shutil.which("nvcc", path=env.get("PATH"))
+    if on_path:
+        return on_path, "PATH"
+    default = Path("/usr/local/cuda/bin/nvcc")
+    return (str(default), "torch's default /usr/local/cuda") if default.exists() else None
+
+
+def toolchain_mismatch(nvcc: str, version: str, where: str, torch_cuda: str, fix_home: str | None) -> str | None:
+    """Why kernels a JIT backend compiles with `nvcc` will not build for torch's CUDA, with the fix; or None.
+
+    Another major version, or an older minor (nvcc 12.0 dies on the `--compress-mode` flag FlashInfer passes
+    for CUDA 12.8), fails at the first kernel compiled, minutes into a boot."""
+    have, want = (tuple(int(x) for x in v.split(".")[:2]) for v in (version, torch_cuda))
+    if have[0] == want[0] and have >= want:
+        return None
+    fix = f"CUDA_HOME={fix_home}" if fix_home else f"CUDA_HOME to a CUDA {torch_cuda} toolkit"
+    return (
+        f"nvcc {version} ({nvcc}, from {where}) cannot build kernels for the engine's torch (CUDA {torch_cuda}): "
+        f"a JIT backend such as FlashInfer fails compiling; fix: set {fix} in the profile's env"
+    )
+
+
+@functools.cache
+def _toolchain(python: str, env_items: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    env = {**os.environ, **dict(env_items)}
+    try:
+        probe = subprocess.run([python, "-c", TOOLCHAIN_PROBE], capture_output=True, text=True, timeout=60, env=env)
+        found = json.loads(probe.stdout)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return ()  # the import check above names an interpreter that does not run
+    torch_cuda, beside = found.get("torch_cuda"), found.get("nvcc") or []
+    chosen = jit_nvcc(env)
+    if not isinstance(torch_cuda, str) or chosen is None or (version := nvcc_version(chosen[0])) is None:
+        return ()  # a CPU build of torch, or no nvcc: nothing compiles CUDA kernels
+    fix_home = next(
+        (
+            str(Path(n).parent.parent)
+            for n in beside
+            if (v := nvcc_version(n)) and v.split(".")[0] == torch_cuda.split(".")[0]
+        ),
+        None,
+    )
+    problem = toolchain_mismatch(chosen[0], version, chosen[1], torch_cuda, fix_home)
+    return (problem,) if problem else ()
+
+
+def cuda_toolchain(python: str, env: dict[str, str]) -> list[str]:
+    """A warning when the CUDA toolchain a JIT backend will use does not match the engine's torch; once per
+    interpreter and environment (a campaign boots the same one a dozen times)."""
+    return list(_toolchain(python, tuple(sorted(env.items()))))
+
+
 def preflight(resolved: Resolved, adapter: EngineAdapter) -> tuple[str | None, list[str]]:
     """Refuse a boot that cannot work; returns the engine's python when known, and warnings about it."""
     port_free(resolved.host, resolved.port)
@@ -119,4 +206,4 @@ def preflight(resolved: Resolved, adapter: EngineAdapter) -> tuple[str | None, l
         return None, []
     warnings = engine_importable(python, adapter, resolved.env)
     cuda_check(python)
-    return python, warnings
+    return python, warnings + cuda_toolchain(python, resolved.env)

@@ -138,8 +138,8 @@ def launched(
             on_poll=on_poll,
         )
         if not booted.ready:
-            if raise_failed:
-                raise ForkliftError(failure_message(booted.body))
+            if raise_failed:  # the preflight's warnings may say why (a JIT toolchain torch cannot use)
+                raise ForkliftError(failure_message(booted.body) + "".join(f"; preflight warned: {w}" for w in found))
             yield booted  # boot() already stopped it
             return
         try:

@@ -16,7 +16,14 @@ from forklift.errors import ForkliftError, UsageError
 from forklift.installed.package import default_location
 from forklift.knobs import flags
 from forklift.launch.pidfiles import Running, listed, register, stop_running
-from forklift.launch.preflight import cuda_mismatch, engine_python
+from forklift.launch.preflight import (
+    cuda_mismatch,
+    cuda_toolchain,
+    engine_python,
+    jit_nvcc,
+    nvcc_version,
+    toolchain_mismatch,
+)
 from forklift.launch.resolve import Resolved
 from forklift.launch.supervise import group_alive, start_time
 
@@ -175,3 +182,46 @@ def test_an_engine_that_must_compile_its_python_every_boot_is_warned_of(tmp_path
     assert engine_importable(sys.executable, VLLM, env) == []  # cached once: read from the cache
     with pytest.raises(ForkliftError, match="cannot import 'vllm': install the engine there"):
         engine_importable(sys.executable, VLLM, {"PYTHONPATH": str(tmp_path / "empty")})
+
+
+def test_a_jit_toolchain_that_cannot_build_for_torchs_cuda_says_the_fix():
+    old = toolchain_mismatch("/usr/bin/nvcc", "12.0", "PATH", "12.8", "/venv/site-packages/nvidia/cu12")
+    assert old == (
+        "nvcc 12.0 (/usr/bin/nvcc, from PATH) cannot build kernels for the engine's torch (CUDA 12.8): a JIT backend "
+        "such as FlashInfer fails compiling; fix: set CUDA_HOME=/venv/site-packages/nvidia/cu12 in the profile's env"
+    )
+    other_major = toolchain_mismatch("/usr/local/bin/nvcc", "13.0", "CUDA_HOME", "12.8", None)
+    assert other_major is not None and other_major.endswith(
+        "fix: set CUDA_HOME to a CUDA 12.8 toolkit in the profile's env"
+    )
+    assert toolchain_mismatch("nvcc", "12.9", "PATH", "12.8", None) is None  # a newer minor builds for it
+    assert toolchain_mismatch("nvcc", "13.0", "PATH", "13.0", None) is None
+
+
+def torch_built_for(folder, cuda: str | None) -> dict[str, str]:
+    """A stand-in for a CUDA build of torch (none installs on a CPU box): only torch/version.py, which the
+    preflight reads instead of importing torch; put on the engine's PYTHONPATH."""
+    (folder / "torch").mkdir(parents=True, exist_ok=True)
+    (folder / "torch" / "__init__.py").write_text("")
+    (folder / "torch" / "version.py").write_text(f"cuda: Optional[str] = {cuda!r}\n")
+    return {"PYTHONPATH": str(folder)}
+
+
+def test_the_boxs_real_nvcc_against_torchs_cuda(tmp_path):
+    found = jit_nvcc(dict(os.environ))
+    version = nvcc_version(found[0]) if found else None
+    if version is None:  # a box without nvcc: nothing compiles kernels, nothing to say
+        assert cuda_toolchain(sys.executable, torch_built_for(tmp_path, "12.8")) == []
+        return
+    other = f"{int(version.split('.')[0]) - 1}.8"  # a torch built for the major before the box's nvcc
+    [warning] = cuda_toolchain(sys.executable, torch_built_for(tmp_path, other))
+    assert warning.startswith(f"nvcc {version} ({found[0]}, from {found[1]}) cannot build kernels") and other in warning
+    assert cuda_toolchain(sys.executable, {**torch_built_for(tmp_path / "same", version), "X": "1"}) == []
+    nothing = tmp_path / "no-cuda"
+    nothing.mkdir()  # CUDA_HOME naming a folder without nvcc: no toolchain, nothing said
+    assert cuda_toolchain(sys.executable, {**torch_built_for(tmp_path, other), "CUDA_HOME": str(nothing)}) == []
+
+
+@pytest.mark.engine
+def test_the_cpu_engines_torch_has_no_cuda_so_nothing_is_said(engine_python):
+    assert cuda_toolchain(str(engine_python), {}) == []
