@@ -1,20 +1,25 @@
 """The GPUs of a machine: memory and processes before boot and after stop; clocks, power and throttling per run.
 
-After a stop every GPU of the profile must be idle: no process of the stopped engine's group on it and
-memory back to within IDLE_SLACK_MIB of what it held before the boot. A box without nvidia-smi (the CPU
-test box) skips the check and says so; the result lands in the boot receipt (BootBody.after_stop).
+After a stop every GPU of the profile must be idle: no process of the stopped engine's group on it,
+memory back to within IDLE_SLACK_MIB of what it held before the boot, utilization back to 0 %, and no
+Xid (the driver's GPU error report) in the kernel log since the boot where the log is readable. A box
+without nvidia-smi (the CPU test box) skips the check and says so; the result lands in the boot receipt
+(BootBody.after_stop).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 
 from forklift.errors import ForkliftError
 
 IDLE_SLACK_MIB = 256  # the driver's own bookkeeping moves by a few MiB; a leaked engine holds GiBs
 NO_SMI = "skipped: no nvidia-smi on this machine"
+UTIL_SETTLE_S = 10.0  # after a stop, how long the profile's GPUs may take to read 0 % utilization
 
 
 def _smi(*query: str) -> list[list[str]]:
@@ -31,6 +36,61 @@ def memory_used() -> dict[int, int] | None:
     return {int(i): int(m) for i, m in _smi("--query-gpu=index,memory.used")}
 
 
+def utilization() -> dict[int, int]:
+    """GPU index -> utilization.gpu (%) over the driver's last sample period."""
+    return {int(i): int(u) for i, u in _smi("--query-gpu=index,utilization.gpu") if u.isdigit()}
+
+
+XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9a-fA-F:.]+)\): (?P<code>\d+)")
+
+
+def kernel_xids() -> frozenset[str] | None:
+    """The kernel log's Xid lines (with their timestamps, so each is one event); None where it is unreadable."""
+    try:
+        out = subprocess.run(["dmesg"], check=True, capture_output=True, text=True, errors="replace", timeout=30)
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return frozenset(line for line in out.stdout.splitlines() if XID.search(line))
+
+
+def bus_key(bus: str) -> str:
+    """A PCI address as bus:device, lower case: nvidia-smi's 00000000:3B:00.0 and the kernel's 0000:3b:00 agree."""
+    parts = bus.lower().split(":")
+    return ":".join(parts[-2:]).split(".")[0] if len(parts) >= 2 else bus.lower()
+
+
+def bus_index() -> dict[str, int]:
+    return {bus_key(bus): int(i) for i, bus in _smi("--query-gpu=index,pci.bus_id")}
+
+
+@dataclass(frozen=True)
+class GpuState:
+    """What the idle check compares: before the boot and after the stop."""
+
+    memory: dict[int, int]  # MiB used
+    utilization: dict[int, int]  # %
+    xids: frozenset[str] | None  # None: the kernel log is not readable here
+
+
+def gpu_state() -> GpuState | None:
+    """Every GPU now; None where there is no nvidia-smi."""
+    used = memory_used()
+    if used is None:
+        return None
+    return GpuState(used, utilization(), kernel_xids())
+
+
+def settled_state(gpus: list[int], settle_s: float = UTIL_SETTLE_S) -> GpuState | None:
+    """The GPUs after a stop, read again until the profile's GPUs report 0 % or `settle_s` passes (the
+    driver's utilization covers its last sample period, up to a second, so the stop itself can show)."""
+    deadline = time.monotonic() + settle_s
+    state = gpu_state()
+    while state is not None and any(state.utilization.get(g, 0) for g in gpus) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        state = gpu_state()
+    return state
+
+
 def processes() -> dict[int, list[tuple[int, int]]]:
     """GPU index -> [(pid, MiB)] of the compute processes on it."""
     index = {bus: int(i) for i, bus in _smi("--query-gpu=index,pci.bus_id")}
@@ -42,23 +102,34 @@ def processes() -> dict[int, list[tuple[int, int]]]:
 
 def idle_verdict(
     gpus: list[int],
-    before: dict[int, int],
-    after: dict[int, int],
+    before: GpuState,
+    after: GpuState,
     procs: dict[int, list[tuple[int, int]]],
     ours: set[int],
+    buses: dict[str, int],
 ) -> str:
-    """One line saying every GPU of the profile is idle, or a ForkliftError naming the GPU left busy."""
+    """One line saying every GPU of the profile is idle, or a ForkliftError naming the GPU left busy or faulted."""
     for gpu in gpus:
         left = [(pid, mib) for pid, mib in procs.get(gpu, []) if pid in ours]
         if left:
             pid, mib = left[0]
             raise ForkliftError(f"gpu {gpu}: engine process {pid} still holds {mib:,} MiB after stop")
-        if after.get(gpu, 0) - before.get(gpu, 0) > IDLE_SLACK_MIB:
-            raise ForkliftError(
-                f"gpu {gpu}: {after[gpu]:,} MiB used after stop, {before.get(gpu, 0):,} MiB before the boot"
-            )
-    figures = ", ".join(f"{g}: {after.get(g, 0):,} MiB (before {before.get(g, 0):,})" for g in gpus)
-    return f"idle: no engine process left, memory back to the pre-boot figure ({figures})"
+        used, was = after.memory.get(gpu, 0), before.memory.get(gpu, 0)
+        if used - was > IDLE_SLACK_MIB:
+            raise ForkliftError(f"gpu {gpu}: {used:,} MiB used after stop, {was:,} MiB before the boot")
+        if after.utilization.get(gpu, 0) > 0:
+            raise ForkliftError(f"gpu {gpu}: {after.utilization[gpu]}% utilized after stop (not back to idle)")
+    if before.xids is not None and after.xids is not None:
+        for line in sorted(after.xids - before.xids):
+            found = XID.search(line)
+            assert found is not None  # kernel_xids keeps only lines it matches
+            index = buses.get(bus_key(found["bus"]))
+            if index is None or index in gpus:
+                name = f"gpu {index}" if index is not None else f"the GPU at PCI {found['bus']}"
+                raise ForkliftError(f"{name}: Xid {found['code']} in the kernel log since the boot: {line.strip()}")
+    figures = ", ".join(f"{g}: {after.memory.get(g, 0):,} MiB (before {before.memory.get(g, 0):,})" for g in gpus)
+    xids = "no new Xid in the kernel log" if after.xids is not None else "kernel log not readable for Xids"
+    return f"idle: no engine process left, memory back to the pre-boot figure ({figures}), utilization 0%, {xids}"
 
 
 # NVML's clock throttle (clock event) reason bits, named as nvidia-smi -q names them; idle is not a slowdown.

@@ -50,13 +50,17 @@ def _group_pids(pgid: int) -> set[int]:
 
 
 def _record_after_stop(
-    booted: Booted, watched: list[int], before: dict[int, int], group: set[int], receipts: Path
+    booted: Booted, watched: list[int], before: gpus.GpuState | None, group: set[int], receipts: Path
 ) -> None:
     """The GPU idle check after stop, written into the boot receipt; a GPU left busy fails the launch."""
-    after = gpus.memory_used()
+    after = gpus.settled_state(watched)
     failure: ForkliftError | None = None
     try:
-        verdict = gpus.NO_SMI if after is None else gpus.idle_verdict(watched, before, after, gpus.processes(), group)
+        verdict = (
+            gpus.NO_SMI
+            if after is None or before is None
+            else gpus.idle_verdict(watched, before, after, gpus.processes(), group, gpus.bus_index())
+        )
     except ForkliftError as exc:
         verdict, failure = f"not idle: {exc}", exc
     booted.body.after_stop = verdict
@@ -123,8 +127,8 @@ def launched(
         if on_start:
             on_start(server)
 
-    watched = resolved.gpus or ([0] if gpus.memory_used() else [])  # a GPU box: the profile's GPUs, else GPU 0
-    before = gpus.memory_used() or {}
+    before = gpus.gpu_state()
+    watched = resolved.gpus or ([0] if before and before.memory else [])  # a GPU box: the profile's GPUs, else GPU 0
     try:
         booted = boot(
             resolved,
