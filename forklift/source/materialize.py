@@ -23,6 +23,7 @@ from forklift.fsio import Reader, tree_reader
 from forklift.source.cache import Cache, default_cache
 from forklift.source.extract import Limits, extract_archive, refuse_escaping_link, refuse_escaping_links
 from forklift.source.hashing import directory_digest, directory_entries, file_sha256, listing_digest, pinnable_kind
+from forklift.source.identity import prove_tree_identity, refuse_misnamed_file
 from forklift.source.inplace import PinnedFolder
 
 if TYPE_CHECKING:
@@ -77,8 +78,12 @@ def _pypi(pin: PypiPin, cache: Cache, progress: Console | None, index_url: str |
         with _status(progress, f"extracting {name}"):
             _extract_verified(artifact, pin, dest, strip_top=kind == "sdist", name=name)
 
+    refuse_misnamed_file(pin)
     path = cache.build_tree(f"{'wheel' if kind == 'wheel' else 'archive'}-{pin.sha256}", build)
-    return Tree(path, pin.sha256, f"{pin.package} {pin.version} {kind}", kind)
+    label = f"{pin.package} {pin.version} {kind}"
+    # the tree is the sha256's, whichever pin fetched it: its own metadata proves it is this pin's release
+    prove_tree_identity(path, pin, kind == "wheel", label)
+    return Tree(path, pin.sha256, label, kind)
 
 
 def pypi_artifact(pin: PypiPin, cache: Cache, progress: Console | None = None, index_url: str | None = None) -> Path:

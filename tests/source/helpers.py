@@ -155,11 +155,12 @@ def make_tar(members: list[tuple[str, str, str | bytes]], mode: str = "w:gz") ->
 
 
 def sdist_bytes(top: str = "pkg-1.0", extra: list | None = None) -> bytes:
-    """A small, well-formed sdist: one top folder with a package and a script."""
+    """A small, well-formed sdist: one top folder NAME-VERSION with its PKG-INFO, a package and a script."""
+    name, _, version = top.rpartition("-")
     return make_tar(
         [
             (top, "dir", ""),
-            (f"{top}/PKG-INFO", "file", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n"),
+            (f"{top}/PKG-INFO", "file", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
             (f"{top}/pkg/__init__.py", "file", "VALUE = 1\n"),
             (f"{top}/pkg/link.py", "symlink", "__init__.py"),
             *(extra or []),
