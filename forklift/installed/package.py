@@ -6,6 +6,7 @@ import base64
 import csv
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -16,7 +17,6 @@ from pathlib import Path
 from forklift.errors import ForkliftError, UsageError
 from forklift.fsio import open_regular
 from forklift.installed.stamp import Stamp, pristine_record, read_stamp
-from forklift.source.identity import metadata_header
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,13 @@ class InstalledPackage:
         return sorted(out)
 
 
+_VERSION_LINE = re.compile(rb"^Version:[ \t]*(\S+)[ \t]*$", re.MULTILINE)
+
+
 def metadata_version(metadata: bytes) -> str | None:
     """The Version header of a METADATA file."""
-    return metadata_header(metadata).get("version")
+    match = _VERSION_LINE.search(metadata)
+    return match.group(1).decode("ascii", "replace") if match else None
 
 
 def sha256_hex(data: bytes) -> str:

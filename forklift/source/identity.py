@@ -8,6 +8,7 @@ tree, every time the pin is used (one small read).
 
 from __future__ import annotations
 
+import email.parser
 from pathlib import Path
 
 from packaging.utils import (
@@ -21,8 +22,9 @@ from packaging.version import InvalidVersion, Version
 
 from forklift.config.schema import PypiPin
 from forklift.errors import ForkliftError, UsageError
+from forklift.fsio import read_bounded
 
-MAX_METADATA_BYTES = 1 << 20  # a header is a few kB; the long description after it is never read past this
+MAX_METADATA_BYTES = 4 << 20  # vLLM's PKG-INFO is ~20 KB, its README included
 
 
 def same_release(pin: PypiPin, name: str, version: str) -> bool:
@@ -59,12 +61,14 @@ def prove_tree_identity(tree: Path, pin: PypiPin, wheel: bool, label: str) -> No
         metadata = found[0] if len(found) == 1 else None
     else:
         metadata = tree / "PKG-INFO"
-    if metadata is None or not metadata.is_file() or metadata.is_symlink():
+    if metadata is None or not metadata.exists():
         what = "single *.dist-info/METADATA" if wheel else "PKG-INFO"
         raise ForkliftError(f"{label}: the pinned file has no {what}, so nothing proves it is the pinned release")
-    with open(metadata, "rb") as handle:
-        header = metadata_header(handle.read(MAX_METADATA_BYTES))
-    name, version = header.get("name"), header.get("version")
+    if metadata.is_symlink():  # its words would be another file's
+        raise ForkliftError(f"{label}: its {metadata.name} is a symlink; refusing to take it as the release's metadata")
+    raw = read_bounded(metadata, "package metadata", MAX_METADATA_BYTES)
+    header = email.parser.BytesParser().parsebytes(raw, headersonly=True)  # a description's lines are never read
+    name, version = header.get("Name"), header.get("Version")
     if name is None or version is None:
         raise ForkliftError(f"{label}: {metadata.name} names no Name and Version, so nothing proves the release")
     if not same_release(pin, name, version):
@@ -72,19 +76,6 @@ def prove_tree_identity(tree: Path, pin: PypiPin, wheel: bool, label: str) -> No
             f"{label}: the file with sha256 {pin.sha256[:12]}… is {_printable(name)} {_printable(version)}"
             f" (its {metadata.name}), not {pin.package} {pin.version}; fix upstream.package/version or upstream.sha256"
         )
-
-
-def metadata_header(data: bytes) -> dict[str, str]:
-    """The first value of each field of a core-metadata header (keys lowercased), up to its first blank line:
-    a description in the body that holds a 'Version:' line is never read as one."""
-    fields: dict[str, str] = {}
-    for line in data.decode("utf-8", "replace").splitlines():
-        if not line.strip():
-            break
-        key, sep, value = line.partition(":")
-        if sep and not line[0].isspace():
-            fields.setdefault(key.strip().lower(), value.strip())
-    return fields
 
 
 def _version(text: str) -> Version | str:

@@ -12,11 +12,10 @@ import pytest
 
 from forklift.config.schema import PypiPin
 from forklift.errors import ForkliftError, UsageError
-from forklift.source.identity import metadata_header
 from forklift.source.materialize import materialize
 from tests.cli import EXAMPLE, forklift
 from tests.fixtures.pypi import VLLM_032
-from tests.source.helpers import sdist_bytes
+from tests.source.helpers import make_tar, sdist_bytes
 
 
 def _check_example(tmp_path, env, **upstream) -> tuple[int, list[str]]:
@@ -101,8 +100,3 @@ def test_an_sdist_without_pkg_info_proves_nothing(index_server, cache, tmp_path)
         ForkliftError, match="the pinned file has no PKG-INFO, so nothing proves it is the pinned release"
     ):
         materialize(pin, tmp_path, cache, index_url=index_server.index)
-
-
-def test_the_header_ends_at_the_first_blank_line():
-    data = b"Name: pkg\nVersion: 1.0\nSummary: x\n  continued: 2\n\nVersion: 9.9\n"
-    assert metadata_header(data) == {"name": "pkg", "version": "1.0", "summary": "x"}

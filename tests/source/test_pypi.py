@@ -241,6 +241,7 @@ def test_wheel_pin_is_extracted_without_stripping(index_server, cache, tmp_path)
         script = zipfile.ZipInfo("pkg-1.0.data/scripts/run")
         script.external_attr = 0o100755 << 16
         zf.writestr(script, "#!/bin/sh\n")
+        zf.writestr("pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
         zf.writestr("pkg-1.0.dist-info/RECORD", "")
     sha = index_server.add("pkg", "pkg-1.0-py3-none-any.whl", out.getvalue())
     tree = materialize(pin_for(sha, filename="pkg-1.0-py3-none-any.whl"), tmp_path, cache, index_url=index_server.index)
