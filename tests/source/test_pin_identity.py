@@ -5,6 +5,7 @@ a pin of 0.32.9 with 0.32.0's sha256, and `check` said OK)."""
 from __future__ import annotations
 
 import io
+import random
 import shutil
 import zipfile
 
@@ -91,12 +92,23 @@ def test_a_wheel_is_proven_by_its_dist_info_metadata(index_server, cache, tmp_pa
         materialize(liar, tmp_path, cache, index_url=index_server.index)
 
 
-def test_an_sdist_without_pkg_info_proves_nothing(index_server, cache, tmp_path):
-    from tests.source.helpers import make_tar
-
-    sha = index_server.add("pkg", "pkg-1.0.tar.gz", make_tar([("pkg-1.0/pkg/__init__.py", "file", "")]))
+@pytest.mark.parametrize(
+    ("members", "said"),
+    [
+        ([], "the pinned file has no PKG-INFO, so nothing proves it is the pinned release"),
+        ([("pkg-1.0/PKG-INFO", "symlink", "pkg/__init__.py")], "its PKG-INFO is a symlink; refusing"),
+        ([("pkg-1.0/PKG-INFO", "file", "Name: pkg\n\nVersion: 1.0\n")], "PKG-INFO names no Name and Version"),
+        (
+            [("pkg-1.0/PKG-INFO", "file", b"Name: pkg\nVersion: 1.0\n\n" + random.Random(0).randbytes(5 << 20))],
+            "over the 4 MiB limit",
+        ),
+    ],
+)
+def test_an_sdist_whose_metadata_proves_nothing_is_refused(index_server, cache, tmp_path, members, said):
+    """Hostile or missing metadata: one line, never a guess (the version after the blank line is the body's)."""
+    content = make_tar([("pkg-1.0/pkg/__init__.py", "file", "VALUE = 1\n"), *members])
+    sha = index_server.add("pkg", "pkg-1.0.tar.gz", content)
     pin = PypiPin(source="pypi", package="pkg", version="1.0", sha256=sha)
-    with pytest.raises(
-        ForkliftError, match="the pinned file has no PKG-INFO, so nothing proves it is the pinned release"
-    ):
+    with pytest.raises(ForkliftError, match=said) as caught:
         materialize(pin, tmp_path, cache, index_url=index_server.index)
+    assert "\n" not in str(caught.value)
