@@ -11,17 +11,19 @@ name, so each box has its own A/A control and its own rows.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from forklift.campaign.schema import CampaignFile
-from forklift.campaign.suites import CampaignSuite, SuiteOptions, suite
+from forklift.campaign.schema import MAX_BOOTS, CampaignFile
+from forklift.campaign.suites import CampaignSuite, LadderOptions, SuiteOptions, suite
 from forklift.config import Config
 from forklift.config.load import describe
 from forklift.errors import ConfigError, ForkliftError
+from forklift.ladder import parse_axis
 from forklift.launch.plan import make_launch_plan
 from forklift.launch.resolve import setting_name
 
@@ -154,8 +156,33 @@ def build_order(builds: list[str], order: str, aa: bool) -> list[tuple[str, int 
     return marks
 
 
+def planned_boots(campaign: CampaignFile, chosen: list[tuple[CampaignSuite, Prepared]]) -> int:
+    """Every boot the plan makes, counted before one cell is made (the axes' product alone may be astronomic)."""
+    settings_count = sum(math.prod(len(choices) for choices in spec.axes.values()) for spec in campaign.settings)
+    boxes = max(len(campaign.boxes), 1)
+    boots = 0
+    if any(not s.boots for s, _ in chosen):
+        per_setting = len(build_order(list(campaign.builds), campaign.order, campaign.aa))
+        boots += settings_count * (boxes * campaign.repeats * per_setting + campaign.warmup_boots)
+    for s, options in chosen:
+        if s.boots:  # a ladder boots once per value of its axis, per box, setting and build
+            given = options.given
+            values = len(parse_axis(given.axis).values) if isinstance(given, LadderOptions) else 1
+            boots += boxes * settings_count * len(campaign.builds) * values
+    return boots
+
+
 def make_campaign_plan(campaign: CampaignFile, config: Config) -> CampaignPlan:
     chosen = suite_options(campaign, config)
+    try:
+        boots = planned_boots(campaign, chosen)
+    except ForkliftError as exc:
+        raise ConfigError(f"{campaign.path}: suites: {exc}") from None
+    if boots > MAX_BOOTS:
+        raise ConfigError(
+            f"{campaign.path}: repeats, settings, builds, boxes and suites plan {boots:,} boots,"
+            f" more than {MAX_BOOTS:,} in one campaign"
+        )
     served = [(s, o) for s, o in chosen if not s.boots]
     booting = [(s, o) for s, o in chosen if s.boots]
     builds = list(campaign.builds)

@@ -20,7 +20,7 @@ from typing import Any
 from forklift.campaign.builds import Build, engine_environment
 from forklift.campaign.plan import CampaignPlan, Cell, LadderJob, Slot, build_order, make_campaign_plan
 from forklift.campaign.precision import Aim, boots_wanted, parse_budget, parse_percent, repeats_to_add
-from forklift.campaign.schema import CampaignFile
+from forklift.campaign.schema import MAX_BOOTS, CampaignFile
 from forklift.campaign.suites import BenchSuiteOptions, LadderContext, ServedSetting, suite_cells
 from forklift.config import Config
 from forklift.errors import ConfigError, ForkliftError
@@ -242,6 +242,8 @@ class Runner:
                 f"budget {campaign.budget}: {sum(seconds):.0f} s spent over {len(seconds)} timed boots, "
                 f"room for {affordable} more repeat(s) of {slots_per_repeat} boots"
             )
+        cells_now = len(self.plan.slots) + len(self.plan.ladders) + len(self.plan.warmups)
+        affordable = min(affordable, max(0, (MAX_BOOTS - cells_now) // slots_per_repeat))  # the plan's own cap
         runs, _ = read_bench_runs([self.receipts])
         add = 0
         for aim in aims:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -46,6 +46,17 @@ from forklift.config.toml import tomllib
 from forklift.errors import ConfigError
 from forklift.report.ship import ShipSpec, check_gates
 from forklift.stats.verdict import MarginRule
+
+# The campaign's limits, in one place. A campaign.toml may come from someone else: every count that multiplies
+# into boots (or into a list held in memory) is capped here, so a hostile one is one line naming the key, never a
+# plan of 10^8 cells. MAX_BOOTS bounds the product (a boot takes a minute or more: 10,000 is a week of one box).
+MAX_BOOTS = 10_000
+MAX_REPEATS = 1_000
+MAX_WARMUP_BOOTS = 100
+MAX_BUILDS = 64
+MAX_SETTINGS = 1_000  # [[settings]] entries, and the choices of one axis
+MAX_SUITES = 100
+MAX_BOXES = 64
 
 
 class _Strict(BaseModel):
@@ -87,7 +98,9 @@ class BoxSpec(_Strict):
 class SettingSpec(_Strict):
     profile: str
     set: list[str] = Field(default_factory=list, description="--set items every setting of this entry gets")
-    axes: dict[str, list[str]] = Field(default_factory=dict, description="axis -> choices: one setting per combination")
+    axes: dict[str, Annotated[list[str], Field(max_length=MAX_SETTINGS)]] = Field(
+        default_factory=dict, max_length=32, description="axis -> choices: one setting per combination"
+    )
 
 
 class CampaignFile(_Strict):
@@ -98,18 +111,19 @@ class CampaignFile(_Strict):
     report: str | None = Field(default="report.md", description="rendered at the end, beside the receipts")
     baseline: str | None = Field(default=None, description="report baseline: a build or a setting")
     order: Literal["ABBA", "AB"] = "ABBA"
-    repeats: int = Field(default=1, ge=1)
+    repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
     aa: bool = False
     warmup_boots: int = Field(
         default=0,
         ge=0,
+        le=MAX_WARMUP_BOOTS,
         description="unmeasured boots of the first build per setting, before the cells each run has left: "
         "they fill the engine's compile caches; their receipts stay with the logs",
     )
     control: bool = Field(default=True, description="export a made-up knob on every boot; the engine must warn")
-    builds: dict[str, BuildSpec]
-    settings: list[SettingSpec]
-    suites: list[dict[str, Any]]
+    builds: dict[str, BuildSpec] = Field(max_length=MAX_BUILDS)
+    settings: list[SettingSpec] = Field(max_length=MAX_SETTINGS)
+    suites: list[dict[str, Any]] = Field(max_length=MAX_SUITES)
     ship: ShipSpec | None = Field(default=None, description="the gates that decide SHIP, HOLD or UNDECIDED")
     margins: list[MarginRule] = Field(
         default_factory=list,
@@ -122,7 +136,9 @@ class CampaignFile(_Strict):
         default="local", description="where cells run: here, or as tasks on a Ray cluster (RAY_ADDRESS or --ray)"
     )
     boxes: dict[str, BoxSpec] = Field(
-        default_factory=dict, description="Ray only: every box runs the whole plan on nodes with its resources"
+        default_factory=dict,
+        max_length=MAX_BOXES,
+        description="Ray only: every box runs the whole plan on nodes with its resources",
     )
 
     @property

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -87,17 +87,19 @@ class BenchSuiteOptions(SuiteOptions):
 
     cohort: str | None = None
     synthetic: str | None = Field(default=None, description="IN:OUT tokens")
-    prompts: int = Field(default=16, ge=1)
+    prompts: int = Field(default=16, ge=1, le=100_000)
     endpoint: Literal["chat", "completions"] = "completions"
     max_tokens: int | None = Field(default=None, ge=1)
     ignore_eos: bool = False
     sampling: str = "default"
     seed: int = 0
     mode: Literal["single", "sweep", "batch"] | None = None
-    concurrency: list[int] = Field(default_factory=lambda: [1])
-    requests: int | None = Field(default=None, ge=1)
-    runs: int = Field(default=4, ge=1, description="kept runs of each cell (compare needs 2+ a side to claim)")
-    warmup: int = Field(default=1, ge=0, description="runs before the kept ones, discarded")
+    concurrency: list[Annotated[int, Field(ge=1, le=4096)]] = Field(default_factory=lambda: [1], max_length=64)
+    requests: int | None = Field(default=None, ge=1, le=1_000_000)
+    runs: int = Field(
+        default=4, ge=1, le=1_000, description="kept runs of each cell (compare needs 2+ a side to claim)"
+    )
+    warmup: int = Field(default=1, ge=0, le=100, description="runs before the kept ones, discarded")
     timeout: float = Field(default=600.0, gt=0)
     target_mde: str | None = Field(
         default=None, description="add boots (whole repeats, within the campaign's budget) until this MDE, e.g. '1%'"
@@ -184,8 +186,8 @@ def run_bench_suite(endpoint: ServedSetting, options: BenchSuiteOptions) -> str:
 
 class LadderOptions(SuiteOptions):
     axis: str = Field(description="KEY=V1,V2,... or KEY=START:STOP:STEP")
-    requests: int = Field(default=16, ge=1)
-    concurrency: int = Field(default=4, ge=1)
+    requests: int = Field(default=16, ge=1, le=1_000_000)
+    concurrency: int = Field(default=4, ge=1, le=4096)
     input_tokens: int = Field(default=128, ge=1)
     output_tokens: int = Field(default=64, ge=1)
     cold: bool = False
