@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # forklift in a distribution's CI, one job a call (the workflow beside this file calls it; so can any CI):
 #   forklift-ci.sh check          every push: the series on the pin at fuzz 0, JUnit + a markdown summary
+#                                 (and `forklift lint`'s rules once forklift.toml sets [series] lint = true)
 #   forklift-ci.sh upstream-main  nightly: the series tried on upstream's branch head (a git pin's repository),
 #                                 so a break shows before the release; a dry run, nothing is written
 # Run from the distribution's folder (where forklift.toml is). Outputs:

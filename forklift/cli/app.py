@@ -97,6 +97,7 @@ class App(typer.Typer):
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "source": ("init", "fetch", "source", "cache"),
     "check": ("check", "patches-md"),
+    "lint": ("lint",),
     "manifest": ("manifest",),
     "tree": ("tree",),
     "fork": ("export", "import", "rebase", "replay"),

@@ -89,6 +89,7 @@ class SeriesConfig(Strict):
         default="gnu-patch",
         description="whose rules every command applies patches by at fuzz 0: GNU patch (quilt, dpkg) or git apply",
     )
+    lint: bool = Field(default=False, description="check also fails on `forklift lint` findings (DEP-3, leaks)")
 
     @field_validator("root")
     @classmethod

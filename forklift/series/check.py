@@ -36,7 +36,7 @@ class Published:
 
 
 CheckName = Literal[
-    "pass1", "pass2", "whitespace", "compile", "patches-md", "nothing-changed", "manifest", "digests", "overlay"
+    "pass1", "pass2", "whitespace", "compile", "patches-md", "nothing-changed", "manifest", "digests", "overlay", "lint"
 ]
 
 

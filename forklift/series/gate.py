@@ -16,10 +16,11 @@ from forklift.errors import ConfigError, ForkliftError
 from forklift.fsio import tree_reader, utf8_text, write_atomic
 from forklift.receipts import new_receipt, receipts_folder, write_receipt
 from forklift.receipts.store import read_receipt
-from forklift.series.check import CheckReport, Published, check_series
+from forklift.series.check import CheckReport, Finding, Published, check_series
 from forklift.series.diff import PatchError
 from forklift.series.digests import parse_sums
 from forklift.series.files import read_overlay
+from forklift.series.lint import lint_series
 from forklift.series.model import Series, load_series, read_series_part
 from forklift.series.render import series_patches_md
 from forklift.series.resultcache import recorded_inputs
@@ -175,6 +176,10 @@ def run_check(
         diffs=diffs,
     )
     diffs.save()
+    if config.data.series.lint:  # off unless [series] lint = true: a series moving in gets a first clean-up
+        report.findings += [
+            Finding(check="lint", subject=f.patch, message=f"{f.rule}: {f.message}") for f in lint_series(series)
+        ]
     folder = receipts_folder(receipts_dir, config.path)
     with_requirements(report, config, tree.path, folder)
     receipt = new_receipt(
