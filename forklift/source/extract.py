@@ -12,7 +12,8 @@ hardlink through it write outside). So forklift writes every member itself:
 - a hardlink may only name a regular file this extraction already wrote;
 - every symlink left in the tree is resolved component by component on disk (never with realpath),
   and one that leads outside fails the whole extraction;
-- limits on total bytes, member count and compression ratio stop a bomb while it is being read.
+- limits on total bytes, member count, compression ratio, header sizes and depth stop a bomb while it is
+  being read (forklift.source.limits; tar headers are read by forklift.source.tarstream, not tarfile).
 
 An sdist's single top folder (``vllm-0.32.0/``) is stripped so paths read as in the upstream
 repository (``vllm/envs.py``), which is what patches name (``a/vllm/envs.py``).
@@ -25,52 +26,29 @@ import errno
 import os
 import posixpath
 import stat
-import tarfile
+import struct
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, ClassVar
+from typing import Protocol
 
 from forklift.errors import ForkliftError
-from forklift.fsio import env_number
+from forklift.source.limits import (
+    MAX_SYMLINK_HOPS,
+    PATH_MAX,
+    Limits,
+    UnsafeMember,
+    clean_member,
+)
+from forklift.source.tarstream import Member, TarStream
 
-NAME_MAX = 255
-PATH_MAX = 4096
-MAX_SYMLINK_HOPS = 40  # what the kernel allows before ELOOP
 COPY_CHUNK = 1 << 20
+_ZIP_END = b"PK\x05\x06"
+_ZIP64_LOCATOR = b"PK\x06\x07"
+_ZIP_TAIL = 22 + 0xFFFF  # the end record and the longest comment
 
 
-class UnsafeMember(ForkliftError):
-    pass
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How much one archive may expand to; each has an environment override (named in the error)."""
-
-    max_bytes: int = 2 << 30  # a few times the largest vLLM sdist tree
-    max_members: int = 200_000
-    max_ratio: float = 200.0  # uncompressed / compressed; source code compresses ~5-10x
-
-    ENV: ClassVar[dict[str, str]] = {
-        "max_bytes": "FORKLIFT_EXTRACT_MAX_BYTES",
-        "max_members": "FORKLIFT_EXTRACT_MAX_MEMBERS",
-        "max_ratio": "FORKLIFT_EXTRACT_MAX_RATIO",
-    }
-
-    @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, configured: object = None) -> Limits:
-        """The defaults, then the values `configured` sets (forklift.toml's `[upstream.extract]`), then any
-        FORKLIFT_EXTRACT_MAX_* variable (a bad value is one line)."""
-        environ = dict(os.environ if environ is None else environ)
-        values: dict[str, float | int] = {}
-        for field in cls.ENV:
-            if (value := getattr(configured, field, None)) is not None:
-                values[field] = value
-        for field, var in cls.ENV.items():
-            if (given := env_number(var, whole=field != "max_ratio", environ=environ)) is not None:
-                values[field] = given
-        return cls(**values)  # type: ignore[arg-type]
+class Readable(Protocol):
+    def read(self, size: int, /) -> bytes: ...
 
 
 def extract_archive(
@@ -95,57 +73,56 @@ def extract_archive(
 
 
 def _extract_tar(archive: Path, writer: TreeWriter, strip_top: bool, packed: int) -> None:
+    """Two passes: every header is read and checked before the first byte is written, then the data."""
     label = writer.label
-    try:
-        with tarfile.open(archive, "r:*") as tar:
-            budget = _Budget(writer, packed)
-            members = []
-            while (member := tar.next()) is not None:  # headers only, bounded as they are read
-                budget.add(member.name, member.size if member.isreg() else 0)
-                members.append(member)
-            paths = [clean_member(m.name, label) for m in members]
-            top = _single_top(paths) if strip_top else None
-            plan = []
-            for member, path in zip(members, paths, strict=True):
-                rel = _strip(path, top)
-                if not rel:
-                    continue
-                if not (member.isreg() or member.isdir() or member.issym() or member.islnk()) or member.issparse():
-                    raise UnsafeMember(
-                        f"unsafe {label}: member {member.name!r} is a device, fifo or other special file"
-                    )
-                if member.issym():
-                    _check_symlink(rel, member.linkname, member.name, label)
-                link = ""
-                if member.islnk():
-                    link = _strip(clean_member(member.linkname, label, member.name), top)
-                    if not link:
-                        raise UnsafeMember(f"unsafe {label}: member {member.name!r} links outside the tree")
-                plan.append((member, rel, link))
-            for member, rel, link in plan:
-                if member.isdir():
-                    writer.folder(rel, member.name)
-                elif member.issym():
-                    writer.symlink(rel, member.linkname, member.name)
-                elif member.islnk():
-                    writer.hardlink(rel, link, member.name)
-                else:
-                    source = tar.extractfile(member)
-                    assert source is not None  # a regular member always has a data stream
-                    with source:
-                        writer.file(rel, source, member.name, executable=bool(member.mode & stat.S_IXUSR))
-    except (tarfile.TarError, EOFError, OSError, KeyError, ValueError) as exc:
-        raise ForkliftError(f"cannot extract {label}: {' '.join(str(exc).split())}") from None
+    with open(archive, "rb") as handle:
+        members = list(TarStream(handle, label, writer.limits, packed))
+    paths = [clean_member(m.name, label) for m in members]
+    top = _single_top(paths) if strip_top else None
+    plan: dict[int, tuple[str, str]] = {}
+    for index, (member, path) in enumerate(zip(members, paths, strict=True)):
+        rel = _strip(path, top)
+        if not rel:
+            continue
+        if member.kind == "special":
+            raise UnsafeMember(f"unsafe {label}: member {member.name!r} is a device, fifo or other special file")
+        if member.kind == "symlink":
+            _check_symlink(rel, member.linkname, member.name, label)
+        link = ""
+        if member.kind == "hardlink":
+            link = _strip(clean_member(member.linkname, label, member.name), top)
+            if not link:
+                raise UnsafeMember(f"unsafe {label}: member {member.name!r} links outside the tree")
+        plan[index] = (rel, link)
+    with open(archive, "rb") as handle:
+        stream = TarStream(handle, label, writer.limits, packed)
+        for index, member in enumerate(stream):
+            if index in plan:
+                _write(writer, member, *plan[index], stream)
+
+
+def _write(writer: TreeWriter, member: Member, rel: str, link: str, data: Readable) -> None:
+    if member.kind == "folder":
+        writer.folder(rel, member.name)
+    elif member.kind == "symlink":
+        writer.symlink(rel, member.linkname, member.name)
+    elif member.kind == "hardlink":
+        writer.hardlink(rel, link, member.name)
+    else:
+        writer.file(rel, data, member.name, executable=bool(member.mode & stat.S_IXUSR))
 
 
 def _extract_zip(archive: Path, writer: TreeWriter, strip_top: bool, packed: int) -> None:
-    label = writer.label
+    label, limits = writer.label, writer.limits
+    limits.check_members(zip_entries(archive, label), label)  # before zipfile reads the whole directory
     try:
         with zipfile.ZipFile(archive) as zf:
             infos = zf.infolist()
-            budget = _Budget(writer, packed)
+            declared = 0
             for info in infos:
-                budget.add(info.filename, info.file_size)
+                declared += info.file_size
+                limits.check_bytes(declared, label, info.filename)
+                limits.check_ratio(declared, packed, label, info.filename)
             paths = [clean_member(info.filename, label) for info in infos]
             top = _single_top(paths) if strip_top else None
             plan = []
@@ -165,24 +142,25 @@ def _extract_zip(archive: Path, writer: TreeWriter, strip_top: bool, packed: int
         raise ForkliftError(f"cannot extract {label}: {' '.join(str(exc).split())}") from None
 
 
-class _Budget:
-    """Member count, declared bytes and compression ratio, checked as each header is read."""
-
-    def __init__(self, writer: TreeWriter, packed: int) -> None:
-        self.writer, self.packed, self.count, self.total = writer, packed, 0, 0
-
-    def add(self, name: str, size: int) -> None:
-        limits, label = self.writer.limits, self.writer.label
-        self.count += 1
-        self.total += max(size, 0)
-        if self.count > limits.max_members:
-            raise UnsafeMember(f"unsafe {label}: more than {limits.max_members} members ({_raise('max_members')})")
-        self.writer.check_bytes(self.total, name)
-        if self.total > 1 << 20 and self.total / self.packed > limits.max_ratio:
-            raise UnsafeMember(
-                f"unsafe {label}: expands more than {limits.max_ratio:g} times its {self.packed} bytes"
-                f" by member {name!r} (a decompression bomb? {_raise('max_ratio')})"
-            )
+def zip_entries(archive: Path, label: str) -> int:
+    """How many members a zip's end record declares (ZIP64's when present), read without zipfile, which
+    builds an object for every member the directory holds before anything can count them."""
+    with open(archive, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(max(size - _ZIP_TAIL, 0))
+        tail = handle.read(_ZIP_TAIL)
+        end = tail.rfind(_ZIP_END)
+        if end < 0 or len(tail) - end < 22:
+            raise ForkliftError(f"cannot extract {label}: no zip end record (not a zip, or truncated)")
+        count: int = struct.unpack_from("<H", tail, end + 10)[0]
+        locator = end - 20
+        if locator >= 0 and tail[locator : locator + 4] == _ZIP64_LOCATOR:
+            (offset,) = struct.unpack_from("<Q", tail, locator + 8)
+            handle.seek(min(offset, size))
+            record = handle.read(56)
+            if len(record) == 56 and record[:4] == b"PK\x06\x06":
+                (count,) = struct.unpack_from("<Q", record, 32)
+    return count
 
 
 class TreeWriter:
@@ -199,16 +177,12 @@ class TreeWriter:
         os.close(self.root)
 
     def check_bytes(self, total: int, member: str) -> None:
-        if total > self.limits.max_bytes:
-            raise UnsafeMember(
-                f"unsafe {self.label}: expands past {_size(self.limits.max_bytes)} at member {member!r}"
-                f" ({_raise('max_bytes')})"
-            )
+        self.limits.check_bytes(total, self.label, member)
 
     def folder(self, rel: str, member: str) -> None:
         os.close(self._parent(f"{rel}/.", member))
 
-    def file(self, rel: str, source: IO[bytes], member: str, *, executable: bool) -> None:
+    def file(self, rel: str, source: Readable, member: str, *, executable: bool) -> None:
         parent = self._parent(rel, member)
         leaf = posixpath.basename(rel)
         try:
@@ -373,22 +347,6 @@ def refuse_escaping_link(tree: Path, rel: str, label: str) -> None:
         raise UnsafeMember(f"unsafe {label}: {rel!r} is a symlink escaping the tree through other links")
 
 
-def clean_member(name: str, label: str, member: str | None = None) -> str:
-    """`name` as a relative POSIX path without ``.`` parts; absolute, ``..`` or over-long paths are refused."""
-    member = member or name
-    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        raise UnsafeMember(f"unsafe {label}: member {member!r} has an absolute path")
-    if "\0" in name:
-        raise UnsafeMember(f"unsafe {label}: member {member!r} has a NUL byte in its name")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise UnsafeMember(f"unsafe {label}: member {member!r} climbs out with '..'")
-    cleaned = "/".join(parts)
-    if len(os.fsencode(cleaned)) >= PATH_MAX // 2 or any(len(os.fsencode(p)) > NAME_MAX for p in parts):
-        raise UnsafeMember(f"unsafe {label}: member {member[:80]!r}... has an over-long name ({len(cleaned)} chars)")
-    return cleaned
-
-
 def _single_top(paths: list[str]) -> str | None:
     """The one folder every member lives in, if there is exactly one."""
     tops = {p.split("/", 1)[0] for p in paths if p}
@@ -412,11 +370,3 @@ def _check_symlink(rel: str, target: str, member: str, label: str) -> None:
     resolved = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
     if resolved == ".." or resolved.startswith("../"):
         raise UnsafeMember(f"unsafe {label}: member {member!r} is a symlink escaping the tree ({target!r})")
-
-
-def _raise(field: str) -> str:
-    return f"raise upstream.extract.{field} in forklift.toml or {Limits.ENV[field]}"
-
-
-def _size(count: int) -> str:
-    return f"{count / (1 << 30):.1f} GiB" if count >= 1 << 30 else f"{count} bytes"

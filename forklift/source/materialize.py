@@ -21,10 +21,11 @@ from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.errors import ForkliftError
 from forklift.fsio import Reader, tree_reader
 from forklift.source.cache import Cache, default_cache
-from forklift.source.extract import Limits, extract_archive, refuse_escaping_link, refuse_escaping_links
+from forklift.source.extract import extract_archive, refuse_escaping_link, refuse_escaping_links
 from forklift.source.hashing import directory_digest, directory_entries, file_sha256, listing_digest, pinnable_kind
 from forklift.source.identity import prove_tree_identity, refuse_misnamed_file
 from forklift.source.inplace import PinnedFolder
+from forklift.source.limits import Limits
 
 if TYPE_CHECKING:
     from rich.console import Console

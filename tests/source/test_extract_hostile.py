@@ -16,7 +16,8 @@ import pytest
 
 from forklift.config.schema import PathPin
 from forklift.errors import ForkliftError
-from forklift.source.extract import Limits, extract_archive
+from forklift.source.extract import extract_archive
+from forklift.source.limits import Limits
 from forklift.source.materialize import materialize
 from tests.source.helpers import cache_entries, make_tar
 
