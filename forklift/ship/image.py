@@ -17,7 +17,6 @@ import json
 import posixpath
 import shutil
 import stat
-import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from forklift.errors import ForkliftError, UsageError
-from forklift.source.extract import Limits, TreeWriter, UnsafeMember, clean_member, extract_archive, resolves_inside
+from forklift.source.extract import TreeWriter, extract_archive, resolves_inside
 from forklift.source.hashing import file_sha256
+from forklift.source.limits import Limits, UnsafeMember, clean_member
+from forklift.source.tarstream import Member, TarStream
 
 SITE_FOLDERS = ("site-packages", "dist-packages")
 OPAQUE = ".wh..wh..opq"
@@ -180,32 +181,25 @@ def _apply_layer(
         raise ForkliftError(f"{label}: a zstd layer ({layer.media_type}); forklift reads tar and gzip layers only")
     if layer.diff_id is not None and _is_plain_tar(layer.path) and f"sha256:{file_sha256(layer.path)}" != layer.diff_id:
         raise ForkliftError(f"{label}: {layer.path.name} does not match the config's diff_id {layer.diff_id}")
-    packed = max(layer.path.stat().st_size, 1)
-    declared = 0
     written: set[str] = set()  # what this layer put in rootfs: its own whiteouts never hide it
-    try:
-        with open(layer.path, "rb") as handle, tarfile.open(fileobj=handle, mode="r|*") as tar:
-            for member in tar:
-                declared += max(member.size, 0)
-                if declared > (1 << 20) and declared / packed > limits.max_ratio:
-                    raise UnsafeMember(f"unsafe {label}: expands more than {limits.max_ratio:g} times its size")
-                rel = clean_member(member.name, label)
-                if not rel:
-                    continue
-                leaf = posixpath.basename(rel)
-                if leaf == OPAQUE:
-                    _hide(rootfs, posixpath.dirname(rel), written, keep_folder=True)
-                elif leaf.startswith(WHITEOUT):
-                    _hide(rootfs, posixpath.join(posixpath.dirname(rel), leaf[len(WHITEOUT) :]), written)
-                elif _engine_path(rel, package):
-                    _write_member(tar, member, rel, rootfs, writer, written, label)
-    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-        raise ForkliftError(f"cannot read {label}: {' '.join(str(exc).split())}") from None
+    with open(layer.path, "rb") as handle:
+        stream = TarStream(handle, label, limits, layer.path.stat().st_size)
+        for member in stream:
+            rel = clean_member(member.name, label)
+            if not rel:
+                continue
+            leaf = posixpath.basename(rel)
+            if leaf == OPAQUE:
+                _hide(rootfs, posixpath.dirname(rel), written, keep_folder=True)
+            elif leaf.startswith(WHITEOUT):
+                _hide(rootfs, posixpath.join(posixpath.dirname(rel), leaf[len(WHITEOUT) :]), written)
+            elif _engine_path(rel, package):
+                _write_member(stream, member, rel, rootfs, writer, written, label)
 
 
 def _write_member(
-    tar: tarfile.TarFile,
-    member: tarfile.TarInfo,
+    stream: TarStream,
+    member: Member,
     rel: str,
     rootfs: Path,
     writer: TreeWriter,
@@ -213,17 +207,16 @@ def _write_member(
     label: str,
 ) -> None:
     lower = rootfs / rel
-    if rel not in written and lower.exists() and (member.isdir() != lower.is_dir() or lower.is_symlink()):
+    is_dir = member.kind == "folder"
+    if rel not in written and lower.exists() and (is_dir != lower.is_dir() or lower.is_symlink()):
         _remove(lower)  # a lower layer's entry of another kind: this one replaces it
-    if member.isdir():
+    if is_dir:
         writer.folder(rel, member.name)
-    elif member.isreg() and not member.issparse():
-        source = tar.extractfile(member)
-        assert source is not None  # a regular member has a data stream
-        writer.file(rel, source, member.name, executable=bool(member.mode & stat.S_IXUSR))
-    elif member.islnk():
+    elif member.kind == "file":
+        writer.file(rel, stream, member.name, executable=bool(member.mode & stat.S_IXUSR))
+    elif member.kind == "hardlink":
         writer.hardlink(rel, clean_member(member.linkname, label, member.name), member.name)
-    elif member.issym():
+    elif member.kind == "symlink":
         raise UnsafeMember(f"{label}: {member.name!r} is a symlink; an installed wheel has none")
     else:
         raise UnsafeMember(f"unsafe {label}: member {member.name!r} is a device, fifo or other special file")
