@@ -7,6 +7,9 @@ Bottom layer: imports nothing from forklift.
 
 from __future__ import annotations
 
+import os
+import signal
+from collections import Counter
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -59,3 +62,20 @@ def validation_line(exc: ValidationError, *, every: bool = False, top: str = "va
     """A pydantic ValidationError as one line: its first problem, or `every` problem joined by '; '."""
     errors = exc.errors()
     return "; ".join(describe_error(error, top=top) for error in (errors if every else errors[:1]))
+
+
+INTERRUPT_ENV = "FORKLIFT_INTERRUPT_AT"
+_passes: Counter[str] = Counter()
+
+
+def interrupt_point(name: str) -> None:
+    """Ctrl-C at exactly this point, when FORKLIFT_INTERRUPT_AT names it: the interrupt tests' event, never a race
+    with wall time. The variable holds comma-separated `NAME` (its first pass) or `NAME@N` (its N-th pass). The
+    process sends itself SIGINT, as a terminal's Ctrl-C does, so whatever handles the signal (Python's
+    KeyboardInterrupt, asyncio's cancelling of the running task) handles this one; unset, it costs a lookup."""
+    wanted = os.environ.get(INTERRUPT_ENV)
+    if not wanted:
+        return
+    _passes[name] += 1
+    if f"{name}@{_passes[name]}" in wanted.split(",") or (_passes[name] == 1 and name in wanted.split(",")):
+        signal.raise_signal(signal.SIGINT)
