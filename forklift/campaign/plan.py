@@ -115,6 +115,30 @@ def settings(campaign: CampaignFile, config: Config) -> list[Setting]:
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
         raise ConfigError(f"{campaign.path}: settings: {duplicate!r} is listed twice")
+    if campaign.shipped_defaults:
+        out += [
+            Setting(profile, (), name)
+            for profile, name in shipped_defaults(campaign, config).items()
+            if name not in names
+        ]
+    return out
+
+
+def shipped_defaults(campaign: CampaignFile, config: Config) -> dict[str, str]:
+    """Each profile the settings name -> the setting its users run (no --set: the profile's own defaults).
+
+    A campaign that measures only overridden settings never boots what ships (a seed campaign measured
+    every arm at a lower GPU memory fraction than the one shipped, which then failed for its users)."""
+    out: dict[str, str] = {}
+    for index, spec in enumerate(campaign.settings):
+        if spec.profile not in out:
+            try:
+                resolved = make_launch_plan(config, spec.profile, [], check=False).resolved
+            except ForkliftError as exc:
+                raise ConfigError(
+                    f"{campaign.path}: settings[{index}]: profile {spec.profile} as shipped: {exc}"
+                ) from None
+            out[spec.profile] = setting_name(resolved)
     return out
 
 

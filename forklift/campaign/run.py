@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from forklift.campaign.builds import Build, engine_environment
-from forklift.campaign.plan import CampaignPlan, Cell, LadderJob, Slot, build_order, make_campaign_plan
+from forklift.campaign.plan import (
+    CampaignPlan,
+    Cell,
+    LadderJob,
+    Slot,
+    build_order,
+    make_campaign_plan,
+    shipped_defaults,
+)
 from forklift.campaign.precision import Aim, boots_wanted, parse_budget, parse_percent, repeats_to_add
 from forklift.campaign.schema import MAX_BOOTS, CampaignFile
 from forklift.campaign.suites import BenchSuiteOptions, LadderContext, ServedSetting, suite_cells
@@ -99,6 +107,9 @@ class Runner:
             "boots": len(self.plan.slots),
             "ship": self.campaign.ship.model_dump(mode="json") if self.campaign.ship else None,
             "margins": [rule.model_dump(mode="json") for rule in self.campaign.margins],
+            "shipped_defaults": shipped_defaults(self.campaign, self.config)
+            if self.campaign.shipped_defaults
+            else None,
         }
         for old in self.receipts.glob(f"*-{PLAN_KIND}-*.json"):
             old.unlink()  # one plan per folder: the latest run's (a resumed campaign states it again)

@@ -121,6 +121,11 @@ class CampaignFile(_Strict):
         "they fill the engine's compile caches; their receipts stay with the logs",
     )
     control: bool = Field(default=True, description="export a made-up knob on every boot; the engine must warn")
+    shipped_defaults: bool = Field(
+        default=False,
+        description="also boot each profile the settings name as its users run it (no --set, its own axis "
+        "defaults), unless a setting already is that; the [ship] gate shipped_defaults_boot reads these boots",
+    )
     builds: dict[str, BuildSpec] = Field(max_length=MAX_BUILDS)
     settings: list[SettingSpec] = Field(max_length=MAX_SETTINGS)
     suites: list[dict[str, Any]] = Field(max_length=MAX_SUITES)

@@ -41,6 +41,7 @@ BENCH_METRICS = {m.key: m for m in METRICS if m.better is not None}
 OTHER_METRICS = {
     "kv_pool": "KV pool tokens the boot reported (fewer: the build holds more memory)",
     "canaries": "every quality and canary receipt of the candidate passed",
+    "shipped_defaults_boot": "each profile as shipped (no --set; campaign shipped_defaults = true) booted ready",
     "memory_events": "every boot of the candidate ran in its memory cgroup with no high, max, oom or oom_kill event",
 }
 PLAN_KIND = "campaign-plan"
@@ -49,7 +50,9 @@ PLAN_KIND = "campaign-plan"
 class Gate(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    metric: str = Field(description="decode_tps, tpot, ttft, e2e (bench cells), kv_pool, canaries or memory_events")
+    metric: str = Field(
+        description="decode_tps, tpot, ttft, e2e (bench cells), kv_pool, canaries, memory_events or shipped_defaults_boot"
+    )
     worse: float = Field(default=0.0, ge=0, description="percent the candidate may be worse than the baseline")
     cells: list[str] | None = Field(default=None, description="bench cells it reads (default: every cell)")
     settings: list[str] | None = Field(default=None, description="settings it reads (default: every setting)")
@@ -72,6 +75,8 @@ class Gate(BaseModel):
         where = f" {','.join(self.cells)}" if self.cells else ""
         if self.metric == "canaries":
             return "canaries pass"
+        if self.metric == "shipped_defaults_boot":
+            return "shipped defaults boot"
         if self.metric == "memory_events":
             return "no memory cgroup events"
         label = BENCH_METRICS[self.metric].label if self.metric in BENCH_METRICS else self.metric
@@ -218,6 +223,27 @@ def _memory_result(campaign: Campaign, build: str, gate: Gate) -> GateResult:
     return GateResult(build, gate, "boots", "pass", f"{len(readings)} boots, no event; peak {peak:.2f} GiB")
 
 
+def _shipped_results(campaign: Campaign, build: str, gate: Gate) -> list[GateResult]:
+    """Each profile as its users run it: never booted is no evidence (undecided), a boot that failed holds."""
+    shipped: dict[str, str] = (campaign.plan or {}).get("shipped_defaults") or {}
+    if not shipped:
+        return [GateResult(build, gate, "settings", "undecided", "the campaign did not set shipped_defaults = true")]
+    out = []
+    for profile, setting in shipped.items():
+        boots = [
+            r for _, r in campaign.receipts if r.kind == "boot" and build_label(r) == build and r.setting == setting
+        ]
+        failed = [r for r in boots if r.body.get("outcome") != "ready"]
+        if not boots:
+            out.append(GateResult(build, gate, setting, "undecided", f"profile {profile} as shipped was never booted"))
+        elif failed:
+            fatal = (failed[0].body.get("facts") or {}).get("fatal") or failed[0].body.get("outcome")
+            out.append(GateResult(build, gate, setting, "hold", f"{len(failed)} of {len(boots)} boots failed: {fatal}"))
+        else:
+            out.append(GateResult(build, gate, setting, "pass", f"{len(boots)} of {len(boots)} boots ready"))
+    return out
+
+
 def _canary_results(campaign: Campaign, build: str, gate: Gate) -> list[GateResult]:
 
     mine = [r for _, r in campaign.receipts if r.kind in ("quality", "canary") and build_label(r) == build]
@@ -245,6 +271,8 @@ def decide(campaign: Campaign, spec: ShipSpec) -> list[BuildDecision]:
                 results += _bench_results(campaign, baseline, build, gate)
             elif gate.metric == "kv_pool":
                 results += _pool_results(campaign, baseline, build, gate)
+            elif gate.metric == "shipped_defaults_boot":
+                results += _shipped_results(campaign, build, gate)
             elif gate.metric == "memory_events":
                 results.append(_memory_result(campaign, build, gate))
             else:

@@ -138,3 +138,15 @@ def test_warmup_boots_are_of_the_first_build_per_setting_and_apart_from_the_meas
     assert not {w.key for w in plan.warmups} & set(plan.keys)  # never a cell: nothing of theirs is compared
     (tmp_path / "none").mkdir()
     assert make_campaign_plan(*files(tmp_path / "none")).warmups == []
+
+
+def test_shipped_defaults_adds_each_profile_as_its_users_run_it_once(tmp_path):
+    only_overridden = CAMPAIGN.replace('axes = { spec = ["off", "ngram"] }', 'set = ["args.max-num-seqs=8"]')
+    campaign, config = files(tmp_path, only_overridden.replace("aa = true", "aa = true\nshipped_defaults = true"))
+    names = list(dict.fromkeys(s.setting.name for s in make_campaign_plan(campaign, config).slots))
+    # measured only with --set overrides: the profile as shipped (its default spec=off, nothing set) is added
+    assert names == ["tiny spec=off max-num-seqs=8", "tiny spec=off max-num-seqs=4", "tiny spec=off"]
+    # already a setting (the axes entry's spec=off is the shipped default): nothing added, nothing twice
+    campaign, config = files(tmp_path, CAMPAIGN.replace("aa = true", "aa = true\nshipped_defaults = true"))
+    names = list(dict.fromkeys(s.setting.name for s in make_campaign_plan(campaign, config).slots))
+    assert names == ["tiny spec=off", "tiny spec=ngram", "tiny spec=off max-num-seqs=4"]
