@@ -27,6 +27,13 @@ class UnreachableError(ForkliftError):
     """The index, a download host or a git remote did not answer (the network, not the input)."""
 
 
+class Interrupted(ForkliftError):
+    """Ctrl-C cut a step that writes several things; the message says what is on disk now and, when
+    something is left, the one command that finishes it. Exit 130 (128 + SIGINT), as shells expect."""
+
+    exit_code = 130
+
+
 class UsageError(ForkliftError):
     """Bad command-line usage or a bad forklift.toml: the user must fix their input."""
 

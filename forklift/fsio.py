@@ -13,7 +13,7 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -262,6 +262,22 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None, durable
         Path(tmp).unlink(missing_ok=True)
         raise
     sweep_scratch_copies(path)
+
+
+@contextmanager
+def all_or_nothing(paths: Iterable[Path]) -> Iterator[None]:
+    """Write several files as one step: on any exception (Ctrl-C included) each of `paths` is put back as
+    it was, or removed when it did not exist, so a reader sees every file of the step or none."""
+    before = {path: path.read_bytes() if path.is_file() else None for path in paths}
+    try:
+        yield
+    except BaseException:
+        for path, data in before.items():
+            if data is None:
+                path.unlink(missing_ok=True)
+            else:
+                write_atomic(path, data)
+        raise
 
 
 SCRATCH_GRACE_S = 60.0  # a copy younger than this may be one a writer made but has not locked yet

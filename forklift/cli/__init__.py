@@ -21,7 +21,9 @@ KEPT_ON_INTERRUPT = {
     "launch": "the engine and its children were stopped; the boot receipt is marked interrupted",
     "bench": "every completed request is in the receipt marked interrupted",
     "flip": "forklift.toml and the series are unchanged; no receipt was written",
-    "fork": "the fork's branches and tags are unchanged unless the step had finished",
+    "import": "the fork's branches are unchanged; a fork the import had started was removed",
+    "export": "patches/series, the patches, forklift.toml and PATCHES.md are unchanged",
+    "rebase": "the fork's branch is unchanged (a new release's commit and tag may stay: a later rebase reuses them)",
 }
 DEFAULT_KEPT = "receipts and the cache are written atomically: nothing half-made was kept"
 
@@ -39,14 +41,14 @@ def main() -> None:
 
         replay_or_record(sys.argv[1:])  # before typer is imported: a replay needs neither it, rich nor pydantic
     from forklift.cli.app import app, say
-    from forklift.errors import ForkliftError
+    from forklift.errors import ForkliftError, Interrupted
 
     if not completing:
         app.only = _command(sys.argv[1:])
     try:
         app()
     except ForkliftError as exc:
-        say(("error:", "bold red"), f" {exc}", err=True)
+        say(("interrupted:" if isinstance(exc, Interrupted) else "error:", "bold red"), f" {exc}", err=True)
         sys.exit(exc.exit_code)
     except SystemExit as exc:
         # typer turns KeyboardInterrupt into a silent exit 130; say what stopped and what was kept

@@ -120,6 +120,11 @@ def flip(
         render(report)
         for path in result.written:
             say(f"wrote {path}")
+        if result.written and repo is not None:  # the pin moved; the user's fork branches did not
+            say(
+                f"the fork's branches still sit on {report.old}: move each with `forklift rebase {version} "
+                f"--repo {repo} --branch BRANCH`, then `forklift export --from BRANCH --repo {repo}`"
+            )
         verdict = ("can move", "green") if not report.blocked else ("BLOCKED", "red")
         blocked = f" ({len(report.blocked)} patch(es))" if report.blocked else ""
         nothing = ": nothing written" if write and report.blocked else ""

@@ -53,8 +53,8 @@ def export_command(
 ) -> None:
     """Write one normalized patch per fork commit and rewrite patches/series (byte-identical on re-export)."""
     from forklift.fork.base import find_base
-    from forklift.fork.export import export_drift, export_fork, write_export
-    from forklift.fork.rebase import pending_move, rebase_in_progress
+    from forklift.fork.export import export_drift, export_fork
+    from forklift.fork.rebase import off_the_pin, pending_move, rebase_in_progress
     from forklift.fork.repo import Git
     from forklift.fork.upstream import UpstreamPaths
 
@@ -70,6 +70,9 @@ def export_command(
 
     tree = pinned_tree(config, progress=console) if move is None else _release(config, move)
     base = move.new_base if move is not None else find_base(config, base, fork)
+    behind = off_the_pin(config, fork, base, ref) if move is None else None
+    if behind:
+        raise ForkliftError(behind)
     upstream = UpstreamPaths.from_tree(tree.path)
     export = export_fork(
         fork,
@@ -97,18 +100,13 @@ def export_command(
             raise typer.Exit(1)
         say(("OK", "green"), f" {len(export.patches)} patches match a fresh export of {ref} ({export.tip[:12]})")
         return
-    removed = write_export(export, config.series_dir)
-    if move is not None:  # the rebase is done and exported: the pin, the manifest and PATCHES.md follow
-        from forklift.fork.rebase import finish_rebase
+    from forklift.fork.rebase import write_exported
 
-        for written in finish_rebase(config, fork, move):
-            say(f"wrote {_shown(written)}")
+    removed, written = write_exported(config, fork, export, move)
+    for file in written:
+        say(f"wrote {_shown(file)}")
+    if move is not None:
         say(f"moved the pin to {move.version}: {_shown(config.path)} and the series' base line name it")
-        config = load()
-    if config.patches_md is not None:
-        from forklift.series.gate import write_patches_md
-
-        say(f"wrote {write_patches_md(config)}")
     for patch in export.patches:
         say(f"{patch.name}  <- {patch.commit[:12]} {patch.subject}")
         if patch.normalised:
@@ -178,6 +176,7 @@ def replay(
     from forklift.errors import UsageError
     from forklift.fork.base import base_mismatch, find_base
     from forklift.fork.binding import SOURCE_FILE, load_binding
+    from forklift.fork.rebase import off_the_pin
     from forklift.fork.replay import replay_series
     from forklift.fork.repo import Git
     from forklift.series.gate import configured_series
@@ -194,6 +193,10 @@ def replay(
         base = None if mismatch else find_base(config, None, fork)
     except UsageError:
         base = None  # without a known base every upstream file is compared
+    behind = off_the_pin(config, fork, base, ref) if base else None
+    if behind:
+        say(("not on the pin", "red"), f" {behind}")
+        raise typer.Exit(1)
     series = configured_series(config)
     from forklift.source.materialize import pinned_tree
 

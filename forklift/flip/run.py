@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.engines import engine_adapter
-from forklift.errors import ForkliftError, UsageError
+from forklift.errors import ForkliftError, Interrupted, UsageError, interrupt_point
 from forklift.flip.knobs import knob_deltas
 from forklift.flip.report import FlipReport, FlipRow, KnobDelta
 from forklift.flip.triage import PatchTriage, triage
@@ -18,7 +18,7 @@ from forklift.fork.base import base_tag
 from forklift.fork.create import release_commit
 from forklift.fork.export import BASE_COMMENT, recorded_base
 from forklift.fork.repo import Git
-from forklift.fsio import tree_reader, write_atomic
+from forklift.fsio import all_or_nothing, tree_reader, write_atomic
 from forklift.receipts import new_receipt, receipts_folder, write_receipt
 from forklift.series.apply import apply_series
 from forklift.series.files import upstream_drift
@@ -62,7 +62,7 @@ def run_flip(
         raise UsageError("--git-ref is a dry run: a branch head is no release to pin (flip to its tag once released)")
     if version == (pin.version if isinstance(pin, PypiPin) else pin.tag):
         raise UsageError(f"{config.path}: the pin is already at {version}")
-    series = configured_series(config)
+    series = configured_series(config, empty=True)
     old_tree = materialize(pin, config.root, progress=progress)
     target: PypiPin | GitPin
     if git_ref and isinstance(pin, GitPin):
@@ -166,7 +166,7 @@ def write_flip(
             f"{pin_version(pin)} --repo FORK --branch BRANCH`, then `forklift -c {config.root} export --from BRANCH "
             "--repo FORK`"
         )
-    if all(t.verdict == "already-upstream" for t in verdicts):
+    if verdicts and all(t.verdict == "already-upstream" for t in verdicts):
         raise ForkliftError(f"not written: upstream {report.new} carries every patch; retire the series by hand")
     retired = {t.name for t in verdicts if t.verdict == "already-upstream"}
     recut = {t.name for t in verdicts if t.refreshed is not None}
@@ -191,17 +191,26 @@ def write_flip(
             raw = re.sub(r"\s+-p\d+(?=\s|$)", "", entry) + sep + comment
         series_lines.append(raw)
     written = [config.path, series_file]
-    write_atomic(config.path, toml_text)
-    write_atomic(series_file, "\n".join(series_lines) + "\n")
-    for t in verdicts:
-        if t.refreshed is not None:
-            write_atomic(config.series_dir / t.name, t.refreshed)
-            written.append(config.series_dir / t.name)
-    for gone in sorted(retired):
-        (config.series_dir / gone).unlink()
-    fresh = configured_series(config)
-    written += follow_manifest(config, fresh)
-    if config.patches_md is not None:
-        write_atomic(config.patches_md, series_patches_md(fresh))
-        written.append(config.patches_md)
+    files = [config.path, *(p for p in config.series_dir.iterdir() if p.is_file())]
+    try:
+        with all_or_nothing([*files, *([config.patches_md] if config.patches_md is not None else [])]):
+            write_atomic(config.path, toml_text)
+            interrupt_point("flip.pin")
+            write_atomic(series_file, "\n".join(series_lines) + "\n")
+            for t in verdicts:
+                if t.refreshed is not None:
+                    write_atomic(config.series_dir / t.name, t.refreshed)
+                    written.append(config.series_dir / t.name)
+            for gone in sorted(retired):
+                (config.series_dir / gone).unlink()
+            fresh = configured_series(config, empty=True)
+            written += follow_manifest(config, fresh)
+            if config.patches_md is not None:
+                write_atomic(config.patches_md, series_patches_md(fresh))
+                written.append(config.patches_md)
+    except KeyboardInterrupt:
+        kept = f" (release {report.new} stays in the fork as {new_base[:12]})" if new_base else ""
+        raise Interrupted(
+            f"forklift flip stopped by Ctrl-C: {config.path.name}, the series and PATCHES.md are as they were{kept}"
+        ) from None
     return written

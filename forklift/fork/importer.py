@@ -1,16 +1,20 @@
 """Import a series into a fork repository: a branch at the pinned base with one commit per patch.
 
 The commits are built with git plumbing on a private index (`git apply --cached`,
-`write-tree`, `commit-tree`), so the user's working tree and current branch are
-never touched; only the new branch ref is written, and only once every patch
-has applied. For a PyPI or path pin, importing into a folder that is new (or
-empty) starts the fork there instead: the pristine tree as the tagged base commit
-on main, the new branch checked out on top of it.
+`write-tree`, `commit-tree`), so the user's working tree is never read; only the
+branch ref is written, and only once every patch has applied. A branch that is
+checked out (`--force` over the one in use) moves with its index and files
+(`git reset --keep`), so no staged change turns the new tree back into the old;
+it is refused while it holds uncommitted changes. For a PyPI or path pin,
+importing into a folder that is new (or empty) starts the fork there instead: the
+pristine tree as the tagged base commit on main, the new branch checked out on top
+of it; a failure or Ctrl-C there removes what was made.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from forklift.config import Config
 from forklift.config.schema import GitPin
-from forklift.errors import ForkliftError, UsageError
+from forklift.errors import ForkliftError, Interrupted, UsageError, interrupt_point
 from forklift.fork.base import base_tag, find_base
 from forklift.fork.create import create_fork
 from forklift.fork.export import PATCH_NAME
@@ -92,6 +96,12 @@ def import_series(
         raise ForkliftError(f"{branch!r} is not a valid branch name")
     if not force and git.resolve(f"refs/heads/{branch}") is not None:
         raise ForkliftError(f"{git.repo}: branch {branch!r} already exists (pass --force to replace it)")
+    worktree = checked_out(git, branch)
+    if worktree is not None and Git(worktree).text("status", "--porcelain", "--untracked-files=no").strip():
+        raise ForkliftError(
+            f"{worktree}: branch {branch!r} is checked out there with uncommitted changes: commit or discard "
+            "them, then import again"
+        )
     made: list[ImportedCommit] = []
     with tempfile.TemporaryDirectory(prefix="forklift-import-") as scratch:
         env = {"GIT_INDEX_FILE": os.path.join(scratch, "index")}
@@ -137,8 +147,23 @@ def import_series(
                 env=commit_env,
             ).strip()
             made.append(ImportedCommit(patch=patch.name, commit=parent))
-    git.run("update-ref", f"refs/heads/{branch}", parent)
+            interrupt_point("import.patch")
+    interrupt_point("import.branch")
+    if worktree is None:
+        git.run("update-ref", f"refs/heads/{branch}", parent)
+    else:  # the branch, its index and its files move together: nothing is left staged back to the old tree
+        Git(worktree).run("reset", "-q", "--keep", parent)
     return made
+
+
+def checked_out(git: Git, branch: str) -> Path | None:
+    """The working tree where `branch` is checked out (the main one or a linked one), or None."""
+    listing = git.text("worktree", "list", "--porcelain")
+    for stanza in listing.split("\n\n"):
+        lines = stanza.splitlines()
+        if f"branch refs/heads/{branch}" in lines and lines and lines[0].startswith("worktree "):
+            return Path(lines[0].removeprefix("worktree "))
+    return None
 
 
 def _patches(config: Config) -> tuple[Patch, ...]:
@@ -166,12 +191,37 @@ def import_branch(
     if not new_folder:
         fork = Git(repo)
         found = find_base(config, base, fork)
-        return ImportedBranch(found, import_series(fork, found, branch, patches, force=force))
+        try:
+            return ImportedBranch(found, import_series(fork, found, branch, patches, force=force))
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"forklift import stopped by Ctrl-C before branch {branch} was written: {repo} is as it was"
+            ) from None
     if isinstance(pin, GitPin):
         raise UsageError(f"{repo}: no such repository: for a git pin, clone {pin.url} there first")
     tree = materialize(pin, config.root, progress=progress)
     tag = base_tag(pin)
-    fork, start = create_fork(tree.path, repo, tag, tree.label)
-    made = import_series(fork, start, branch, patches, force=force)
-    fork.run("checkout", "-q", "-f", branch)
+    existed = repo.exists()
+    try:
+        fork, start = create_fork(tree.path, repo, tag, tree.label)
+        interrupt_point("import.created")
+        made = import_series(fork, start, branch, patches, force=force)
+        fork.run("checkout", "-q", "-f", branch)
+    except BaseException as exc:  # a half-made fork (a .git with no checkout) is worse than none
+        _remove_contents(repo, keep_folder=existed)
+        if isinstance(exc, KeyboardInterrupt):
+            raise Interrupted(f"forklift import stopped by Ctrl-C: the new fork {repo} was removed again") from None
+        raise
     return ImportedBranch(start, made, started=tree.label, tag=tag)
+
+
+def _remove_contents(folder: Path, keep_folder: bool) -> None:
+    """Remove what an import made in a folder that was new or empty before it started."""
+    if not keep_folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for child in folder.iterdir() if folder.is_dir() else ():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)

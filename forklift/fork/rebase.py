@@ -6,7 +6,12 @@ re-applied onto it with `git rebase --onto`, so conflicts stop one commit at a
 time and the user resolves them with git's own tools (`git rebase --continue`).
 The pending move is recorded in the fork's git folder; the `export` that follows
 the finished rebase writes the series on the new base and moves forklift.toml's
-pin, the series' base line, PATCHES.md and the manifest together.
+pin, the series' base line, PATCHES.md and the manifest together, as one step.
+
+A pin that already moved (`forklift flip NEW --write --repo FORK` moves the pin and
+the series' base line, not the user's branches) is followed the same way: the
+branch moves from the release it sits on to the one the series' base line names.
+Ctrl-C during a rebase gives git's rebase up and puts the branch back.
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
-from forklift.errors import ForkliftError, UsageError
+from forklift.errors import ForkliftError, Interrupted, UsageError, interrupt_point
 from forklift.fork.base import base_tag, find_base
 from forklift.fork.create import release_commit
+from forklift.fork.export import Export, write_export
 from forklift.fork.repo import Git
-from forklift.fsio import write_atomic
-from forklift.series.gate import configured_series
+from forklift.fsio import all_or_nothing, write_atomic
+from forklift.series.gate import configured_series, write_patches_md
+from forklift.series.model import SERIES_FILE
 from forklift.series.move import follow_manifest, moved_toml, new_pin
 from forklift.source.materialize import materialize
 
@@ -100,35 +107,45 @@ def start_rebase(
     pin = config.data.upstream
     if isinstance(pin, PathPin):
         raise UsageError(f"{config.path}: upstream.source is 'path': a local pin has no versions to move to")
-    if version == (pin.version if isinstance(pin, PypiPin) else pin.tag):
-        raise UsageError(f"{config.path}: the pin is already at {version}")
     fork.ensure_repo()
     if rebase_in_progress(fork):
         raise ForkliftError(f"{fork.repo}: a git rebase is in progress: finish it (`git rebase --continue`) first")
     if fork.text("status", "--porcelain", "--untracked-files=no").strip():
         raise ForkliftError(f"{fork.repo}: the working tree has uncommitted changes: commit or discard them first")
     tip = fork.commit_of(f"refs/heads/{branch}", "branch")
-    old_base = find_base(config, None, fork)
-    if not fork.is_ancestor(old_base, tip):
-        raise ForkliftError(f"branch {branch!r} ({tip[:12]}) does not descend from the base {old_base[:12]}")
-    target = new_pin(pin, version, config.root)
-    if isinstance(target, GitPin):
-        new_base = fork.resolve(target.commit)
-        if new_base is None:
-            raise ForkliftError(
-                f"{fork.repo}: upstream's {target.tag} ({target.commit[:12]}) is not in the fork: "
-                f"`git -C {fork.repo} fetch {target.url} tag {target.tag}` first"
-            )
+    if version == (pin.version if isinstance(pin, PypiPin) else pin.tag):
+        target: PypiPin | GitPin = pin
+        new_base = find_base(config, None, fork)  # the pin moved already (flip --write): follow it
+        if fork.is_ancestor(new_base, tip):
+            raise UsageError(f"{config.path}: the pin is already at {version} and branch {branch!r} is on it")
+        old_base = fork.text("merge-base", new_base, tip).strip()
     else:
-        tree = materialize(target, config.root, progress=progress)
-        new_base = release_commit(fork, tree.path, base_tag(target), tree.label, parent=old_base)
-    move = PendingMove(version, target.model_dump(exclude_none=True), old_base, new_base, branch)
-    _state_path(fork).write_text(json.dumps(asdict(move), indent=2) + "\n", encoding="utf-8")
+        old_base = find_base(config, None, fork)
+        if not fork.is_ancestor(old_base, tip):
+            raise ForkliftError(f"branch {branch!r} ({tip[:12]}) does not descend from the base {old_base[:12]}")
+        target = new_pin(pin, version, config.root)
+        new_base = _release_base(config, fork, target, old_base, progress)
     commits = len(fork.text("rev-list", f"{old_base}..{tip}").split())
-    proc = fork.run("rebase", "-q", "--onto", new_base, old_base, branch, env=_identity(fork), check=False)
+    if not commits:
+        raise UsageError(
+            f"branch {branch!r} has no commits on the base {old_base[:12]}: there is nothing to rebase; move an "
+            f"empty series with `forklift -c {config.root} flip {version} --write --repo {fork.repo}`"
+        )
+    move = PendingMove(version, target.model_dump(exclude_none=True), old_base, new_base, branch)
+    try:
+        _state_path(fork).write_text(json.dumps(asdict(move), indent=2) + "\n", encoding="utf-8")
+        proc = fork.run("rebase", "-q", "--onto", new_base, old_base, branch, env=_identity(fork), check=False)
+        interrupt_point("rebase.git")
+    except KeyboardInterrupt:
+        _undo(fork, branch, tip)
+        raise Interrupted(
+            f"forklift rebase stopped by Ctrl-C: git's rebase was given up and branch {branch} is back at "
+            f"{tip[:12]} (release {version} stays in the fork as {new_base[:12]}; a later rebase reuses it)"
+        ) from None
     if proc.returncode == 0:
         return RebaseOutcome(move, commits)
     if not rebase_in_progress(fork):
+        finish_move(fork)
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
         raise ForkliftError(f"{fork.repo}: git rebase failed: {detail[-1] if detail else proc.returncode}")
     stopped = fork.text("log", "-1", "--format=%H %s", "REBASE_HEAD", check=False).strip()
@@ -138,14 +155,77 @@ def start_rebase(
     )
 
 
-def finish_rebase(config: Config, fork: Git, move: PendingMove) -> list[Path]:
-    """After the export of the rebased branch: forklift.toml's pin (and contract) and the manifest follow the
-    series onto the new release, and the pending move is forgotten. Returns the files written."""
+def _release_base(config: Config, fork: Git, target: PypiPin | GitPin, old_base: str, progress: Console | None) -> str:
+    """The fork commit of the release `target` pins: upstream's tag commit, or the pristine tree's commit."""
+    if isinstance(target, GitPin):
+        new_base = fork.resolve(target.commit)
+        if new_base is None:
+            raise ForkliftError(
+                f"{fork.repo}: upstream's {target.tag} ({target.commit[:12]}) is not in the fork: "
+                f"`git -C {fork.repo} fetch {target.url} tag {target.tag}` first"
+            )
+        return new_base
+    tree = materialize(target, config.root, progress=progress)
+    return release_commit(fork, tree.path, base_tag(target), tree.label, parent=old_base)
 
+
+def _undo(fork: Git, branch: str, tip: str) -> None:
+    """Put `branch` back where a cut rebase found it and forget the move."""
+    if rebase_in_progress(fork):
+        fork.run("rebase", "--abort", check=False)
+    if fork.resolve(f"refs/heads/{branch}") != tip:
+        fork.run("update-ref", f"refs/heads/{branch}", tip)
+        if fork.text("symbolic-ref", "-q", "HEAD", check=False).strip() == f"refs/heads/{branch}":
+            fork.run("reset", "-q", "--hard", tip)  # the rebase had finished: its files go back with the branch
+    finish_move(fork)
+
+
+def off_the_pin(config: Config, fork: Git, base: str, ref: str) -> str | None:
+    """Why `ref` cannot stand for the series: it does not sit on the pinned release's base (the pin moved with
+    `flip --write`, the branch did not), with the command that moves it; None when it descends from the base."""
+    pin = config.data.upstream
+    tip, base_commit = fork.resolve(ref), fork.resolve(base)
+    if isinstance(pin, PathPin) or tip is None or base_commit is None or fork.is_ancestor(base_commit, tip):
+        return None
+    version = pin.version if isinstance(pin, PypiPin) else pin.tag
+    return (
+        f"fork ref {ref!r} ({tip[:12]}) is not on the pinned release {version} (base {base_commit[:12]}): "
+        f"move it with `forklift -c {config.root} rebase {version} --repo {fork.repo} --branch BRANCH`, then export"
+    )
+
+
+def write_exported(config: Config, fork: Git, export: Export, move: PendingMove | None) -> tuple[list[str], list[Path]]:
+    """Write an export as one step: the patches and patches/series, then (finishing a rebase) forklift.toml's
+    pin, its contract and the manifest, then PATCHES.md. Ctrl-C puts every file back as it was (a pending
+    move stays pending: the same export finishes it). Returns (patch files removed, other files written)."""
+    series_dir = config.series_dir
+    before = [path for path in series_dir.iterdir() if path.is_file()] if series_dir.is_dir() else []
+    paths = [*before, *(series_dir / p.name for p in export.patches), series_dir / SERIES_FILE, config.path]
+    if config.patches_md is not None:
+        paths.append(config.patches_md)
+    try:
+        with all_or_nothing(paths):
+            removed = write_export(export, series_dir)
+            interrupt_point("export.series")
+            written = _move_pin(config, move) if move is not None else []
+            interrupt_point("export.pin")
+            if config.patches_md is not None:
+                written.append(write_patches_md(config))
+    except KeyboardInterrupt:
+        finish = "" if move is None else f" (the move to {move.version} is still pending: export again finishes it)"
+        raise Interrupted(
+            f"forklift export stopped by Ctrl-C: {series_dir}, {config.path.name} and PATCHES.md are as they "
+            f"were{finish}"
+        ) from None
+    if move is not None:
+        finish_move(fork)
+    return removed, written
+
+
+def _move_pin(config: Config, move: PendingMove) -> list[Path]:
+    """forklift.toml's pin (and contract) and the manifest follow the exported series onto the new release."""
     pin = move.target()
     fresh = configured_series(config)
     gone = set(config.data.series.contract) - {patch.name for patch in fresh.patches}
     write_atomic(config.path, moved_toml(config, pin, gone))
-    written = [config.path, *follow_manifest(config, fresh)]
-    finish_move(fork)
-    return written
+    return [config.path, *follow_manifest(config, fresh)]

@@ -122,10 +122,11 @@ class GateResult:
     inputs: dict[str, Any] | None  # what the check read beyond forklift.toml (series/resultcache.py); None: git pin
 
 
-def configured_series(config: Config) -> Series:
-    """The series as forklift.toml configures it: its folder, patch root, unlisted-file rule and applier."""
+def configured_series(config: Config, empty: bool = False) -> Series:
+    """The series as forklift.toml configures it: its folder, patch root, unlisted-file rule and applier
+    (an `empty` one read as such: a flip or export may move a fork before its first patch)."""
     conf = config.data.series
-    return load_series(config.series_dir, unlisted=conf.unlisted, root=conf.root, applier=conf.applier)
+    return load_series(config.series_dir, unlisted=conf.unlisted, root=conf.root, applier=conf.applier, empty=empty)
 
 
 def configured_overlay(config: Config) -> dict[str, bytes]:

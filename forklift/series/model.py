@@ -231,11 +231,14 @@ def patch_files(folder: Path) -> list[str]:
     )
 
 
-def load_series(folder: Path, unlisted: Unlisted = "warn", root: str = "", applier: Applier = "gnu-patch") -> Series:
+def load_series(
+    folder: Path, unlisted: Unlisted = "warn", root: str = "", applier: Applier = "gnu-patch", empty: bool = False
+) -> Series:
     """Read and parse the whole series. Every entry must be a file in the folder; a patch file the
     series does not list is a warning (Debian and quilt tolerate them) or, with unlisted="error", an error.
     `root` is the folder of the tree the patches are written against (like `patch -d` / `git apply --directory`);
-    `applier` is whose rules the series is applied by, wherever it is applied."""
+    `applier` is whose rules the series is applied by, wherever it is applied. An `empty` series (a fork
+    before its first patch) is read as one, not refused."""
     series_file = folder / SERIES_FILE
     if not series_file.exists():
         raise PatchError(f"{series_file}: no series file")
@@ -246,7 +249,7 @@ def load_series(folder: Path, unlisted: Unlisted = "warn", root: str = "", appli
     for skip in skipped:
         if skip.name in listed:
             raise PatchError(f"{series_file}: {skip.name!r} is both listed and skipped")
-    if not entries:
+    if not entries and not empty:
         raise PatchError(f"{series_file}: the series is empty: nothing to check")
     for name in [name for name, _ in entries] + [s.name for s in skipped]:
         if not (folder / name).exists():

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import threading
-from http.server import ThreadingHTTPServer
-
 import pytest
 
 from forklift.source.cache import Cache
-from tests.source.helpers import IndexServer, handler
+from tests.source.helpers import serving
 
 
 @pytest.fixture
 def index_server():
-    state = IndexServer()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler(state))
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serving() as state:
+        yield state
 
 
 @pytest.fixture

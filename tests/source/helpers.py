@@ -11,9 +11,12 @@ import io
 import json
 import subprocess
 import tarfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from forklift.source.cache import Cache
@@ -118,6 +121,22 @@ def handler(server_state: IndexServer):
                 self.close_connection = True
 
     return Handler
+
+
+@contextmanager
+def serving() -> Iterator[IndexServer]:
+    """A real index on 127.0.0.1 serving what the yielded IndexServer holds, until the block ends."""
+    state = IndexServer()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler(state))
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
 
 
 def cache_entries(cache: Cache) -> dict[str, list[str]]:

@@ -1,0 +1,132 @@
+"""The fork round trip says OK only when it is true: each case here was an OK (or silence) over a false state.
+
+Real parts throughout: tinyup's releases (tests/fork/tinyup.py) from a real local index, real git, the
+forklift command line in a child process. Ctrl-C is injected at a named point of a step
+(FORKLIFT_INTERRUPT_AT, an event, not a time), so each interrupt lands in the same place every run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fork.tinyup import CORE, TinyUp, core, git, served
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory):
+    with served(tmp_path_factory.mktemp("tinyup")) as served_up:
+        yield served_up
+
+
+def ok(proc) -> str:
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def edit_core(fork: Path, line: int, text: str, message: str) -> None:
+    """The user's own commit on the checked-out branch, as they make one."""
+    current = (fork / CORE).read_text().splitlines(keepends=True)
+    current[2 * line + 1] = f"    return {text!r}\n"
+    (fork / CORE).write_text("".join(current))
+    git(fork, "commit", "-q", "-am", message)
+
+
+def started(up: TinyUp, tmp_path: Path, *lines: int) -> tuple[Path, Path]:
+    """A distribution on tinyup 1.0 and its fork (branch work checked out) with one exported commit per line."""
+    dist, fork = up.distribution(tmp_path / "dist"), tmp_path / "fork"
+    ok(up.forklift(dist, "import", "--branch", "work", "--repo", fork))
+    for line in lines:
+        edit_core(fork, line, f"patched {line}", f"Patch line {line}")
+    if lines:
+        ok(up.forklift(dist, "export", "--from", "work", "--repo", fork))
+    return dist, fork
+
+
+def state(dist: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(dist)): p.read_bytes() for p in sorted(dist.rglob("*")) if p.is_file()}
+
+
+def test_import_force_onto_the_checked_out_branch_moves_its_index_and_files(up, tmp_path):
+    dist, fork = started(up, tmp_path, 10)
+    patch = next((dist / "patches").glob("*.patch"))
+    patch.write_text(patch.read_text().replace("'patched 10'", "'edited 10'"))
+    ok(up.forklift(dist, "import", "--branch", "work", "--repo", fork, "--force"))
+    assert git(fork, "status", "--porcelain") == ""  # nothing staged back to the old tree
+    assert "return 'edited 10'" in (fork / CORE).read_text()
+    (fork / CORE).write_text("my uncommitted work\n")
+    refused = up.forklift(dist, "import", "--branch", "work", "--repo", fork, "--force")
+    assert refused.returncode == 1
+    assert "is checked out there with uncommitted changes" in refused.stderr
+    assert (fork / CORE).read_text() == "my uncommitted work\n"
+
+
+def test_after_flip_write_the_fork_follows_with_rebase(up, tmp_path):
+    dist, fork = started(up, tmp_path, 10, 20)
+    flipped = ok(up.forklift(dist, "flip", "1.1", "--write", "--repo", fork))
+    assert f"move each with `forklift rebase 1.1 --repo {fork} --branch BRANCH`" in flipped
+    stale = up.forklift(dist, "export", "--from", "work", "--repo", fork, "--check")
+    assert stale.returncode == 1 and "is not on the pinned release 1.1" in stale.stderr
+    replay = up.forklift(dist, "replay", "--against", "work", "--repo", fork)
+    assert replay.returncode == 1 and "rebase 1.1" in replay.stdout and "differing files" not in replay.stdout
+    ok(up.forklift(dist, "rebase", "1.1", "--repo", fork, "--branch", "work"))
+    ok(up.forklift(dist, "export", "--from", "work", "--repo", fork))
+    ok(up.forklift(dist, "export", "--from", "work", "--repo", fork, "--check"))
+    ok(up.forklift(dist, "replay", "--against", "work", "--repo", fork))
+    assert (fork / CORE).read_text() == core(
+        "1.1", {10: "def f10():\n    return 'patched 10'\n"} | {20: "def f20():\n    return 'patched 20'\n"}
+    )
+
+
+def test_flip_write_moves_an_empty_series(up, tmp_path):
+    dist, fork = started(up, tmp_path)
+    ok(up.forklift(dist, "flip", "1.1", "--write", "--repo", fork))
+    assert 'version = "1.1"' in (dist / "forklift.toml").read_text()
+
+
+def test_rebase_of_a_branch_without_commits_leaves_no_pending_move(up, tmp_path):
+    dist, fork = started(up, tmp_path)
+    refused = up.forklift(dist, "rebase", "1.1", "--repo", fork, "--branch", "work")
+    assert refused.returncode == 2 and "no commits on the base" in refused.stderr
+    assert not (fork / ".git" / "forklift-rebase.json").exists()
+
+
+def test_ctrl_c_in_an_import_that_starts_a_fork_removes_it(up, tmp_path):
+    dist, fork = up.distribution(tmp_path / "dist"), tmp_path / "fork"
+    cut = up.forklift(dist, "import", "--branch", "work", "--repo", fork, env_at="import.created")
+    assert cut.returncode == 130 and "was removed again" in cut.stderr
+    assert not fork.exists()
+    ok(up.forklift(dist, "import", "--branch", "work", "--repo", fork))  # the same command now succeeds
+
+
+def test_a_patch_that_does_not_apply_leaves_no_fork(up, tmp_path):
+    dist, _ = started(up, tmp_path, 10)
+    patch = next((dist / "patches").glob("*.patch"))
+    patch.write_text(patch.read_text().replace("-    return 10", "-    return 'not upstream'"))
+    other = tmp_path / "other"
+    failed = up.forklift(dist, "import", "--branch", "work", "--repo", other)
+    assert failed.returncode == 1 and "does not apply" in failed.stderr
+    assert not other.exists()
+
+
+def test_ctrl_c_in_export_after_a_rebase_keeps_the_series_and_the_pin_together(up, tmp_path):
+    dist, fork = started(up, tmp_path, 10)
+    ok(up.forklift(dist, "rebase", "1.1", "--repo", fork, "--branch", "work"))
+    before = state(dist)
+    for point in ("export.series", "export.pin"):
+        cut = up.forklift(dist, "export", "--from", "work", "--repo", fork, env_at=point)
+        assert cut.returncode == 130 and "export again finishes it" in cut.stderr, cut.stderr
+        assert state(dist) == before
+    ok(up.forklift(dist, "export", "--from", "work", "--repo", fork))
+    assert 'version = "1.1"' in (dist / "forklift.toml").read_text()
+    ok(up.forklift(dist, "check"))
+
+
+def test_ctrl_c_in_rebase_gives_the_rebase_up(up, tmp_path):
+    dist, fork = started(up, tmp_path, 10)
+    tip = git(fork, "rev-parse", "work")
+    cut = up.forklift(dist, "rebase", "1.1", "--repo", fork, "--branch", "work", env_at="rebase.git")
+    assert cut.returncode == 130 and "is back at" in cut.stderr
+    assert git(fork, "rev-parse", "work") == tip and git(fork, "status", "--porcelain") == ""
+    assert not (fork / ".git" / "rebase-merge").exists() and not (fork / ".git" / "forklift-rebase.json").exists()
