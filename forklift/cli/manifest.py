@@ -16,9 +16,16 @@ def manifest(
     """Check the lost-work manifest against the series, or write one requiring every file it changes today."""
     from forklift.fsio import tree_reader
     from forklift.series.gate import configured_overlay, configured_series
-    from forklift.series.manifest import changed_paths, check_manifest, write_manifest
+    from forklift.series.manifest import MANIFEST_FILE, changed_paths, check_manifest, load_manifest, write_manifest
 
     config = load()
+    if not write and load_manifest(config.series_dir) is None:  # nothing required is not "everything kept"
+        say(
+            ("no manifest", "red"),
+            f" {config.series_dir / MANIFEST_FILE} does not exist: nothing is checked "
+            "(write one with `forklift manifest --write`)",
+        )
+        raise typer.Exit(1)
     series = configured_series(config)
     from forklift.source.materialize import pinned_tree
 

@@ -88,9 +88,10 @@ def source_bind(
 
 @source_app.command("verify")
 def source_verify(repo: RepoOption = Path(".")) -> None:
-    """Check SOURCE: the commit exists, is on the published branch, descends from the base, only moved forward."""
+    """Check SOURCE: the commit exists, is on the published branch, descends from the base, only moved forward,
+    and its tree is the series applied to the pin."""
     from forklift.fork.base import binding_base
-    from forklift.fork.binding import SOURCE_FILE, load_binding, previous_commit, verify_binding
+    from forklift.fork.binding import SOURCE_FILE, load_binding, previous_commit, series_identity, verify_binding
     from forklift.fork.repo import Git
 
     config = load()
@@ -100,8 +101,15 @@ def source_verify(repo: RepoOption = Path(".")) -> None:
     base, pinned_tag = binding_base(config, fork)
     if pinned_tag and not binding.tag:
         binding = replace(binding, tag=pinned_tag)
-    _report_binding(verify_binding(fork, binding, base, previous_commit(path, binding.commit)))
-    say(("OK", "green"), f" {binding.commit[:12]} is published on {binding.branch} and descends from {base[:12]}")
+    failures = verify_binding(fork, binding, base, previous_commit(path, binding.commit))
+    if not any(failure.check == "not-from-base" for failure in failures):
+        failures += filter(None, [series_identity(config, fork, binding.commit, base, progress=console)])
+    _report_binding(failures)
+    say(
+        ("OK", "green"),
+        f" {binding.commit[:12]} is published on {binding.branch}, descends from {base[:12]} and holds "
+        "exactly the series",
+    )
 
 
 cache_app = App(help="The cache of upstream artifacts and pristine trees.")

@@ -5,6 +5,9 @@ branch. The binding holds only when the commit exists, is reachable from the
 published (remote) branch, descends from the pinned upstream base (whose tag
 must not have moved), and moved only forward since the previously recorded
 commit. Each violation is its own named failure, so CI says which one broke.
+`source verify` also replays the series on the pin and compares it with the bound
+commit's tree (`not-identical`): the release is the series, and the series is what
+the fork commit holds.
 """
 
 from __future__ import annotations
@@ -12,10 +15,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from forklift.config import Config
 from forklift.config.toml import tomllib
 from forklift.errors import ForkliftError
+from forklift.fork.replay import replay_series
 from forklift.fork.repo import Git
+from forklift.series.gate import configured_series
+from forklift.source.materialize import pinned_tree
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SOURCE_FILE = "SOURCE"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -41,7 +52,7 @@ class SourceBinding:
 
 @dataclass(frozen=True)
 class BindingFailure:
-    check: str  # missing-commit, missing-branch, unpublished, moved-tag, not-from-base, went-backwards
+    check: str  # missing-commit, missing-branch, unpublished, moved-tag, not-from-base, went-backwards, not-identical
     message: str
 
     def __str__(self) -> str:
@@ -139,3 +150,23 @@ def verify_binding(fork: Git, binding: SourceBinding, base: str, previous: str |
                 )
             )
     return failures
+
+
+def series_identity(
+    config: Config, fork: Git, commit: str, base: str, progress: Console | None = None
+) -> BindingFailure | None:
+    """The series applied to the pinned tree against the bound commit's tree: a failure naming the first
+    differing file, or None when the two are the same over upstream's paths."""
+    if fork.resolve(commit) is None:
+        return None  # missing-commit says so already
+    series = configured_series(config, empty=True)
+    tree = pinned_tree(config, progress=progress)
+    result = replay_series(fork, commit, tree.path, series.patches, series.applier, base)
+    if result.identical:
+        return None
+    return BindingFailure(
+        "not-identical",
+        f"the series applied to {tree.label} differs from fork commit {commit[:12]} in "
+        f"{len(result.differences)} file(s), first {result.differences[0]} (export the commit, or bind the one "
+        "the series came from)",
+    )

@@ -20,7 +20,7 @@ from forklift.series.apply import Overlay, PatchResult, Reader, apply_patch, app
 from forklift.series.digests import digest_problems
 from forklift.series.files import OverlayRow, apply_overlay
 from forklift.series.manifest import check_manifest
-from forklift.series.model import Patch, Series
+from forklift.series.model import Patch, Series, unrooted
 from forklift.series.render import DiffMemo, diff_stat, is_generated, overlay_hash, series_patches_md
 from forklift.source.requirements import EngineRequirements, RequirementChange
 
@@ -36,8 +36,19 @@ class Published:
 
 
 CheckName = Literal[
-    "pass1", "pass2", "whitespace", "compile", "patches-md", "nothing-changed", "manifest", "digests", "overlay", "lint"
+    "pass1",
+    "pass2",
+    "whitespace",
+    "compile",
+    "patches-md",
+    "nothing-changed",
+    "manifest",
+    "digests",
+    "overlay",
+    "lint",
+    "deletes",
 ]
+DELETES = "deletes"  # the header field naming the upstream files a patch removes on purpose
 
 
 class HunkRow(BaseModel):
@@ -199,6 +210,28 @@ def compile_findings(overlay: Overlay, memo: CompiledMemo | None = None) -> list
     return findings
 
 
+def deletion_findings(patches: list[Patch], read: Reader) -> list[Finding]:
+    """A patch that deletes a file upstream ships, unless its header's `Deletes:` names it: a deletion
+    slips past every other check (nothing fails to apply) and then reads as required work."""
+    findings = []
+    for patch in patches:
+        declared = set(patch.header.get(DELETES).replace(",", " ").split())
+        for fp in patch.files:
+            path = fp.old_path
+            if fp.new_path is not None or path is None or read(path) is None:
+                continue
+            if path not in declared and unrooted(path, patch.root) not in declared:
+                findings.append(
+                    Finding(
+                        check="deletes",
+                        subject=patch.name,
+                        message=f"deletes the upstream file {path}: if that is intended, say "
+                        f"`Deletes: {unrooted(path, patch.root)}` in the patch header",
+                    )
+                )
+    return findings
+
+
 def touched_files(
     changed: dict[str, tuple[bytes | None, bytes | None]], patches: list[Patch], whole: list[str] | None = None
 ) -> list[FileStat]:
@@ -251,6 +284,7 @@ def check_series(
             )
 
     findings += whitespace_findings(patches, results)
+    findings += deletion_findings(patches, read)
     findings += compile_findings(overlay, compiled)
     changed = overlay.changed()
     if not changed:

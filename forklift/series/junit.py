@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 from forklift.series.check import CheckReport
 
-OTHER_CHECKS = ("whitespace", "compile", "patches-md", "nothing-changed", "manifest", "digests")
+OTHER_CHECKS = ("whitespace", "compile", "deletes", "patches-md", "nothing-changed", "manifest", "digests")
 
 
 def junit_xml(report: CheckReport) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fork.tinyup import CORE, TinyUp, core, git, served
+from tests.fork.tinyup import CORE, UTIL, TinyUp, core, git, served
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +130,38 @@ def test_ctrl_c_in_rebase_gives_the_rebase_up(up, tmp_path):
     assert cut.returncode == 130 and "is back at" in cut.stderr
     assert git(fork, "rev-parse", "work") == tip and git(fork, "status", "--porcelain") == ""
     assert not (fork / ".git" / "rebase-merge").exists() and not (fork / ".git" / "forklift-rebase.json").exists()
+
+
+def test_source_verify_proves_the_bound_commit_holds_the_series(up, tmp_path):
+    dist, fork = started(up, tmp_path, 10)
+    git(fork, "branch", "published")
+    ok(up.forklift(dist, "source", "bind", "work", "--branch", "published", "--repo", fork))
+    assert "holds exactly the series" in ok(up.forklift(dist, "source", "verify", "--repo", fork))
+    edit_core(fork, 20, "not in the series", "A commit nobody exported")
+    git(fork, "branch", "-f", "published")
+    ok(up.forklift(dist, "source", "bind", "work", "--branch", "published", "--repo", fork))  # SOURCE moves on
+    proc = up.forklift(dist, "source", "verify", "--repo", fork)
+    assert proc.returncode == 1
+    assert "not-identical: the series applied to tinyup 1.0 sdist differs from fork commit" in proc.stdout
+    assert f"{CORE}: content differs" in proc.stdout
+
+
+def test_a_patch_deleting_an_upstream_file_is_a_finding_unless_its_header_says_so(up, tmp_path):
+    dist, fork = started(up, tmp_path)
+    git(fork, "rm", "-q", UTIL)
+    git(fork, "commit", "-q", "-m", "Drop util.py")
+    ok(up.forklift(dist, "export", "--from", "work", "--repo", fork))
+    proc = up.forklift(dist, "check")
+    assert proc.returncode == 1
+    assert f"deletes the upstream file {UTIL}: if that is intended, say `Deletes: {UTIL}`" in proc.stdout
+    patch = next((dist / "patches").glob("*.patch"))
+    patch.write_text(patch.read_text().replace("Author:", f"Deletes: {UTIL}\nAuthor:", 1))
+    ok(up.forklift(dist, "check"))
+
+
+def test_manifest_without_a_manifest_is_not_ok(up, tmp_path):
+    dist, _ = started(up, tmp_path, 10)
+    proc = up.forklift(dist, "manifest")
+    assert proc.returncode == 1 and "MANIFEST.toml does not exist: nothing is checked" in proc.stdout
+    ok(up.forklift(dist, "manifest", "--write"))
+    assert "the series carries everything the manifest requires" in ok(up.forklift(dist, "manifest"))
