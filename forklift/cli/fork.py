@@ -197,7 +197,7 @@ def replay(
     if behind:
         say(("not on the pin", "red"), f" {behind}")
         raise typer.Exit(1)
-    series = configured_series(config)
+    series = configured_series(config, empty=True)
     from forklift.source.materialize import pinned_tree
 
     result = replay_series(fork, ref, pinned_tree(config, progress=console).path, series.patches, series.applier, base)
