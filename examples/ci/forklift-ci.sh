@@ -4,6 +4,11 @@
 #                                 (and `forklift lint`'s rules once forklift.toml sets [series] lint = true)
 #   forklift-ci.sh upstream-main  nightly: the series tried on upstream's branch head (a git pin's repository),
 #                                 so a break shows before the release; a dry run, nothing is written
+#   forklift-ci.sh watch          nightly: a newer release than the pin (the index pip reads, or the git upstream's
+#                                 tags) flipped onto, dry run; the pull-request body into the summary; step outputs
+#                                 verdict=current|moves|blocked|unreachable and newest=VERSION; red only when blocked
+#   forklift-ci.sh pull-request   after watch said moves: flip --write onto $FORKLIFT_NEWEST on a branch
+#                                 forklift/pin-VERSION, push it, open the pull request with gh (GH_TOKEN)
 # Run from the distribution's folder (where forklift.toml is). Outputs:
 #   $FORKLIFT_CI_OUT (default forklift-ci/): check.xml (JUnit), flip.md; receipts/ under it
 #   $GITHUB_STEP_SUMMARY (default $FORKLIFT_CI_OUT/summary.md): the markdown job summary, appended to
@@ -22,8 +27,33 @@ case ${1:-} in
     [ -f "$results/flip.md" ] && cat "$results/flip.md" >>"$summary"
     exit "$status"
     ;;
+  watch)
+    status=0
+    forklift watch --json --out "$results/watch" --receipts "$results/receipts" >"$results/watch.json" || status=$?
+    case $status in
+      0) verdict=current ;;
+      10) verdict=moves ;;
+      11) verdict=blocked ;;
+      75) verdict=unreachable ;;
+      *) exit "$status" ;;
+    esac
+    [ -f "$results/watch/pull-request.md" ] && cat "$results/watch/pull-request.md" >>"$summary"
+    newest=$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["newest"])' "$results/watch.json" 2>/dev/null || true)
+    printf 'verdict=%s\nnewest=%s\n' "$verdict" "$newest" >>"${GITHUB_OUTPUT:-$results/outputs}"
+    [ "$verdict" != blocked ]  # blocked: patches to re-cut before the pin can move, a red nightly
+    ;;
+  pull-request)
+    version=${FORKLIFT_NEWEST:?set FORKLIFT_NEWEST to the release the watch step found}
+    branch="forklift/pin-$version"
+    forklift flip "$version" --write --receipts "$results/receipts"
+    git switch -c "$branch"
+    git add -u  # what flip --write moved: forklift.toml, the series, re-cut patches, PATCHES.md (no new files)
+    git -c user.name=forklift -c user.email=forklift@users.noreply.github.com commit -qm "Move the pin to $version"
+    git push --force origin "$branch"
+    gh pr create --title "Move the pin to $version" --body-file "$results/watch/pull-request.md" --head "$branch"
+    ;;
   *)
-    echo "usage: forklift-ci.sh check|upstream-main" >&2
+    echo "usage: forklift-ci.sh check|upstream-main|watch|pull-request" >&2
     exit 2
     ;;
 esac

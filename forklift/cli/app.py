@@ -102,6 +102,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "tree": ("tree",),
     "fork": ("export", "import", "rebase", "replay"),
     "flip": ("flip",),
+    "watch": ("watch",),
     "launch": ("launch", "stop"),
     "knobs": ("knobs",),
     "installed": ("apply", "verify"),

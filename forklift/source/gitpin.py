@@ -61,6 +61,15 @@ def remote_ref_commit(url: str, ref: str) -> str:
     raise ForkliftError(f"ref {ref!r} (a branch or tag) not found at {redact(url)}")
 
 
+def remote_tags(url: str) -> list[str]:
+    """Every tag name at `url` now, asked with one ls-remote."""
+    result = run_git(["ls-remote", "--tags", "--refs", "--", url], check=False)
+    if result.returncode != 0:
+        raise UnreachableError(f"cannot reach the git repository {redact(url)}: {_why(result.stderr)}")
+    lines = result.stdout.decode("utf-8", "replace").splitlines()
+    return [line.split("\t", 1)[1].removeprefix("refs/tags/") for line in lines if "\trefs/tags/" in line]
+
+
 def update_mirror(url: str, cache: Cache) -> Path:
     """The cache's bare mirror of `url`, cloned or fetched (tags forced, so a moved tag shows)."""
     mirror = cache.mirror_path(url)

@@ -193,6 +193,15 @@ def reason(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def project_page_url(package: str, index_url: str | None = None) -> str:
+    """`package`'s page on the index: `index_url`, else the one pip would use."""
+    index, origin = (index_url, "") if index_url else pip_index_url()
+    if not re.match(r"^https?://[^/\s]+", index):
+        source = f" (from {origin})" if origin else ""
+        raise UsageError(f"index URL {redact(index)}{source}: expected an http(s) PEP 691 simple index URL")
+    return f"{index.rstrip('/')}/{canonicalize_name(package)}/"
+
+
 def resolve_pypi_file(
     package: str,
     version: str,
@@ -204,11 +213,7 @@ def resolve_pypi_file(
 ) -> IndexFile:
     """The file of `package` `version` on the index: `filename` when given, else the sdist,
     else (``wheel=True``) the wheel with exactly `tags`, or without them the one that best fits this machine."""
-    index, origin = (index_url, "") if index_url else pip_index_url()
-    if not re.match(r"^https?://[^/\s]+", index):
-        source = f" (from {origin})" if origin else ""
-        raise UsageError(f"index URL {redact(index)}{source}: expected an http(s) PEP 691 simple index URL")
-    page = f"{index.rstrip('/')}/{canonicalize_name(package)}/"
+    page = project_page_url(package, index_url)
     # a file a published index has under a name is that file for good (PyPI refuses a second upload of a
     # name), so a pick no later upload can change is remembered: no page fetched, no HTTP client imported.
     # Only an https index counts as published: a plain-http one (a local server) may serve anything next time.
@@ -220,6 +225,14 @@ def resolve_pypi_file(
     if key is not None and (wheel or filename or found.filename.endswith(".tar.gz")):  # .tar.gz is picked first
         _remember(key, found)
     return found
+
+
+def release_versions(package: str, index_url: str | None = None) -> tuple[list[str], str]:
+    """The versions of `package` on the index with at least one file not yanked, and the page read (redacted)."""
+    page = project_page_url(package, index_url)
+    entries, _ = parse_project_page(fetch_project_page(page, package), page)
+    found = {str(v) for f in entries if not f.get("yanked") and (v := _version_of(f["filename"], package)) is not None}
+    return sorted(found, key=Version), redact(page)
 
 
 def _picks_memo() -> Path:
