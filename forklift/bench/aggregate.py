@@ -112,6 +112,25 @@ def aggregate(
         out["request_per_s"] = len(ok) / duration_s
     if slo is not None:
         out["goodput"] = goodput(records, slo, duration_s)
+    if any(r.turn is not None for r in records):
+        out["turns"] = turn_summary(ok)
+    return out
+
+
+def turn_summary(records: Sequence[RequestRecord]) -> dict[str, dict[str, Any]]:
+    """A multi-turn cell by turn: TTFT, and the share of the prompt the prefix cache held (where measured)."""
+    out: dict[str, dict[str, Any]] = {}
+    for turn in sorted({r.turn for r in records if r.turn is not None}):
+        mine = [r for r in records if r.turn == turn]
+        measured = [r for r in mine if r.prefix_hits is not None and r.prompt_tokens]
+        prompt = sum(r.prompt_tokens or 0 for r in measured)
+        out[str(turn)] = {
+            "requests": len(mine),
+            "ttft_ms": distribution([r.ttft for r in mine if r.ttft is not None]),
+            "prompt_tokens": int(sum(r.prompt_tokens or 0 for r in mine)),
+            "prefix_hits": int(sum(r.prefix_hits or 0 for r in measured)) if measured else None,
+            "reuse": sum(r.prefix_hits or 0 for r in measured) / prompt if measured and prompt else None,
+        }
     return out
 
 

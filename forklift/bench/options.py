@@ -47,6 +47,9 @@ class BenchOptions(BaseModel):
     timeout: float = 600.0
     engine: str = "vllm"
     slo: str | None = None
+    conversations: int | None = None
+    turns: int = 2
+    interleave: str = "alternating"
 
     @model_validator(mode="after")
     def _one_server_one_workload(self) -> BenchOptions:
@@ -65,6 +68,16 @@ class BenchOptions(BaseModel):
             self.synthetic_lengths()
         if self.slo is not None:
             parse_slo(self.slo)
+        if self.conversations is not None:
+            given: dict[str, object] = {"--cohort": self.cohort, "--concurrency": self.concurrency}
+            given |= {"--requests": self.requests, "--rate": self.rate, "--mode": self.mode}
+            clash = next((flag for flag, value in given.items() if value is not None), None)
+            if self.synthetic is None or clash:
+                raise UsageError(
+                    f"--conversations takes --synthetic IN:OUT (words a user turn, tokens an answer)"
+                    f"{f', not {clash}' if clash else ''}: --interleave sets how they are sent"
+                )
+            self.workload()  # a bad count, turns or interleave is named now
         return self
 
     def levels(self) -> list[int]:
@@ -92,7 +105,20 @@ class BenchOptions(BaseModel):
     def workload(self) -> Workload:
         # local: the workload loaders pull aiohttp and pydantic (~200 ms); only a bench run needs them
         from forklift.workload import load_cohort, synthetic_workload
+        from forklift.workload.conversation import conversation_workload
 
+        if self.conversations is not None:
+            words, out = self.synthetic_lengths()
+            return conversation_workload(
+                conversations=self.conversations,
+                turns=self.turns,
+                user_words=words,
+                output_tokens=out,
+                interleave=self.interleave,
+                preset=self.sampling,
+                seed=self.seed,
+                salt_nonce=self.salt_nonce,
+            )
         if self.synthetic is not None:
             inp, out = self.synthetic_lengths()
             endpoint: Literal["chat", "completions"] = "chat" if self.endpoint == "chat" else "completions"

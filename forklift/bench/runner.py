@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from forklift.bench.aggregate import aggregate, run_duration
+from forklift.bench.conversations import send_conversations
 from forklift.bench.gpu import GpuSampler
 from forklift.bench.histograms import Buckets, add, run_histograms, server_latency
 from forklift.bench.metrics import (
@@ -254,29 +255,48 @@ async def run_bench(plan: BenchPlan, recorder: BenchRecorder, progress: Progress
             unreachable = False
             try:
                 for run in range(plan.total_runs):
-                    requests = await prepare(
-                        plan.workload,
-                        model=plan.model,
-                        cell=spec.name,
-                        run=run,
-                        count=spec.requests,
-                        session=client.session,
-                        base_url=plan.url,
+                    conversations = plan.workload.interleave is not None
+                    requests = (
+                        []
+                        if conversations
+                        else await prepare(
+                            plan.workload,
+                            model=plan.model,
+                            cell=spec.name,
+                            run=run,
+                            count=spec.requests,
+                            session=client.session,
+                            base_url=plan.url,
+                        )
                     )
-                    progress.start(spec.name, run, len(requests))
+                    progress.start(spec.name, run, len(plan.workload.items) if conversations else len(requests))
                     before = await scrape(client.session, plan.url)
                     async with GpuSampler() as sampler:
-                        unreachable = await send_all(
-                            client,
-                            requests,
-                            spec,
-                            run=run,
-                            zero=zero,
-                            recorder=recorder,
-                            cell=cell,
-                            progress=progress,
-                            rng=rng,
-                        )
+                        if conversations:
+                            unreachable = await send_conversations(
+                                client,
+                                plan.workload,
+                                model=plan.model,
+                                cell_name=spec.name,
+                                run=run,
+                                zero=zero,
+                                recorder=recorder,
+                                cell=cell,
+                                advance=progress.advance,
+                                names=names,
+                            )
+                        else:
+                            unreachable = await send_all(
+                                client,
+                                requests,
+                                spec,
+                                run=run,
+                                zero=zero,
+                                recorder=recorder,
+                                cell=cell,
+                                progress=progress,
+                                rng=rng,
+                            )
                     after = None if unreachable else await scrape(client.session, plan.url)
                     moved = run_histograms(before, after, names) if before and after else {}
                     records = [r for r in cell.requests if r.run == run]

@@ -106,6 +106,13 @@ def _gpu(cell: Cell) -> str:
     return f"{shown}, {_num(hottest, '{:.0f}')} C" + (f", throttled: {', '.join(reasons)}" if reasons else "")
 
 
+def _turns(found: dict[str, Any] | None) -> str:
+    if not found:
+        return "-"
+    shares = {turn: "-" if t["reuse"] is None else f"{t['reuse']:.0%}" for turn, t in found.items()}
+    return " ".join(f"t{turn} {share}" for turn, share in shares.items())
+
+
 def _goodput(found: dict[str, Any] | None) -> str:
     if not found:
         return "-"
@@ -157,6 +164,7 @@ ROWS = (
     ("aggregate decode tok/s", lambda c: _num(c.aggregate.get("aggregate_decode_tok_s"))),
     ("e2e tok/s", lambda c: _num(c.aggregate.get("e2e_tok_s"))),
     ("goodput (within --slo)", lambda c: _goodput(c.aggregate.get("goodput"))),
+    ("prefix reuse by turn", lambda c: _turns(c.aggregate.get("turns"))),
     ("tok/step (spec decode)", lambda c: _num(c.metrics_delta.get("tok_per_step"), "{:.2f}")),
     ("prefix cache hits", lambda c: _num(c.metrics_delta.get("prefix_cache_hits"), "{:.0f}")),
     ("preemptions", lambda c: _num(c.metrics_delta.get("preemptions"), "{:.0f}")),
@@ -244,6 +252,25 @@ def bench(
         str,
         typer.Option("--salt-nonce", help="change to re-bench a live server off its cache", rich_help_panel=WORKLOAD),
     ] = "forklift",
+    conversations: Annotated[
+        int | None,
+        typer.Option(
+            "--conversations",
+            help="multi-turn: this many conversations, each answer fed back (--synthetic WORDS:TOKENS a turn)",
+            rich_help_panel=WORKLOAD,
+        ),
+    ] = None,
+    turns: Annotated[
+        int, typer.Option("--turns", help="multi-turn: turns of each conversation", rich_help_panel=WORKLOAD)
+    ] = 2,
+    interleave: Annotated[
+        str,
+        typer.Option(
+            "--interleave",
+            help="multi-turn: alternating (one request in flight, per-turn prefix reuse) or concurrent",
+            rich_help_panel=WORKLOAD,
+        ),
+    ] = "alternating",
     mode: Annotated[
         str | None,
         typer.Option(
@@ -326,6 +353,9 @@ def bench(
         timeout=timeout,
         engine=engine,
         slo=slo,
+        conversations=conversations,
+        turns=turns,
+        interleave=interleave,
     )
     make_plan = options.plan()
     folder = receipts_dir(receipts)

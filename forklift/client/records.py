@@ -62,6 +62,12 @@ class RequestRecord(BaseModel):
     spec: dict[str, float] | None = Field(
         default=None, description="per-request speculative decoding stats when the server exposes them"
     )
+    turn: int | None = Field(default=None, description="a conversation's turn (1 = its first request)")
+    prefix_hits: int | None = Field(
+        default=None,
+        description="prompt tokens the server's prefix cache held for this request: its counters' delta over the "
+        "request, read only when it was the one request in flight",
+    )
 
     @property
     def ok(self) -> bool:

@@ -123,8 +123,13 @@ class StreamClient:
         await self.fill(record, request, zero)
         return record
 
-    async def fill(self, record: RequestRecord, request: PreparedRequest, zero: float) -> None:
+    async def fill(
+        self, record: RequestRecord, request: PreparedRequest, zero: float, text: list[str] | None = None
+    ) -> None:
         """Send `request` and fill `record` in place; failures land in the record, never raise.
+
+        With `text`, the answer's text is appended to it as it arrives (a conversation feeds it back);
+        a record keeps only its digest.
 
         Cancellation (Ctrl-C) marks the record interrupted and propagates, so the caller can
         still keep what was measured.
@@ -133,7 +138,7 @@ class StreamClient:
         body = {**request.body, "stream": True, "stream_options": STREAM_OPTIONS}
         try:
             # one exact deadline over the whole exchange (aiohttp's own rounds up to whole seconds)
-            await asyncio.wait_for(self._exchange(PATHS[request.endpoint], body, record, zero), self.timeout)
+            await asyncio.wait_for(self._exchange(PATHS[request.endpoint], body, record, zero, text), self.timeout)
         except asyncio.CancelledError:
             _fail(record, "interrupted", "cancelled mid-request")
             raise
@@ -163,7 +168,9 @@ class StreamClient:
         writer.close()
         return True
 
-    async def _exchange(self, path: str, body: dict[str, Any], record: RequestRecord, zero: float) -> None:
+    async def _exchange(
+        self, path: str, body: dict[str, Any], record: RequestRecord, zero: float, text: list[str] | None
+    ) -> None:
         async with self.session.post(self.base_url + path, json=body, allow_redirects=False) as response:
             record.status = response.status
             encoding = response.headers.get("Content-Encoding", "identity")
@@ -177,7 +184,7 @@ class StreamClient:
                 _fail(record, "http", f"HTTP {response.status}: {await self._error_text(response, encoding)}")
                 return
             refuse_encoded(response)
-            stream = _StreamState(record, zero, _chunk_bound(body))
+            stream = _StreamState(record, zero, _chunk_bound(body), text)
             decoder = SSEDecoder(self.limits.event_bytes)
             limit = self.limits.response_bytes
             received = 0
@@ -207,12 +214,15 @@ class StreamClient:
 class _StreamState:
     """Folds the events of one stream into its record (the client's hot path: keep it lean)."""
 
-    def __init__(self, record: RequestRecord, zero: float, max_chunks: int | None = None):
+    def __init__(
+        self, record: RequestRecord, zero: float, max_chunks: int | None = None, text: list[str] | None = None
+    ):
         self.record = record
         self.zero = zero
         self.max_chunks = max_chunks
         self.chunks: list[tuple[float, int]] = []
-        self.digest = hashlib.sha256()  # of the text, as it arrives: the text itself is not kept
+        self.digest = hashlib.sha256()  # of the text, as it arrives: the text itself is kept only in `text`
+        self.text = text
         self.usage: dict[str, Any] | None = None
         self.seen_tokens = 0  # running completion_tokens from continuous usage
         self.continuous = False
@@ -268,6 +278,8 @@ class _StreamState:
                 raise TooLarge(f"more than {self.max_chunks} content chunks for the tokens asked for (max_tokens x n)")
             self.chunks.append((now - self.zero, tokens))
             self.digest.update(text.encode(errors="surrogatepass"))
+            if self.text is not None:
+                self.text.append(text)
         return False
 
     def finish(self, now: float, cut: bool = False) -> None:

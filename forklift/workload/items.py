@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,6 +47,8 @@ class WorkItem:
     ignore_eos: bool = False
     synthetic_tokens: int | None = None  # fit the prompt to exactly this many input tokens
     synthetic_seed: int | None = None  # which filler text the synthetic prompt is cut from
+    conversation: int | None = None  # a multi-turn workload: which conversation this user turn belongs to
+    turn: int | None = None  # ... and which of its turns (1 = the first)
 
     def definition(self) -> dict[str, Any]:
         """Everything that defines the item (no salt): the input of the workload hash."""
@@ -57,6 +59,8 @@ class WorkItem:
             out["messages"] = self.messages
         else:
             out["prompt"] = self.prompt
+        if self.turn is not None:
+            out["conversation"], out["turn"] = self.conversation, self.turn
         return out
 
 
@@ -70,6 +74,7 @@ class Workload:
     salted: bool = True
     salt_nonce: str = "forklift"
     corpus_hash: str | None = None
+    interleave: Literal["alternating", "concurrent"] | None = None  # a multi-turn workload: how turns are sent
 
     def sampling(self, index: int, item: WorkItem) -> dict[str, Any]:
         """The preset, then the seeded preset's per-item seed, then the item's own settings."""

@@ -7,6 +7,7 @@ these tests prove the plumbing (counters move, tok/step is read from them), not 
 
 import json
 import subprocess
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,34 @@ def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
         else:  # n-gram drafts on a loaded box can write a whole 24-token answer at once: no rate, never a zero one
             assert "aggregate_decode_tok_s" not in agg and "per_stream_decode_tok_s" not in agg
         check_spec_cell(cell)
+
+
+def test_conversations_feed_answers_back_and_reuse_their_own_history_turn_by_turn(vllm_server, tmp_path):
+    # 2 conversations x 3 turns of 40 filler words (about 160 tokens), answers of 8 tokens; block size 128 on CPU
+    common = ["--url", vllm_server.url, "--conversations", "2", "--turns", "3", "--synthetic", "40:8"]
+    output, receipt = bench(tmp_path / "alternating", *common, "--warmup", "0", "--runs", "1")
+    assert receipt.status == "ok" and receipt.body["workload"]["prompts"] == 6
+    (cell,) = receipt.body["cells"]
+    records = cell["requests"]
+    assert [(r["prompt_id"], r["turn"]) for r in records] == [
+        (f"conv{c:03d}-t{t:02d}", t) for t in (1, 2, 3) for c in (0, 1)
+    ]  # alternating: every conversation's turn 1, then every turn 2, ...
+    for c in (0, 1):
+        mine = [r for r in records if r["prompt_id"].startswith(f"conv{c:03d}")]
+        # each turn's prompt holds the last one's prompt and answer, then a new user turn
+        assert all(b["prompt_tokens"] > a["prompt_tokens"] + a["completion_tokens"] for a, b in pairwise(mine))
+        assert mine[0]["prefix_hits"] == 0  # salted: a conversation starts cold
+        assert mine[1]["prefix_hits"] >= 128 and mine[2]["prefix_hits"] > mine[1]["prefix_hits"]  # its history, cached
+    turns = cell["aggregate"]["turns"]
+    assert turns["1"]["reuse"] == 0.0 and 0 < turns["2"]["reuse"] < turns["3"]["reuse"] < 1
+    assert sum(t["prefix_hits"] for t in turns.values()) == cell["metrics_delta"]["prefix_cache_hits"]
+    assert "prefix reuse by turn" in output and "t1 0%" in output
+    _, concurrent = bench(
+        tmp_path / "concurrent", *common, "--interleave", "concurrent", "--warmup", "0", "--runs", "1"
+    )
+    (cell,) = concurrent.body["cells"]
+    assert all(r["prefix_hits"] is None for r in cell["requests"])  # two in flight: one's hits are not told apart
+    assert cell["metrics_delta"]["prefix_cache_hits"] >= 2 * 128 and cell["aggregate"]["turns"]["2"]["reuse"] is None
 
 
 def test_salted_misses_and_unsalted_repeat_hits_the_prefix_cache(vllm_server, tmp_path):
