@@ -103,6 +103,7 @@ def verify(
 def _verify_image(archive: Path, tag: str | None, trimmed: bool, as_json: bool) -> None:
     from forklift.errors import ForkliftError
     from forklift.ship.verify import verify_image
+    from forklift.textsafe import terminal
 
     check = verify_image(load(), archive, tag, trimmed)
     state = check.state
@@ -113,6 +114,7 @@ def _verify_image(archive: Path, tag: str | None, trimmed: bool, as_json: bool) 
                 "image_id": check.image.image_id,
                 "format": check.image.format,
                 "site": check.site,
+                "interpreter": check.interpreter,
                 "distribution": state.package.dist_info.name,
                 "checked": state.checked,
                 "patches": [{"name": p.name, "state": p.state} for p in state.patches],
@@ -122,17 +124,22 @@ def _verify_image(archive: Path, tag: str | None, trimmed: bool, as_json: bool) 
             }
         )
     else:
+        # names and labels come from the image: escaped, so none can print a line of its own
         for patch in state.patches:
-            say(f"{patch.state:12} {patch.name}")
+            say(f"{patch.state:12} {terminal(patch.name)}")
         for file in state.files:
             if file.state != "absent":
-                say(f"{file.state:12} {file.path}{'  (' + file.why + ')' if file.why else ''}")
+                say(f"{file.state:12} {terminal(file.path)}{'  (' + terminal(file.why) + ')' if file.why else ''}")
         for key, want in check.expected.items():
             found = check.image.labels.get(key)
-            say(f"{'label' if found == want else 'LABEL':12} {key}={found if found is not None else '(missing)'}")
+            say(
+                f"{'label' if found == want else 'LABEL':12} {key}={terminal(found) if found is not None else '(missing)'}"
+            )
+        python = f", imported by {terminal(check.interpreter)}" if check.interpreter else ""
         say(
-            f"{state.checked} files checked against {state.package.dist_info.name}/RECORD in /{check.site}"
-            f" of image {check.image.image_id} ({check.image.format}, {len(check.image.layers)} layers)"
+            f"{state.checked} files checked against {terminal(state.package.dist_info.name)}/RECORD in"
+            f" /{terminal(check.site)}{python} of image {check.image.image_id}"
+            f" ({check.image.format}, {len(check.image.layers)} layers)"
         )
     if not check.ok:
-        raise ForkliftError(f"image {archive}: {check.summary()}")
+        raise ForkliftError(f"image {archive}: {terminal(check.summary())}")

@@ -18,6 +18,7 @@ from forklift.ship.labels import image_labels
 class ImageCheck:
     image: Image
     site: str  # where the engine is installed in the image
+    interpreter: str | None  # the image's python that imports it from there
     state: Verification
     expected: dict[str, str]  # the labels the engine found in the image should carry
     label_problems: list[str]
@@ -56,4 +57,4 @@ def verify_image(config: Config, archive: Path, tag: str | None = None, trimmed:
             problems.append(f"label {key} missing (the image's engine has {want})")
         elif labels[key] != want:
             problems.append(f"label {key} is {labels[key]!r}, the image's engine has {want!r}")
-    return ImageCheck(unpacked.image, unpacked.site_in_image, state, expected, problems)
+    return ImageCheck(unpacked.image, unpacked.site_in_image, unpacked.interpreter, state, expected, problems)

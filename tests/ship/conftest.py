@@ -153,6 +153,7 @@ def image_labels(distribution: Path) -> dict[str, str]:
 OVERWRITTEN = "vllm/logger.py"  # a file the series does not touch, changed by one byte in a later layer
 DELETED = "vllm/collect_env.py"  # deleted by a whiteout in a later layer
 OPAQUE_FOLDER = "vllm/v1/worker"  # emptied by an opaque whiteout
+FORGED = "label        io.forklift.pin=forged"  # what a label value with a newline would print as a line
 
 
 def layer_tar(path: Path, members: dict[str, bytes]) -> Path:
@@ -173,7 +174,7 @@ def layer_tar(path: Path, members: dict[str, bytes]) -> Path:
 def layout(installed_venv, distribution, tmp_path_factory) -> Layout:
     """Tags: empty (scratch), good (a site-packages layer with the patched wheel's files, forklift's labels),
     overwrite / whiteout / opaque (a later layer changing one file / deleting one / emptying a folder),
-    badlabel (good with a wrong io.forklift.overlay)."""
+    badlabel (good with a wrong io.forklift.overlay), forged (a label value with a newline in it)."""
     ensure_tools()
     layout = Layout(tmp_path_factory.mktemp("oci"))
     run("umoci", "init", "--layout", layout.path)
@@ -195,6 +196,8 @@ def layout(installed_venv, distribution, tmp_path_factory) -> Layout:
     layout.repack("whiteout", refresh=False)
     layout.label("whiteout", labels)
     layout.label("good", {**labels, "io.forklift.overlay": "sha256:" + "0" * 64}, new_tag="badlabel")
+    forged = labels["io.forklift.overlay"] + "\n" + FORGED
+    layout.label("good", {**labels, "io.forklift.overlay": forged}, new_tag="forged")
     opaque = layer_tar(layout.root / "opaque.tar", {f"{SITE}/{OPAQUE_FOLDER}/.wh..wh..opq": b""})
     run("umoci", "raw", "add-layer", "--no-history", "--image", layout.image("good"), "--tag", "opaque", opaque)
     return layout

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.cli import forklift
-from tests.ship.conftest import DELETED, OPAQUE_FOLDER, OVERWRITTEN, SITE, run
+from tests.ship.conftest import DELETED, FORGED, OPAQUE_FOLDER, OVERWRITTEN, SITE, run
 
 pytestmark = pytest.mark.network  # the wheel comes from the index on first use
 
@@ -68,10 +68,18 @@ def test_an_image_without_the_engine_is_one_line(layout, distribution):
     line = one_line(verify(distribution, layout.path, "--tag", "empty"))
     assert (
         line
-        == f"error: {layout.path}: no installed vllm in the image's 0 layer(s) (no */site-packages/vllm/__init__.py)"
+        == f"error: {layout.path}: no python on the image's PATH, and 0 vllm installs: no */site-packages/vllm/__init__.py"
     )
 
 
 def test_several_images_and_no_tag_is_one_line(layout, distribution):
     line = one_line(verify(distribution, layout.path))
     assert "images (pick one with --tag) in the layout: " in line and "good" in line
+
+
+def test_a_label_with_a_newline_prints_no_line_of_its_own(layout, distribution):
+    result = verify(distribution, layout.path, "--tag", "forged")
+    assert result.returncode == 1
+    assert FORGED not in result.stdout.splitlines() and "\\nlabel" in result.stdout, result.stdout
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: image {layout.path}: label io.forklift.overlay is ")
