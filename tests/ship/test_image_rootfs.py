@@ -99,3 +99,50 @@ def test_a_tag_is_matched_exactly(tmp_path, repo_tags):
         proven(archive, "vllm:1")
     assert "evil" not in str(caught.value) or "RepoTags" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def index_with(archive: Path, mutate) -> Path:
+    import json
+
+    index = json.loads((archive / "index.json").read_text())
+    mutate(index)
+    (archive / "index.json").write_text(json.dumps(index))
+    return archive
+
+
+@pytest.mark.parametrize(
+    ("mutate", "said"),
+    [
+        (lambda i: i.update(manifests={}), "index.json: manifests: Input should be a valid array"),
+        (lambda i: i["manifests"][0].pop("digest"), "index.json: manifests.0.digest: missing (required)"),
+        (
+            lambda i: i["manifests"][0]["annotations"].update({"org.opencontainers.image.ref.name": 1}),
+            "ref.name: Input should be a valid string",
+        ),
+        (lambda i: i["manifests"].__setitem__(0, [1]), "index.json: manifests.0: Input should be an object"),
+    ],
+)
+def test_a_wrong_shape_is_one_line_naming_the_field(tmp_path, mutate, said):
+    archive = index_with(oci_layout(tmp_path / "l", [engine()]), mutate)
+    with pytest.raises(ForkliftError) as caught:
+        proven(archive)
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_index_dag_is_walked_once_and_bounded(tmp_path):
+    """16 wide and 5 deep: every index names the next one 16 times (16**5 paths, 5 blobs)."""
+    import hashlib
+    import json
+
+    archive = oci_layout(tmp_path / "l", [engine()])
+    inner = json.loads((archive / "index.json").read_text())
+    for _ in range(5):
+        data = json.dumps(inner).encode()
+        digest = hashlib.sha256(data).hexdigest()
+        (archive / "blobs" / "sha256" / digest).write_bytes(data)
+        link = {"mediaType": "application/vnd.oci.image.index.v1+json", "digest": f"sha256:{digest}", "size": len(data)}
+        inner = {"schemaVersion": 2, "manifests": [link] * 16}
+    (archive / "index.json").write_text(json.dumps(inner))
+    with pytest.raises(ForkliftError) as caught:
+        proven(archive)
+    assert len(str(caught.value)) < 400, str(caught.value)
