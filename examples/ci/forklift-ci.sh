@@ -2,6 +2,8 @@
 # forklift in a distribution's CI, one job a call (the workflow beside this file calls it; so can any CI):
 #   forklift-ci.sh check          every push: the series on the pin at fuzz 0, JUnit + a markdown summary
 #                                 (and `forklift lint`'s rules once forklift.toml sets [series] lint = true)
+#   forklift-ci.sh source         every push, for a series kept as a fork: SOURCE's commit is published, descends
+#                                 from the pin and its tree is exactly the series on the pin (`source verify`)
 #   forklift-ci.sh upstream-main  nightly: the series tried on upstream's branch head (a git pin's repository),
 #                                 so a break shows before the release; a dry run, nothing is written
 #   forklift-ci.sh watch          nightly: a newer release than the pin (the index pip reads, or the git upstream's
@@ -12,7 +14,8 @@
 # Run from the distribution's folder (where forklift.toml is). Outputs:
 #   $FORKLIFT_CI_OUT (default forklift-ci/): check.xml (JUnit), flip.md; receipts/ under it
 #   $GITHUB_STEP_SUMMARY (default $FORKLIFT_CI_OUT/summary.md): the markdown job summary, appended to
-# $FORKLIFT_UPSTREAM_REF: the branch upstream-main tries (default main). Exit status: forklift's own.
+# $FORKLIFT_UPSTREAM_REF: the branch upstream-main tries (default main). $FORKLIFT_FORK: the fork's clone that
+# source verifies (default ci-fork). Exit status: forklift's own.
 set -euo pipefail
 results=${FORKLIFT_CI_OUT:-forklift-ci}
 mkdir -p "$results"
@@ -20,6 +23,9 @@ summary=${GITHUB_STEP_SUMMARY:-$results/summary.md}
 case ${1:-} in
   check)
     exec forklift check --junit "$results/check.xml" --summary "$summary" --receipts "$results/receipts"
+    ;;
+  source)
+    exec forklift source verify --repo "${FORKLIFT_FORK:-ci-fork}"
     ;;
   upstream-main)
     status=0
@@ -53,7 +59,7 @@ case ${1:-} in
     gh pr create --title "Move the pin to $version" --body-file "$results/watch/pull-request.md" --head "$branch"
     ;;
   *)
-    echo "usage: forklift-ci.sh check|upstream-main|watch|pull-request" >&2
+    echo "usage: forklift-ci.sh check|source|upstream-main|watch|pull-request" >&2
     exit 2
     ;;
 esac

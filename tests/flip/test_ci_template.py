@@ -27,7 +27,7 @@ def job_steps(job: str) -> list[str]:
     return re.findall(r"^\s+- run: (.+)$", block.group(1), re.M)
 
 
-def run_job(job: str, dist: Path, tmp_path: Path) -> tuple[list[int], Path]:
+def run_job(job: str, dist: Path, tmp_path: Path, extra: dict[str, str] | None = None) -> tuple[list[int], Path]:
     (dist / "ci").mkdir(exist_ok=True)
     shutil.copy(EXAMPLES / "forklift-ci.sh", dist / "ci" / "forklift-ci.sh")
     summary = tmp_path / f"{job}-summary.md"
@@ -35,6 +35,7 @@ def run_job(job: str, dist: Path, tmp_path: Path) -> tuple[list[int], Path]:
         **os.environ,
         "GITHUB_STEP_SUMMARY": str(summary),
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        **(extra or {}),
     }
     steps = job_steps(job)
     assert steps[0] == INSTALL

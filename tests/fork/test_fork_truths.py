@@ -7,6 +7,7 @@ forklift command line in a child process. Ctrl-C is injected at a named point of
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,23 @@ def test_manifest_without_a_manifest_is_not_ok(up, tmp_path):
     assert proc.returncode == 1 and "MANIFEST.toml does not exist: nothing is checked" in proc.stdout
     ok(up.forklift(dist, "manifest", "--write"))
     assert "the series carries everything the manifest requires" in ok(up.forklift(dist, "manifest"))
+
+
+def test_the_ci_templates_source_job_runs_source_verify(up, tmp_path):
+    """examples/ci's `source` job, its own `run:` steps as GitHub runs them, on a clone of a real fork."""
+    from tests.flip.test_ci_template import run_job
+
+    dist, fork = started(up, tmp_path, 10)
+    git(fork, "branch", "published")
+    git(fork, "update-ref", "refs/remotes/origin/published", "published")  # what a clone of the fork will see
+    ok(up.forklift(dist, "source", "bind", "work", "--branch", "origin/published", "--repo", fork))
+    env = {**{k: v for k, v in up.env.items() if v is not None}, "FORKLIFT_FORK_URL": str(fork)}
+    codes, _ = run_job("source", dist, tmp_path, env)
+    assert codes == [0, 0]
+    edit_core(fork, 20, "not exported", "A commit nobody exported")
+    git(fork, "branch", "-f", "published")
+    git(fork, "update-ref", "refs/remotes/origin/published", "published")
+    ok(up.forklift(dist, "source", "bind", "work", "--branch", "origin/published", "--repo", fork))
+    shutil.rmtree(dist / "ci-fork")
+    codes, _ = run_job("source", dist, tmp_path, env)
+    assert codes == [0, 1]  # the commit is published and descends from the pin, but is not the series
