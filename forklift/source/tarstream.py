@@ -139,7 +139,8 @@ class TarStream:
             if not fields["size"].isdigit():
                 raise ForkliftError(f"cannot read {self.label}: a pax size {fields['size'][:40]!r} is not a number")
             size = int(fields["size"])
-        name = fields.get("path", name)
+        if "path" in fields:
+            name = fields["path"].rstrip("/") or fields["path"]  # as tarfile reads a pax path
         kind = _KINDS.get(typeflag, "special")
         if kind == "file" and typeflag == b"\0" and name.endswith("/"):
             kind = "folder"  # a v7 tar marks folders by the slash alone
