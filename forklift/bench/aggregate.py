@@ -16,11 +16,13 @@ uses), and the table counts them. TTFT keeps them, flagged: a burst's first chun
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from forklift.bench.schema import SteadyWindow
 from forklift.bench.slo import Slo, goodput
@@ -112,9 +114,34 @@ def aggregate(
         out["request_per_s"] = len(ok) / duration_s
     if slo is not None:
         out["goodput"] = goodput(records, slo, duration_s)
+    spec = spec_per_request(ok)
+    if spec is not None:
+        out["spec_per_request"] = spec
     if any(r.turn is not None for r in records):
         out["turns"] = turn_summary(ok)
     return out
+
+
+def spec_per_request(records: Sequence[RequestRecord]) -> dict[str, Any] | None:
+    """Speculative decoding per request (vLLM's per-request summary): tokens a verify step, 1 + accepted /
+    steps, each request's own, with a t interval of their mean over requests; totals to hold against the
+    server's counters."""
+    found = [r.spec for r in records if r.spec and r.spec.get("num_spec_steps")]
+    if not found:
+        return None
+    per = np.asarray([1.0 + s.get("num_accepted_draft_tokens", 0.0) / s["num_spec_steps"] for s in found])
+    mean = float(per.mean())
+    half = float(stats.t.ppf(0.975, len(per) - 1) * per.std(ddof=1) / np.sqrt(len(per))) if len(per) > 1 else math.nan
+    return {
+        "requests": len(found),
+        "tok_per_step_mean": mean,
+        "tok_per_step_ci95": [mean - half, mean + half] if len(per) > 1 else None,
+        "tok_per_step_min": float(per.min()),
+        "tok_per_step_max": float(per.max()),
+        "steps": int(sum(s["num_spec_steps"] for s in found)),
+        "draft_tokens": int(sum(s.get("num_draft_tokens", 0.0) for s in found)),
+        "accepted_tokens": int(sum(s.get("num_accepted_draft_tokens", 0.0) for s in found)),
+    }
 
 
 def turn_summary(records: Sequence[RequestRecord]) -> dict[str, dict[str, Any]]:

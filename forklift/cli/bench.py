@@ -106,6 +106,14 @@ def _gpu(cell: Cell) -> str:
     return f"{shown}, {_num(hottest, '{:.0f}')} C" + (f", throttled: {', '.join(reasons)}" if reasons else "")
 
 
+def _spec(found: dict[str, Any] | None) -> str:
+    if not found:
+        return "-"
+    ci = found["tok_per_step_ci95"]
+    shown = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+    return f"{found['tok_per_step_mean']:.2f}{shown} over {found['requests']}"
+
+
 def _turns(found: dict[str, Any] | None) -> str:
     if not found:
         return "-"
@@ -166,6 +174,7 @@ ROWS = (
     ("goodput (within --slo)", lambda c: _goodput(c.aggregate.get("goodput"))),
     ("prefix reuse by turn", lambda c: _turns(c.aggregate.get("turns"))),
     ("tok/step (spec decode)", lambda c: _num(c.metrics_delta.get("tok_per_step"), "{:.2f}")),
+    ("tok/step per request, 95% CI", lambda c: _spec(c.aggregate.get("spec_per_request"))),
     ("prefix cache hits", lambda c: _num(c.metrics_delta.get("prefix_cache_hits"), "{:.0f}")),
     ("preemptions", lambda c: _num(c.metrics_delta.get("preemptions"), "{:.0f}")),
     ("KV pool tokens", lambda c: _num(c.aggregate.get("kv_pool_tokens"), "{:,}")),

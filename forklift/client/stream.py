@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -211,6 +212,27 @@ class StreamClient:
         return body.decode(errors="replace")[:ERROR_TEXT_CHARS].replace("\n", " ")
 
 
+# vLLM's per-request speculative decoding summary (--per-request-spec-decode-metrics, vLLM >= 0.29): the
+# counts kept; its arrays (acceptance histogram, `detailed` per-step lists) are left out of the record.
+SPEC_FIELDS = (
+    "num_spec_steps",
+    "num_draft_tokens",
+    "num_accepted_draft_tokens",
+    "mean_acceptance_length",
+    "draft_acceptance_rate",
+)
+
+
+def spec_summary(found: dict[str, Any]) -> dict[str, float] | None:
+    """The numeric summary fields, finite and not negative; anything else is left out, never guessed."""
+    kept: dict[str, float] = {}
+    for name in SPEC_FIELDS:
+        value = found.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+            kept[name] = float(value)
+    return kept or None
+
+
 class _StreamState:
     """Folds the events of one stream into its record (the client's hot path: keep it lean)."""
 
@@ -254,6 +276,9 @@ class _StreamState:
                 if count is not None and (type(count) is not int or count < 0):
                     raise TypeError(f"usage {key} is {str(count)[:40]!r}, not a count")
             self.usage = usage
+        metrics = obj.get("metrics")  # vLLM's per-request metrics, on the final usage chunk
+        if isinstance(metrics, dict) and isinstance(metrics.get("speculative_decoding"), dict):
+            self.record.spec = spec_summary(metrics["speculative_decoding"])
         choices = obj.get("choices")
         if not choices:
             return False

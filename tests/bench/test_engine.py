@@ -50,6 +50,14 @@ def check_spec_cell(cell: dict) -> None:
     assert sum(m["spec_accepted_per_pos"].values()) == pytest.approx(m["spec_accepted_tokens"])
     assert cell["cross_check"]["match"] is True, cell["cross_check"]
     assert m["prefix_cache_hits"] == 0  # salted
+    # per request (vLLM's own summary of each answer) and server-wide, the same drafts: the sums agree exactly
+    per = cell["aggregate"]["spec_per_request"]
+    assert per["steps"] == m["spec_drafts"] and per["draft_tokens"] == m["spec_draft_tokens"]
+    assert per["accepted_tokens"] == m["spec_accepted_tokens"]
+    assert per["tok_per_step_min"] <= per["tok_per_step_mean"] <= per["tok_per_step_max"]
+    if per["tok_per_step_ci95"]:
+        low, high = per["tok_per_step_ci95"]
+        assert low <= per["tok_per_step_mean"] <= high
 
 
 def test_single_stream_cohort_with_ngram(vllm_server_ngram, tmp_path):
