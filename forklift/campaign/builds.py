@@ -39,6 +39,7 @@ class Build:
     proof: str  # what was verified, in one line
     labels: Labels = field(default_factory=Labels)
     site: str | None = None  # the folder put first on the engine's PYTHONPATH
+    cold: bool = False  # each boot with fresh, empty compile caches
 
     @property
     def env(self) -> dict[str, str]:
@@ -84,7 +85,7 @@ def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Co
     pin = config.data.upstream.model_dump()
     if spec.python is None:
         proof = "not verified: a command build (forklift cannot see which engine it runs)"
-        return Build(name, None, spec.command, None, None, pin, proof, Labels(build=name, pin=pin))
+        return Build(name, None, spec.command, None, None, pin, proof, Labels(build=name, pin=pin), cold=spec.cold)
     python = interpreter(name, spec.python, campaign)
     site = str(campaign.at(spec.site)) if spec.site else None
     if site is not None and not Path(site).is_dir():
@@ -105,7 +106,7 @@ def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Co
     where = f" in {site}" if site else ""
     proof = f"{package.dist_info.name}{where}: {state.checked} files checked, {what}"
     labels = Labels(build=name, pin=pin, engine_version=version, overlay_hash=overlay)
-    return Build(name, python, None, version, overlay, pin, proof, labels, site)
+    return Build(name, python, None, version, overlay, pin, proof, labels, site, spec.cold)
 
 
 def verify_builds(campaign: CampaignFile, default: Config) -> list[Build]:

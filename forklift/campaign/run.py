@@ -35,6 +35,7 @@ from forklift.errors import ConfigError, ForkliftError
 from forklift.installed.package import site_from_python
 from forklift.ladder import parse_axis
 from forklift.launch.boot import check_control, control_variable
+from forklift.launch.caches import cold_caches
 from forklift.launch.plan import LaunchPlan, make_launch_plan
 from forklift.launch.resolve import printed_lines
 from forklift.launch.session import launched
@@ -290,6 +291,7 @@ class Runner:
         folder.mkdir(parents=True, exist_ok=True)
         labels = Labels(setting=setting.name, aa=slot.aa).over(build.labels)
         variable = control_variable(plan.adapter) if self.campaign.control else None
+        caches = cold_caches(plan.adapter.cache_env, self.logs / "cold" / slot.key) if build.cold else {}
         results: list[dict[str, Any]] = []
         control: dict[str, str] = {}
         self.say(f"{slot.key}: booting {build.name} / {setting.name}")
@@ -302,7 +304,7 @@ class Runner:
                 folder,
                 self.logs,
                 labels=labels,
-                extra_env={variable: "1"} if variable else None,
+                extra_env={**caches, **({variable: "1"} if variable else {})},
                 raise_failed=False,
             ) as booted,
         ):
@@ -342,6 +344,7 @@ class Runner:
             "boot": booted.body.outcome,
             "control": control.get("failed") or control.get("held"),
             "suites": results,
+            **({"cold_caches": caches} if caches else {}),
         }
         self._finish(slot.key, "ok" if whole else "failed", body, booted.labels)
         if self.campaign.budget is not None:
@@ -401,8 +404,10 @@ def plan_lines(runner: Runner) -> list[str]:
         state = "finished, skipped" if finished(runner.receipts / slot.key) else "to run"
         mark = f" aa={slot.aa}" if slot.aa else ""
         out.append(f"{slot.key} [{state}] build={build.name} setting={slot.setting.name!r}{mark}")
-        control = [f"{plan.adapter.env_prefix}FORKLIFT_CONTROL_<random>=1"] if runner.campaign.control else None
-        out.append(f"  {argv(plan, control)}")
+        extra = [f"{plan.adapter.env_prefix}FORKLIFT_CONTROL_<random>=1"] if runner.campaign.control else []
+        if build.cold:
+            extra += [f"{name}=<logs>/cold/{slot.key}/cold-<random>/{name.lower()}" for name in plan.adapter.cache_env]
+        out.append(f"  {argv(plan, extra)}")
     for job in runner.plan.ladders:
         build = runner.builds[job.build]
         axis = parse_axis(job.options.ready.axis)

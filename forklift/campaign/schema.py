@@ -77,6 +77,11 @@ class BuildSpec(_Strict):
     config: str | None = Field(default=None, description="forklift.toml (or its folder) this build was built from")
     pristine: bool = Field(default=False, description="the install carries no series (verified pristine)")
     trimmed: bool = Field(default=False, description="files of the wheel's RECORD may be absent (a trimmed install)")
+    cold: bool = Field(
+        default=False,
+        description="every boot of this build starts with fresh, empty compile caches (a cold arm; the folders "
+        "are recorded in its cells)",
+    )
 
     @model_validator(mode="after")
     def _one_engine(self) -> BuildSpec:

@@ -248,7 +248,15 @@ VLLM = EngineAdapter(
         "prefill_histogram": "vllm:request_prefill_time_seconds",
     },
     # vllm/envs.py VLLM_CACHE_ROOT holds torch_compile_cache; inductor and triton keep their own.
-    cache_env=("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"),
+    # FlashInfer keeps its JIT kernels under $FLASHINFER_WORKSPACE_BASE/.cache/flashinfer (default: home);
+    # the CUDA driver its PTX-compiled kernels in $CUDA_CACHE_PATH (default ~/.nv/ComputeCache).
+    cache_env=(
+        "VLLM_CACHE_ROOT",
+        "TORCHINDUCTOR_CACHE_DIR",
+        "TRITON_CACHE_DIR",
+        "FLASHINFER_WORKSPACE_BASE",
+        "CUDA_CACHE_PATH",
+    ),
     # NVLink multicast (NVLS) kept off on every launch: on the shared multi-GPU hosts it is not usable
     # (the GPU kit and the device notes say so) and NCCL, torch symmetric memory and NVSHMEM each try it.
     forced_env={"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"},

@@ -10,7 +10,6 @@ and every cell receipt name the engine as the boots recorded it (pin, version, o
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from forklift.ladder.memory import MemoryWatch, samplers_for
 from forklift.ladder.schema import Burst, LadderBody, LadderCell
 from forklift.launch.boot import engine_reason
 from forklift.launch.bootlog import parse_boot_log
+from forklift.launch.caches import cold_caches
 from forklift.launch.plan import LaunchPlan, make_launch_plan
 from forklift.launch.resolve import setting_name
 from forklift.launch.schema import BootBody
@@ -70,12 +70,6 @@ def plans(config: Config, profile: str, sets: list[str], axis: Axis, engine: Eng
     ]
 
 
-def cold_env(adapter_cache_env: tuple[str, ...], folder: Path) -> dict[str, str]:
-    """Each compile-cache variable of the engine pointed at a fresh empty folder under `folder`."""
-    root = Path(tempfile.mkdtemp(prefix="cold-", dir=folder))
-    return {name: str(root / name.lower()) for name in adapter_cache_env}
-
-
 def burst_plan(url: str, model: str, burst: Burst, nonce: str) -> BenchPlan:
     workload = synthetic_workload(
         input_tokens=burst.input_tokens,
@@ -113,8 +107,10 @@ def run_cell(
     KeyboardInterrupt propagates after the cell is recorded as interrupted."""
     resolved = plan.resolved
     setting = setting_name(resolved)
-    extra_env = cold_env(plan.adapter.cache_env, logs) if cold else None
-    cell = LadderCell(key=axis.key, value=value, setting=setting, outcome="interrupted", cold=cold)
+    extra_env = cold_caches(plan.adapter.cache_env, logs) if cold else None
+    cell = LadderCell(
+        key=axis.key, value=value, setting=setting, outcome="interrupted", cold=cold, cold_caches=extra_env or {}
+    )
     outcome: BenchOutcome | None = None
     peak: dict[str, float] = {}
     fatal: str | None = None

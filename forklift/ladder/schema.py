@@ -38,6 +38,9 @@ class LadderCell(BaseModel):
     requests_ok: int = 0
     failures: dict[str, int] = Field(default_factory=dict)
     cold: bool = False
+    cold_caches: dict[str, str] = Field(
+        default_factory=dict, description="a cold cell: each compile-cache variable and the fresh folder it named"
+    )
     log_path: str | None = None
     boot_receipt: str | None = None
     burst_receipt: str | None = None

