@@ -13,6 +13,7 @@ from pathlib import Path
 
 from forklift.bench.schema import BenchBody, Cell
 from forklift.client.records import RequestRecord
+from forklift.errors import interrupt_point
 from forklift.receipts import Receipt, write_receipt
 from forklift.receipts.envelope import Status
 
@@ -31,6 +32,7 @@ class BenchRecorder:
 
     def add(self, cell: Cell, record: RequestRecord) -> None:
         cell.requests.append(record)
+        interrupt_point("bench-request")
         if time.monotonic() - self._written >= max(self.interval, 20 * self._cost):
             self.flush()
 

@@ -31,7 +31,7 @@ from forklift.campaign.precision import Aim, boots_wanted, parse_budget, parse_p
 from forklift.campaign.schema import MAX_BOOTS, CampaignFile
 from forklift.campaign.suites import BenchSuiteOptions, LadderContext, ServedSetting, suite_cells
 from forklift.config import Config
-from forklift.errors import ConfigError, ForkliftError
+from forklift.errors import ConfigError, ForkliftError, interrupt_point
 from forklift.installed.package import site_from_python
 from forklift.ladder import parse_axis
 from forklift.launch.boot import check_control, control_variable
@@ -293,6 +293,7 @@ class Runner:
         variable = control_variable(plan.adapter) if self.campaign.control else None
         caches = cold_caches(plan.adapter.cache_env, self.logs / "cold" / slot.key) if build.cold else {}
         results: list[dict[str, Any]] = []
+        suites = [(chosen, options) for chosen, options in self.plan.served if options.runs_on(setting.name)]
         control: dict[str, str] = {}
         self.say(f"{slot.key}: booting {build.name} / {setting.name}")
         started = time.monotonic()
@@ -327,15 +328,16 @@ class Runner:
                     engine=plan.adapter.name,
                     engine_roots=engine_roots(build, plan.adapter.package),
                 )
-                for chosen, options in self.plan.served:
-                    if not options.runs_on(setting.name):
-                        continue
+                for chosen, options in suites:
+                    interrupt_point("campaign-suite")
                     try:
                         status = chosen.run(endpoint, options.ready)
                     except ForkliftError as exc:  # the suite could not run (its receipt says so): the cell failed
                         status = f"failed: {exc}"
                     results.append({"kind": chosen.name, "name": options.title, "status": status})
-        whole = booted.ready and "failed" not in control and all(r["status"] == "ok" for r in results)
+        # a Ctrl-C propagates from the block (no cell receipt: a resume runs the cell again); ok needs every suite's
+        ok = len(results) == len(suites) and all(r["status"] == "ok" for r in results)
+        whole = booted.ready and "failed" not in control and ok
         seconds = time.monotonic() - started
         body = {
             "seconds": seconds,

@@ -20,6 +20,8 @@ KEPT_ON_INTERRUPT = {
     "check": "finished trees stay in the cache; no receipt was written",
     "launch": "the engine and its children were stopped; the boot receipt is marked interrupted",
     "bench": "every completed request is in the receipt marked interrupted",
+    "quality": "the engine was stopped; each finished suite's receipt is kept, the cut one's is marked interrupted",
+    "canary": "the engine was stopped; each finished suite's receipt is kept, the cut one's is marked interrupted",
     "flip": "forklift.toml and the series are unchanged; no receipt was written",
     "import": "the fork's branches are unchanged; a fork the import had started was removed",
     "export": "patches/series, the patches, forklift.toml and PATCHES.md are unchanged",

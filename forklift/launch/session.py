@@ -98,8 +98,8 @@ def launched(
     warned about exactly that one. `labels` are put over the launch's own envelope fields (a
     campaign's build); `extra_env` is exported unchecked (a fresh compile cache). A boot that
     never got ready raises, or with raise_failed=False is yielded already stopped (`booted.ready`
-    is False). Ctrl-C or `forklift stop` inside the block ends the session, not the caller: the
-    engine is stopped and the with statement completes.
+    is False). Ctrl-C or `forklift stop` inside the block stops the engine and propagates: the caller's
+    work was cut, and only the caller knows what of it is finished (nothing may be recorded ok for it).
     """
     resolved, adapter = plan.resolved, plan.adapter
     python, found = preflight(resolved, adapter)
@@ -150,8 +150,6 @@ def launched(
             if variable:
                 check_control(booted.body, variable)
             yield booted
-        except KeyboardInterrupt:
-            pass
         finally:
             group = _group_pids(booted.server.pid)
             stop(booted.server)
@@ -177,15 +175,19 @@ def launch_and_serve(
 ) -> Booted:
     """`forklift launch`: boot, report, then serve in the foreground until Ctrl-C / `forklift stop`.
 
-    With control the session ends once the positive control held (nothing to serve)."""
+    With control the session ends once the positive control held (nothing to serve). Serving has no end of
+    its own: Ctrl-C or `forklift stop` while serving is how it finishes, not a cut (a Ctrl-C during the boot is)."""
     with launched(
         config, plan, receipts, logs, control=control, labels=labels, on_start=on_start, on_poll=on_poll
     ) as booted:
         if on_ready:
             on_ready(booted)
         if not control:
-            while booted.server.process.poll() is None:
-                time.sleep(0.5)
+            try:
+                while booted.server.process.poll() is None:
+                    time.sleep(0.5)
+            except KeyboardInterrupt:
+                return booted  # the with statement stops the engine on the way out
             raise ForkliftError(
                 f"engine exited with code {booted.server.process.returncode} while serving (log: {booted.server.log_path})"
             )

@@ -16,7 +16,7 @@ from typing import Any
 
 from forklift.config import Config
 from forklift.engines import EngineAdapter
-from forklift.errors import ForkliftError
+from forklift.errors import ForkliftError, interrupt_point
 from forklift.installed.package import site_from_python
 from forklift.launch.boot import profile_record
 from forklift.launch.plan import make_launch_plan
@@ -62,6 +62,7 @@ def run_suite(
     receipt = new_receipt(suite.kind, status="partial", body=started.model_dump(mode="json"), **envelope)
     path = write_receipt(receipt, folder)
     try:
+        interrupt_point("suite")
         body = suite.run(endpoint)
     except KeyboardInterrupt:
         receipt.status = "interrupted"
@@ -101,7 +102,8 @@ def run_launched(
     """Launch the profile, run every suite once it is healthy, stop it; one receipt per suite.
 
     `endpoint` carries options of the caller (timeout, model name); url, log and engine
-    roots come from the launch. Ctrl-C ends the run with the suites finished so far.
+    roots come from the launch. Ctrl-C stops the engine and propagates: each finished suite's receipt is
+    kept, the cut one's says interrupted.
     """
     planned = make_launch_plan(config, profile, sets)
     resolved = planned.resolved
