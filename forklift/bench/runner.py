@@ -31,7 +31,7 @@ from forklift.bench.metrics import (
 )
 from forklift.bench.recorder import BenchRecorder
 from forklift.bench.schema import Cell, RunFacts
-from forklift.bench.slo import Slo
+from forklift.bench.slo import Slo, capacity
 from forklift.bench.steady import steady_window
 from forklift.client.records import RequestRecord
 from forklift.client.stream import PreparedRequest, StreamClient
@@ -319,4 +319,7 @@ async def run_bench(plan: BenchPlan, recorder: BenchRecorder, progress: Progress
                 recorder.flush()
             if unreachable:
                 break
+    if plan.slo is not None:
+        recorder.body.slo_capacity = capacity(recorder.body.cells, plan.slo)
+        recorder.flush()
     return status_of(recorder.body.cells)

@@ -157,3 +157,6 @@ class BenchBody(BaseModel):
         default_factory=dict, description="what the server states about itself in /metrics (KV pool tokens, blocks)"
     )
     client: dict[str, Any] = Field(default_factory=dict, description="the measuring client: library, timeout, pacing")
+    slo_capacity: dict[str, Any] | None = Field(
+        default=None, description="with --slo: each cell's p99s against the bounds and the highest load meeting them"
+    )

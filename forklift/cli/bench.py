@@ -205,6 +205,19 @@ def render(body: BenchBody) -> None:
 
     for warning in cache_reuse(body):
         warn(warning)
+    if body.slo_capacity:
+        say(capacity_line(body.slo_capacity))
+
+
+def capacity_line(found: dict[str, Any]) -> str:
+    """The sweep against --slo in one line: the highest cell whose p99s meet every bound, and each verdict."""
+    bounds = ", ".join(f"{name} {bound:g} ms" for name, bound in found["bounds_ms"].items())
+    cells = "; ".join(
+        f"{row['cell']} {row['verdict']}"
+        + "".join(f" ({name} p99 {p:.0f} [{lo:.0f}, {hi:.0f}])" for name, (p, lo, hi) in row["p99_ms"].items())
+        for row in found["cells"]
+    )
+    return f"SLO (p99 within {bounds}, 95% order-statistic interval): highest {found['highest'] or 'none'}; {cells}"
 
 
 @bench_app.callback(invoke_without_command=True)

@@ -117,6 +117,9 @@ def test_sweep_c1_c2_c4_synthetic_exact_lengths(vllm_server_ngram, tmp_path):
     )
     assert receipt.status == "ok" and receipt.body["mode"] == "sweep"
     assert "goodput (within --slo)" in output
+    capacity = receipt.body["slo_capacity"]  # no first token within a microsecond: every load misses it
+    assert capacity["highest"] is None and [row["verdict"] for row in capacity["cells"]] == ["misses"] * 3
+    assert "SLO (p99 within ttft 0.001 ms, e2e 600000 ms" in output
     cells = receipt.body["cells"]
     assert [c["name"] for c in cells] == ["c1", "c2", "c4"]
     for cell in cells:
