@@ -130,19 +130,30 @@ def test_a_wrong_shape_is_one_line_naming_the_field(tmp_path, mutate, said):
 
 
 def test_an_index_dag_is_walked_once_and_bounded(tmp_path):
-    """16 wide and 5 deep: every index names the next one 16 times (16**5 paths, 5 blobs)."""
+    """16 wide and 5 deep: every index names the next one 16 times (16**4 paths to one manifest, 5 index files),
+    each index is read once."""
     import hashlib
     import json
 
     archive = oci_layout(tmp_path / "l", [engine()])
     inner = json.loads((archive / "index.json").read_text())
-    for _ in range(5):
+    for _ in range(4):  # the top index and 4 below it: 5 deep
         data = json.dumps(inner).encode()
         digest = hashlib.sha256(data).hexdigest()
         (archive / "blobs" / "sha256" / digest).write_bytes(data)
         link = {"mediaType": "application/vnd.oci.image.index.v1+json", "digest": f"sha256:{digest}", "size": len(data)}
         inner = {"schemaVersion": 2, "manifests": [link] * 16}
     (archive / "index.json").write_text(json.dumps(inner))
-    with pytest.raises(ForkliftError) as caught:
+    assert proven(archive) == (SITE, None, b"# the engine\n")  # one image, reached 65,536 ways
+
+
+def test_indexes_listing_too_many_descriptors_are_one_short_line(tmp_path):
+    import json
+
+    archive = oci_layout(tmp_path / "l", [engine()])
+    index = json.loads((archive / "index.json").read_text())
+    index["manifests"] *= 1025
+    (archive / "index.json").write_text(json.dumps(index))
+    with pytest.raises(ForkliftError, match=r"index.json: manifests: List should have at most 1024 items") as caught:
         proven(archive)
-    assert len(str(caught.value)) < 400, str(caught.value)
+    assert len(str(caught.value)) < 500
