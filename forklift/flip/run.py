@@ -23,7 +23,7 @@ from forklift.receipts import new_receipt, receipts_folder, write_receipt
 from forklift.series.apply import apply_series
 from forklift.series.files import upstream_drift
 from forklift.series.gate import configured_overlay, configured_series
-from forklift.series.model import SERIES_FILE, Series
+from forklift.series.model import SERIES_FILE, Series, series_folder_files
 from forklift.series.move import follow_manifest, moved_toml, new_pin, pin_version
 from forklift.series.render import series_patches_md
 from forklift.source.cache import default_cache
@@ -191,7 +191,7 @@ def write_flip(
             raw = re.sub(r"\s+-p\d+(?=\s|$)", "", entry) + sep + comment
         series_lines.append(raw)
     written = [config.path, series_file]
-    files = [config.path, *(p for p in config.series_dir.iterdir() if p.is_file())]
+    files = [config.path, *series_folder_files(config.series_dir)]
     try:
         with all_or_nothing([*files, *([config.patches_md] if config.patches_md is not None else [])]):
             write_atomic(config.path, toml_text)

@@ -30,7 +30,7 @@ from forklift.fork.export import Export, write_export
 from forklift.fork.repo import Git
 from forklift.fsio import all_or_nothing, write_atomic
 from forklift.series.gate import configured_series, write_patches_md
-from forklift.series.model import SERIES_FILE
+from forklift.series.model import SERIES_FILE, series_folder_files
 from forklift.series.move import follow_manifest, moved_toml, new_pin
 from forklift.source.materialize import materialize
 
@@ -199,8 +199,12 @@ def write_exported(config: Config, fork: Git, export: Export, move: PendingMove 
     pin, its contract and the manifest, then PATCHES.md. Ctrl-C puts every file back as it was (a pending
     move stays pending: the same export finishes it). Returns (patch files removed, other files written)."""
     series_dir = config.series_dir
-    before = [path for path in series_dir.iterdir() if path.is_file()] if series_dir.is_dir() else []
-    paths = [*before, *(series_dir / p.name for p in export.patches), series_dir / SERIES_FILE, config.path]
+    paths = [
+        *series_folder_files(series_dir),
+        *(series_dir / p.name for p in export.patches),
+        series_dir / SERIES_FILE,
+        config.path,
+    ]
     if config.patches_md is not None:
         paths.append(config.patches_md)
     try:

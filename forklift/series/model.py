@@ -231,6 +231,14 @@ def patch_files(folder: Path) -> list[str]:
     )
 
 
+def series_folder_files(folder: Path) -> list[Path]:
+    """The files a step that rewrites the series may write or remove: the folder's own files and every
+    patch file below it (a series may list entries in subfolders)."""
+    if not folder.is_dir():
+        return []
+    return [*(p for p in folder.iterdir() if p.is_file()), *(folder / name for name in patch_files(folder))]
+
+
 def load_series(
     folder: Path, unlisted: Unlisted = "warn", root: str = "", applier: Applier = "gnu-patch", empty: bool = False
 ) -> Series:

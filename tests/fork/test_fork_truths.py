@@ -186,3 +186,16 @@ def test_the_ci_templates_source_job_runs_source_verify(up, tmp_path):
     shutil.rmtree(dist / "ci-fork")
     codes, _ = run_job("source", dist, tmp_path, env)
     assert codes == [0, 1]  # the commit is published and descends from the pin, but is not the series
+
+
+def test_ctrl_c_in_export_puts_back_a_patch_it_removed_from_a_subfolder(up, tmp_path):
+    dist, fork = started(up, tmp_path, 10)
+    patches = dist / "patches"
+    (patches / "old").mkdir()
+    (patches / "old" / "kept.patch").write_text(next(patches.glob("*.patch")).read_text())
+    series = (patches / "series").read_text()
+    (patches / "series").write_text(series + "old/kept.patch\n")
+    before = state(dist)
+    cut = up.forklift(dist, "export", "--from", "work", "--repo", fork, env_at="export.series")
+    assert cut.returncode == 130, cut.stderr
+    assert state(dist) == before  # export had removed old/kept.patch (not on the branch): it is back
