@@ -68,9 +68,10 @@ def source_bind(
     ] = None,
     repo: RepoOption = Path("."),
 ) -> None:
-    """Record COMMIT in SOURCE after checking it exists, is published, descends from the base and moves forward."""
+    """Record COMMIT in SOURCE after checking it exists, is published, descends from the base, moves forward and
+    holds exactly the series applied to the pin."""
     from forklift.fork.base import binding_base
-    from forklift.fork.binding import SOURCE_FILE, SourceBinding, load_binding, verify_binding
+    from forklift.fork.binding import SOURCE_FILE, SourceBinding, check_binding, load_binding
     from forklift.fork.repo import Git
     from forklift.fsio import write_atomic
 
@@ -81,7 +82,7 @@ def source_bind(
     previous = load_binding(path).commit if path.exists() else None
     base, pinned_tag = binding_base(config, fork)
     binding = SourceBinding(commit=fork.commit_of(commit, "fork commit"), branch=branch, tag=tag or pinned_tag)
-    _report_binding(verify_binding(fork, binding, base, previous))
+    _report_binding(check_binding(config, fork, binding, base, previous, progress=console))
     write_atomic(path, binding.render())
     say(f"wrote {path}: {binding.commit[:12]} on {branch}")
 
@@ -91,7 +92,7 @@ def source_verify(repo: RepoOption = Path(".")) -> None:
     """Check SOURCE: the commit exists, is on the published branch, descends from the base, only moved forward,
     and its tree is the series applied to the pin."""
     from forklift.fork.base import binding_base
-    from forklift.fork.binding import SOURCE_FILE, load_binding, previous_commit, series_identity, verify_binding
+    from forklift.fork.binding import SOURCE_FILE, check_binding, load_binding, previous_commit
     from forklift.fork.repo import Git
 
     config = load()
@@ -101,10 +102,7 @@ def source_verify(repo: RepoOption = Path(".")) -> None:
     base, pinned_tag = binding_base(config, fork)
     if pinned_tag and not binding.tag:
         binding = replace(binding, tag=pinned_tag)
-    failures = verify_binding(fork, binding, base, previous_commit(path, binding.commit))
-    if not any(failure.check == "not-from-base" for failure in failures):
-        failures += filter(None, [series_identity(config, fork, binding.commit, base, progress=console)])
-    _report_binding(failures)
+    _report_binding(check_binding(config, fork, binding, base, previous_commit(path, binding.commit), console))
     say(
         ("OK", "green"),
         f" {binding.commit[:12]} is published on {binding.branch}, descends from {base[:12]} and holds "

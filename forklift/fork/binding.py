@@ -152,6 +152,16 @@ def verify_binding(fork: Git, binding: SourceBinding, base: str, previous: str |
     return failures
 
 
+def check_binding(
+    config: Config, fork: Git, binding: SourceBinding, base: str, previous: str | None, progress: Console | None = None
+) -> list[BindingFailure]:
+    """Every check of a binding, the series' identity with the commit's tree included (bind and verify alike)."""
+    failures = verify_binding(fork, binding, base, previous)
+    if not any(failure.check == "not-from-base" for failure in failures):  # another history: no tree to compare
+        failures += filter(None, [series_identity(config, fork, binding.commit, base, progress)])
+    return failures
+
+
 def series_identity(
     config: Config, fork: Git, commit: str, base: str, progress: Console | None = None
 ) -> BindingFailure | None:

@@ -140,8 +140,11 @@ def test_source_verify_proves_the_bound_commit_holds_the_series(up, tmp_path):
     assert "holds exactly the series" in ok(up.forklift(dist, "source", "verify", "--repo", fork))
     edit_core(fork, 20, "not in the series", "A commit nobody exported")
     git(fork, "branch", "-f", "published")
-    ok(up.forklift(dist, "source", "bind", "work", "--branch", "published", "--repo", fork))  # SOURCE moves on
-    proc = up.forklift(dist, "source", "verify", "--repo", fork)
+    refused = up.forklift(dist, "source", "bind", "work", "--branch", "published", "--repo", fork)
+    assert refused.returncode == 1 and "not-identical" in refused.stdout
+    bound = (dist / "SOURCE").read_text()
+    (dist / "SOURCE").write_text(bound.replace(bound.split('"')[1], git(fork, "rev-parse", "work").strip()))
+    proc = up.forklift(dist, "source", "verify", "--repo", fork)  # SOURCE moved on by hand
     assert proc.returncode == 1
     assert "not-identical: the series applied to tinyup 1.0 sdist differs from fork commit" in proc.stdout
     assert f"{CORE}: content differs" in proc.stdout
@@ -182,7 +185,8 @@ def test_the_ci_templates_source_job_runs_source_verify(up, tmp_path):
     edit_core(fork, 20, "not exported", "A commit nobody exported")
     git(fork, "branch", "-f", "published")
     git(fork, "update-ref", "refs/remotes/origin/published", "published")
-    ok(up.forklift(dist, "source", "bind", "work", "--branch", "origin/published", "--repo", fork))
+    bound = (dist / "SOURCE").read_text()
+    (dist / "SOURCE").write_text(bound.replace(bound.split('"')[1], git(fork, "rev-parse", "work").strip()))
     shutil.rmtree(dist / "ci-fork")
     codes, _ = run_job("source", dist, tmp_path, env)
     assert codes == [0, 1]  # the commit is published and descends from the pin, but is not the series
