@@ -172,12 +172,14 @@ def write_flip(
     recut = {t.name for t in verdicts if t.refreshed is not None}
     toml_text = moved_toml(config, pin, retired)
     new_base = None
-    if old_base and fork is not None:
+    old_pin = config.data.upstream
+    if fork is not None:  # also for a series with no base line yet: the fork's branches follow the pin by its tag
         fork.ensure_repo()
         if isinstance(pin, GitPin):
             new_base = fork.commit_of(pin.commit, f"upstream's {pin.tag}")
-        else:
-            new_base = release_commit(fork, new_tree.path, base_tag(pin), new_tree.label, parent=old_base)
+        elif not isinstance(old_pin, GitPin):
+            parent = old_base or fork.resolve(f"refs/tags/{base_tag(old_pin)}")
+            new_base = release_commit(fork, new_tree.path, base_tag(pin), new_tree.label, parent=parent)
     series_file = config.series_dir / SERIES_FILE
     series_lines = []
     for raw in series_file.read_text(encoding="utf-8").splitlines():

@@ -127,10 +127,14 @@ def start_rebase(
         new_base = _release_base(config, fork, target, old_base, progress)
     commits = len(fork.text("rev-list", f"{old_base}..{tip}").split())
     if not commits:
-        raise UsageError(
-            f"branch {branch!r} has no commits on the base {old_base[:12]}: there is nothing to rebase; move an "
-            f"empty series with `forklift -c {config.root} flip {version} --write --repo {fork.repo}`"
+        moved = target is pin  # the pin is at `version` already: only the branch is left behind
+        how = (
+            f"start it again on the new base with `forklift -c {config.root} import --branch {branch} --repo "
+            f"{fork.repo} --force`"
+            if moved
+            else f"move an empty series with `forklift -c {config.root} flip {version} --write --repo {fork.repo}`"
         )
+        raise UsageError(f"branch {branch!r} has no commits on the base {old_base[:12]}: nothing to rebase; {how}")
     move = PendingMove(version, target.model_dump(exclude_none=True), old_base, new_base, branch)
     try:
         _state_path(fork).write_text(json.dumps(asdict(move), indent=2) + "\n", encoding="utf-8")

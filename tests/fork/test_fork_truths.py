@@ -80,10 +80,21 @@ def test_after_flip_write_the_fork_follows_with_rebase(up, tmp_path):
     )
 
 
-def test_flip_write_moves_an_empty_series(up, tmp_path):
+def test_flip_write_moves_an_empty_series_and_the_fork_can_follow(up, tmp_path):
     dist, fork = started(up, tmp_path)
     ok(up.forklift(dist, "flip", "1.1", "--write", "--repo", fork))
     assert 'version = "1.1"' in (dist / "forklift.toml").read_text()
+    behind = up.forklift(dist, "rebase", "1.1", "--repo", fork, "--branch", "work")
+    assert behind.returncode == 2 and f"import --branch work --repo {fork} --force" in behind.stderr
+    ok(up.forklift(dist, "import", "--branch", "work", "--repo", fork, "--force"))
+    edit_core(fork, 10, "patched 10", "Patch line 10")
+    ok(up.forklift(dist, "export", "--from", "work", "--repo", fork))
+    ok(up.forklift(dist, "replay", "--against", "work", "--repo", fork))
+    ok(up.forklift(dist, "flip", "1.2", "--write", "--repo", fork))  # and with a commit, rebase follows
+    ok(up.forklift(dist, "rebase", "1.2", "--repo", fork, "--branch", "work"))
+    ok(up.forklift(dist, "export", "--from", "work", "--repo", fork))
+    ok(up.forklift(dist, "export", "--from", "work", "--repo", fork, "--check"))
+    ok(up.forklift(dist, "replay", "--against", "work", "--repo", fork))
 
 
 def test_rebase_of_a_branch_without_commits_leaves_no_pending_move(up, tmp_path):
