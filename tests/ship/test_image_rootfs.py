@@ -157,3 +157,10 @@ def test_indexes_listing_too_many_descriptors_are_one_short_line(tmp_path):
     with pytest.raises(ForkliftError, match=r"index.json: manifests: List should have at most 1024 items") as caught:
         proven(archive)
     assert len(str(caught.value)) < 500
+
+
+def test_layer_members_are_counted_against_the_archive_limit(tmp_path, monkeypatch):
+    monkeypatch.setenv("FORKLIFT_EXTRACT_MAX_MEMBERS", "50")
+    layers = [[*engine(), *[(f"etc/f{i}", b"") for i in range(60)]]]
+    with pytest.raises(ForkliftError, match=r"layer 1: more than 50 members \(raise upstream.extract.max_members"):
+        proven(oci_layout(tmp_path / "l", layers))
