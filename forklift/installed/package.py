@@ -17,6 +17,7 @@ from pathlib import Path
 from forklift.errors import ForkliftError, UsageError
 from forklift.fsio import open_regular
 from forklift.installed.stamp import Stamp, pristine_record, read_stamp
+from forklift.source.hashing import file_sha256
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,13 @@ class InstalledPackage:
     def read(self, path: str) -> bytes | None:
         try:
             return (self.site / path).read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+    def sha256(self, path: str) -> str | None:
+        """The hex sha256 of a file, streamed (an engine's native libraries are hundreds of MB); None when absent."""
+        try:
+            return file_sha256(self.site / path)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
 

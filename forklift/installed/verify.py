@@ -163,9 +163,8 @@ def verify_installed(package: InstalledPackage, series: Series, trimmed: bool = 
     checks: list[FileCheck] = []
     on_disk = set(package.files())
     for path in sorted(touched | set(package.record) | on_disk):
-        installed = read(path) if path in on_disk or path in touched else None
         if path in touched:
-            checks.append(_touched_state(path, installed, undone.read(path), expected.read(path), package))
+            checks.append(_touched_state(path, read(path), undone.read(path), expected.read(path), package))
             continue
         if path not in package.record:
             checks.append(FileCheck(path, "extra", "not in the wheel's RECORD"))
@@ -173,7 +172,7 @@ def verify_installed(package: InstalledPackage, series: Series, trimmed: bool = 
             checks.append(FileCheck(path, "absent" if trimmed else "missing", "in the wheel's RECORD, not on disk"))
         else:
             want = package.record[path]
-            if want is not None and (installed is None or sha256_hex(installed) != want):
+            if want is not None and package.sha256(path) != want:  # streamed: never a whole file held
                 checks.append(FileCheck(path, "modified", "sha256 differs from the wheel's RECORD"))
     return Verification(package, patches, checks, checked=len(on_disk), touched=touched)
 
