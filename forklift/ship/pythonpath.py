@@ -43,8 +43,8 @@ def engine_site(tree: RootFS, env: list[str], read_cfg: Callable[[Node], bytes |
         return EngineSite(installed[0], None)
     for entry in _sys_path(tree, interpreter, variables, read_cfg):
         try:
-            tree.find(f"{entry}/{package}/__init__.py")
-            return EngineSite(tree.find(entry).path, "/" + interpreter)
+            if tree.find(f"{entry}/{package}/__init__.py").node.kind == "file":
+                return EngineSite(tree.find(entry).path, "/" + interpreter)
         except NotFound:
             continue
     elsewhere = f"; it is installed in {', '.join('/' + s for s in installed[:10])}" if installed else ""

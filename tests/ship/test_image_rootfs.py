@@ -17,6 +17,7 @@ from forklift.ship.image import unpacked_engine
 from tests.ship.layouts import SITE, config_json, docker_archive, engine, layer_bytes, oci_layout
 
 EVIL = b"# another vllm\n"
+VENV_SITE = "opt/venv/lib/python3.12/site-packages"
 
 
 def proven(archive: Path, tag: str | None = "t") -> tuple[str, str | None, bytes]:
@@ -164,3 +165,12 @@ def test_layer_members_are_counted_against_the_archive_limit(tmp_path, monkeypat
     layers = [[*engine(), *[(f"etc/f{i}", b"") for i in range(60)]]]
     with pytest.raises(ForkliftError, match=r"layer 1: more than 50 members \(raise upstream.extract.max_members"):
         proven(oci_layout(tmp_path / "l", layers))
+
+
+def test_an_init_that_is_a_folder_is_no_engine(tmp_path):
+    """Found by the fuzz (tests/properties/test_any_image.py): vllm/__init__.py made a folder is imported by nothing."""
+    layers = [[("usr/bin/python3.12", b""), ("opt/venv/bin/python3", "->/usr/bin/python3.12")]]
+    layers[0] += [("opt/venv/pyvenv.cfg", b"home = /usr/bin\n"), (f"{VENV_SITE}/vllm/__init__.py", None)]
+    archive = oci_layout(tmp_path / "l", layers, env=["PATH=/opt/venv/bin"])
+    with pytest.raises(ForkliftError, match=r": /opt/venv/bin/python3 would not import vllm \(not on its path\)$"):
+        proven(archive)
