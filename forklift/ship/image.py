@@ -195,7 +195,7 @@ def final_tree(image: Image, limits: Limits, archive: Path) -> tuple[RootFS, dic
         label = f"{archive} layer {number}"
         _refuse_zstd(layer, label)
         with open(layer.path, "rb") as handle:
-            stream = TarStream(handle, label, limits, layer.path.stat().st_size)
+            stream = TarStream(handle, label, limits.for_layers(), layer.path.stat().st_size)
             for index, member in enumerate(stream):
                 rel = clean_member(member.name, label)
                 if not rel:
@@ -230,7 +230,7 @@ def _write_engine(
             layer = image.layers[number - 1]
             label = f"{archive} layer {number}"
             with open(layer.path, "rb") as handle:
-                stream = TarStream(handle, label, limits, layer.path.stat().st_size)
+                stream = TarStream(handle, label, limits.for_layers(), layer.path.stat().st_size)
                 for index, member in enumerate(stream):
                     if not (places := members.get(index)):
                         continue

@@ -7,6 +7,7 @@ three can be raised per pin (`[upstream.extract]`) or by environment variable, n
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import ClassVar
@@ -23,6 +24,9 @@ MAX_HEADER_BYTES = (
 )  # one pax or GNU long-name header: a path is 4 KiB, xattrs a few KiB; Python's tarfile reads any size whole
 MAX_EXTENDED_HEADERS = 16  # pax / long-name headers before one member (tar writes at most 3)
 MAX_TRAILING_BYTES = 1 << 20  # zeros after a tar's end marker: writers pad to a 10 KiB record
+# One image layer's declared data: read and skipped, never held or written (only the engine's files are, within
+# Limits.max_bytes), so this bounds time only; a CUDA serving image has layers of 5-10 GiB.
+MAX_LAYER_BYTES = 64 << 30
 RATIO_FLOOR = 1 << 20  # the ratio is judged past this many bytes: a tiny archive is mostly headers and padding
 
 
@@ -57,6 +61,10 @@ class Limits:
             if (given := env_number(var, whole=field != "max_ratio", environ=environ)) is not None:
                 values[field] = given
         return cls(**values)  # type: ignore[arg-type]
+
+    def for_layers(self) -> Limits:
+        """These limits for reading an image layer: its declared data up to MAX_LAYER_BYTES at least."""
+        return dataclasses.replace(self, max_bytes=max(self.max_bytes, MAX_LAYER_BYTES))
 
     def check_bytes(self, total: int, label: str, member: str) -> None:
         if total > self.max_bytes:

@@ -152,3 +152,12 @@ def test_a_zips_member_count_is_read_from_its_end_record_before_zipfile_reads_it
     archive.write_bytes(archive.read_bytes()[:-22])  # no end record
     with pytest.raises(ForkliftError, match=r"no zip end record"):
         extract_archive(archive, tmp_path / "out2", strip_top=False)
+
+
+def test_an_image_layer_may_declare_more_than_an_archive():
+    """A CUDA layer holds 5-10 GiB: read and skipped, never held, so only an archive's 2 GiB is refused."""
+    data = block("libcuda.so", b"0", 3 << 30) + bytes(BLOCK)
+    with pytest.raises(UnsafeMember, match=r"expands past 2.0 GiB"):
+        read_all(data, Limits(max_ratio=1e12))
+    with pytest.raises(ForkliftError, match=r"it ends inside member 'libcuda.so' \(truncated\)"):
+        read_all(data, Limits(max_ratio=1e12).for_layers())
