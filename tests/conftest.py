@@ -7,6 +7,7 @@ pytest_plugins = [
     "tests.fixtures.sse",
     "tests.fixtures.engine",
     "tests.fixtures.ray_cluster",
+    "tests.fixtures.upstream_git",
     "tests.fork.fixtures",
 ]
 

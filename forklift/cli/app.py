@@ -100,6 +100,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "lint": ("lint",),
     "manifest": ("manifest",),
     "tree": ("tree",),
+    "pick": ("pick",),
     "fork": ("export", "import", "rebase", "replay"),
     "flip": ("flip",),
     "watch": ("watch",),

@@ -195,15 +195,19 @@ def patch_file_stem(subject: str) -> str:
     return text.lower() or "patch"
 
 
-def render_header(subject: str, body: str, author: str, trailers: list[tuple[str, str]], commit: str) -> str:
-    """A DEP-3 header: Description (subject, then the body as continuation lines), Author, trailers."""
+def render_header(
+    subject: str, body: str, author: str, trailers: list[tuple[str, str]], commit: str | None = None
+) -> str:
+    """A DEP-3 header: Description (subject, then the body as continuation lines), Author, trailers, and the
+    fork commit it was exported from (`Export-Commit:`) when there is one."""
     lines = [f"Description: {subject}"]
     lines += [f" {line.rstrip()}" if line.strip() else " ." for line in (body.split("\n") if body else [])]
     names = {name.lower() for name, _ in trailers}
     if "author" not in names and "from" not in names:
         lines.append(f"Author: {author}")
     lines += [f"{name}: {value}" for name, value in trailers if name.lower() not in ("export-commit", "patch-name")]
-    lines.append(f"Export-Commit: {commit}")
+    if commit:
+        lines.append(f"Export-Commit: {commit}")
     return "\n".join(lines) + "\n---\n"
 
 
@@ -254,13 +258,15 @@ def _patch_name(
         stem = patch_file_stem(subject)
         known = [n for n in series.names if n not in taken and (series.exported.get(n) == commit)]
         known = known or [n for n in series.names if n not in taken and _NUMBERED.sub("", n) == f"{stem}.patch"]
-        if known:
-            name = known[0]
-        else:
-            numbers = [int(m.group(1)) for n in [*series.names, *taken] if (m := _NUMBERED.match(n))]
-            name = f"{max(numbers, default=0) + 1:04d}-{stem}.patch"
+        name = known[0] if known else numbered_name(subject, [*series.names, *taken])
     taken[name] = commit
     return name
+
+
+def numbered_name(subject: str, names: list[str]) -> str:
+    """NNNN-subject.patch, numbered after the highest number among `names` (as git format-patch numbers)."""
+    numbers = [int(m.group(1)) for n in names if (m := _NUMBERED.match(n))]
+    return f"{max(numbers, default=0) + 1:04d}-{patch_file_stem(subject)}.patch"
 
 
 def _commits(git: Git, base: str, tip: str) -> list[str]:
