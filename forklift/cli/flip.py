@@ -76,6 +76,13 @@ def flip(
             "--repo", help="with --write: the fork, which gets the new release's commit the series' base line names"
         ),
     ] = None,
+    upstream_repo: Annotated[
+        Path | None,
+        typer.Option(
+            "--upstream-repo",
+            help="a local clone of upstream: name the commit that carries each retired patch (git pins: their own)",
+        ),
+    ] = None,
     git_ref: Annotated[
         str | None,
         typer.Option(
@@ -103,6 +110,7 @@ def flip(
         write=write,
         fork=fork,
         git_ref=git_ref is not None,
+        upstream_repo=upstream_repo,
     )
     report = result.report
     if report_file:

@@ -73,6 +73,7 @@ class FlipRow(BaseModel):
     retire: RetireNote | None = None
     skipped: str | None = None  # a series entry the series skips, with its reason
     retires_when: str = ""  # the patch's Retires-When: header, shown beside its verdict
+    carried_by: str | None = None  # a retired patch's upstream commit (its patch id): "SHA12 subject"
 
     @classmethod
     def of(cls, t: PatchTriage, description: str, retires_when: str = "") -> FlipRow:
@@ -100,6 +101,8 @@ class FlipRow(BaseModel):
 
     def detail(self) -> str:
         """What a reviewer needs on one line: the evidence that decides the verdict."""
+        if self.carried_by:
+            return f"upstream commit {self.carried_by}"
         if self.retire is not None:
             return self.retire.summary()
         wrong = [h.line_text() for h in self.hunks if h.status not in ("exact", "offset", "already")]
@@ -156,6 +159,13 @@ class FlipReport(BaseModel):
     overlay_changed: list[str] = Field(default_factory=list)  # overlay files whose upstream file changed
     requirements: list[RequirementChange] = Field(default_factory=list)  # the engine's own, old pin -> new
     requirements_skipped: str | None = None  # why they were not compared (a tree declares none)
+    upstream_range: str | None = None  # the commits searched for a retired patch's carrier (old..new)
+
+    def carrier(self, row: FlipRow) -> str:
+        """'; upstream commit SHA subject', or that none in the range carries it, or nothing when none was searched."""
+        if row.carried_by:
+            return f"; upstream commit {row.carried_by}"
+        return f"; no single upstream commit in {self.upstream_range} carries it" if self.upstream_range else ""
 
     def count(self, verdict: str) -> int:
         return sum(1 for p in self.patches if p.verdict == verdict)
@@ -195,7 +205,7 @@ def render_markdown(report: FlipReport) -> str:
     lines += table(["#", "patch", "verdict", "needs a look", "detail"], rows, empty="-")
     if report.retired:
         lines += ["", "## Retire (upstream carries them)", ""]
-        lines += [f"- `{p.name}`: {p.description or 'no description'}" for p in report.retired]
+        lines += [f"- `{p.name}`: {p.description or 'no description'}{report.carrier(p)}" for p in report.retired]
     if report.needs_look:
         lines += ["", "## Needs a human look", "", "These apply, but upstream changed something they depend on:", ""]
         lines += [f"- `{p.name}`: {reason}" for p in report.needs_look for reason in p.look]

@@ -11,22 +11,25 @@ from forklift.config import Config
 from forklift.config.schema import GitPin, PathPin, PypiPin
 from forklift.engines import engine_adapter
 from forklift.errors import ForkliftError, Interrupted, UsageError, interrupt_point
+from forklift.flip.carriers import carrier
 from forklift.flip.knobs import knob_deltas
 from forklift.flip.report import FlipReport, FlipRow, KnobDelta
 from forklift.flip.triage import PatchTriage, triage
 from forklift.fork.base import base_tag
 from forklift.fork.create import release_commit
 from forklift.fork.export import BASE_COMMENT, recorded_base
+from forklift.fork.pick import upstream_repo
 from forklift.fork.repo import Git
 from forklift.fsio import all_or_nothing, tree_reader, write_atomic
 from forklift.receipts import new_receipt, receipts_folder, write_receipt
-from forklift.series.apply import apply_series
+from forklift.series.apply import Overlay, Reader, apply_patch, apply_series
 from forklift.series.files import upstream_drift
 from forklift.series.gate import configured_overlay, configured_series
 from forklift.series.model import SERIES_FILE, Series, series_folder_files
 from forklift.series.move import follow_manifest, moved_toml, new_pin, pin_version
 from forklift.series.render import series_patches_md
 from forklift.source.cache import default_cache
+from forklift.source.gitpin import has_commit, resolve_url, update_mirror
 from forklift.source.materialize import Tree, materialize, materialize_ref
 from forklift.source.requirements import RequirementChange, read_requirements, requirement_changes
 
@@ -49,9 +52,11 @@ def run_flip(
     write: bool = False,
     fork: Git | None = None,
     git_ref: bool = False,
+    upstream_repo: Path | None = None,
 ) -> FlipResult:
     """Flip to release `version`; with `git_ref`, `version` names a branch or tag of a git pin's repository
-    (upstream main, say): which patches would break before the release, a dry run only."""
+    (upstream main, say): which patches would break before the release, a dry run only. A retired patch is
+    traced to the upstream commit that carries it in `upstream_repo` (a clone), or in a git pin's own repository."""
 
     pin = config.data.upstream
     if git_ref and not isinstance(pin, GitPin):
@@ -71,6 +76,7 @@ def run_flip(
     else:
         target = new_pin(pin, version, config.root)
         new_tree = materialize(target, config.root, progress=progress)
+    traced = upstream_range(config, target, upstream_repo)  # a wrong clone is named before the triage runs
     old_read, new_read = tree_reader(old_tree.path), tree_reader(new_tree.path)
     overlay_files = configured_overlay(config)  # lands over both releases' patched trees
     verdicts, new_overlay = triage(old_read, new_read, series.patches, series.applier)
@@ -109,6 +115,7 @@ def run_flip(
         requirements=requirements,
         requirements_skipped=requirements_skipped,
     )
+    trace_retired(report, series, old_read, *traced)
     written = (
         write_flip(config, series, target, verdicts, report, new_tree, fork) if write and not report.blocked else []
     )
@@ -120,6 +127,54 @@ def run_flip(
     )
     path = write_receipt(receipt, receipts_folder(receipts_dir, config.path))
     return FlipResult(report=report, receipt=path, written=written)
+
+
+def upstream_range(
+    config: Config, target: PypiPin | GitPin, clone: Path | None
+) -> tuple[Git, str, str] | tuple[None, None, None]:
+    """(repository, old commit, new commit) between the two pins: the clone's release tags (v0.32.0 or 0.32.0)
+    or the git pin's commits; nothing without a git upstream."""
+    pin = config.data.upstream
+    if clone is None and isinstance(pin, GitPin) and isinstance(target, GitPin):
+        url, cache = resolve_url(pin.url, config.root), default_cache()
+        mirror = cache.mirror_path(url)
+        if not (mirror.is_dir() and all(has_commit(mirror, c) for c in (pin.commit, target.commit))):
+            mirror = update_mirror(url, cache)  # trees in the cache need no mirror: fetch it for the history
+        return Git(mirror), pin.commit, target.commit
+    if clone is None or isinstance(pin, PathPin):
+        return None, None, None
+    git = upstream_repo(clone, "--upstream-repo")
+    ends = []
+    for side in (pin, target):
+        if isinstance(side, GitPin):
+            ends.append(git.commit_of(side.commit, f"the pinned commit of {side.tag}"))
+            continue
+        version = pin_version(side)
+        found = git.resolve(f"refs/tags/v{version}") or git.resolve(f"refs/tags/{version}")
+        if found is None:
+            raise ForkliftError(f"--upstream-repo {clone}: no tag v{version} (or {version}) for release {version}")
+        ends.append(found)
+    return git, ends[0], ends[1]
+
+
+def trace_retired(
+    report: FlipReport, series: Series, read: Reader, git: Git | None, old: str | None, new: str | None
+) -> None:
+    """Name, on every retired row, the upstream commit in old..new whose patch id is the patch's (each patch's
+    change taken on the old release `read`, as the series makes it)."""
+    if git is None or old is None or new is None:
+        return
+    report.upstream_range = f"{old[:12]}..{new[:12]}"
+    retired = {row.name for row in report.patches if row.verdict in ("already-upstream", "retire-candidate")}
+    overlay = Overlay(read)
+    for patch in series.patches:
+        result = apply_patch(overlay.read, patch, series.applier)
+        if patch.name in retired:
+            change = {path: (overlay.read(path), content) for path, content in result.files.items()}
+            found = carrier(git, old, new, patch, change)
+            row = next(row for row in report.patches if row.name == patch.name)
+            row.carried_by = f"{found[:12]} {git.text('log', '-1', '--format=%s', found).strip()}" if found else None
+        overlay.files.update(result.files)
 
 
 def compared_requirements(config: Config, old: Tree, new: Tree) -> tuple[list[RequirementChange], str | None]:

@@ -44,13 +44,13 @@ class Pick:
     report: CheckReport  # the gate's checks of the series with the pick
 
 
-def upstream_repo(repo: Path) -> Git:
-    """The local clone of upstream `--repo` names, or one line saying why it is none."""
+def upstream_repo(repo: Path, option: str = "--repo") -> Git:
+    """The local clone of upstream `option` names, or one line saying why it is none."""
     if not repo.is_dir():
-        raise UsageError(f"--repo {repo}: no such folder (a local clone of upstream)")
+        raise UsageError(f"{option} {repo}: no such folder (a local clone of upstream)")
     git = Git(repo)
     if git.run("rev-parse", "--git-dir", check=False).returncode != 0:
-        raise UsageError(f"--repo {repo}: not a git repository (a local clone of upstream)")
+        raise UsageError(f"{option} {repo}: not a git repository (a local clone of upstream)")
     return git
 
 
