@@ -54,7 +54,7 @@ def export_command(
     """Write one normalized patch per fork commit and rewrite patches/series (byte-identical on re-export)."""
     from forklift.fork.base import find_base
     from forklift.fork.export import export_drift, export_fork
-    from forklift.fork.rebase import off_the_pin, pending_move, rebase_in_progress
+    from forklift.fork.rebase import finish_move, given_up, off_the_pin, pending_move, rebase_in_progress
     from forklift.fork.repo import Git
     from forklift.fork.upstream import UpstreamPaths
 
@@ -66,6 +66,11 @@ def export_command(
             f"{repo}: the rebase onto {move.version} is not finished: resolve, `git -C {repo} rebase --continue`, "
             "then export"
         )
+    if move is not None and given_up(fork, move):
+        if not check:
+            finish_move(fork)
+        say(f"the rebase onto {move.version} was given up (branch {move.branch} is not on it): exporting on the pin")
+        move = None
     from forklift.source.materialize import pinned_tree
 
     tree = pinned_tree(config, progress=console) if move is None else _release(config, move)

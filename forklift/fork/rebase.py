@@ -84,6 +84,13 @@ def finish_move(fork: Git) -> None:
     _state_path(fork).unlink(missing_ok=True)
 
 
+def given_up(fork: Git, move: PendingMove) -> bool:
+    """Whether the recorded move was abandoned (`git rebase --abort`): no rebase runs and the branch is not on
+    the new base."""
+    tip = fork.resolve(f"refs/heads/{move.branch}")
+    return not rebase_in_progress(fork) and (tip is None or not fork.is_ancestor(move.new_base, tip))
+
+
 def rebase_in_progress(fork: Git) -> bool:
     """git's own marker folders of a rebase stopped on a conflict (a path git gives may be relative)."""
     return any(

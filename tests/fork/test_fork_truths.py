@@ -214,3 +214,16 @@ def test_ctrl_c_in_export_puts_back_a_patch_it_removed_from_a_subfolder(up, tmp_
     cut = up.forklift(dist, "export", "--from", "work", "--repo", fork, env_at="export.series")
     assert cut.returncode == 130, cut.stderr
     assert state(dist) == before  # export had removed old/kept.patch (not on the branch): it is back
+
+
+def test_export_after_a_rebase_given_up_follows_the_pin(up, tmp_path):
+    dist, fork = started(up, tmp_path, 3)  # the line upstream rewrites in 1.1: the rebase conflicts
+    conflict = up.forklift(dist, "rebase", "1.1", "--repo", fork, "--branch", "work")
+    assert conflict.returncode == 1 and "conflict in" in conflict.stdout
+    git(fork, "rebase", "--abort")
+    exported = ok(up.forklift(dist, "export", "--from", "work", "--repo", fork))
+    assert "the rebase onto 1.1 was given up" in exported
+    assert not (fork / ".git" / "forklift-rebase.json").exists()
+    ok(up.forklift(dist, "export", "--from", "work", "--repo", fork, "--check"))
+    ok(up.forklift(dist, "replay", "--against", "work", "--repo", fork))
+    assert 'version = "1.0"' in (dist / "forklift.toml").read_text()

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from tests.fork.tinyup import CORE, VERSIONS, TinyUp, git, served
 
@@ -72,9 +72,15 @@ class ForkModel(RuleBasedStateMachine):
         return files, heads, (self.fork / ".git" / "forklift-rebase.json").exists()
 
     def step(self, *args: object, at: str | None = None):
-        """Run a step that writes; a step that does not succeed must leave everything as it was."""
+        """Run a step that writes; a step that does not succeed must leave everything as it was. A rebase that
+        stops on a conflict is the exception git makes: the user gives it up (`git rebase --abort`), which puts
+        the branch back; forklift's record of the move stays until the next export or rebase."""
         before = self.snapshot()
         proc = self.run(*args, at=at)
+        if args[0] == "rebase" and proc.returncode == 1 and "conflict in" in proc.stdout:
+            git(self.fork, "rebase", "--abort")
+            assert self.snapshot()[:2] == before[:2]
+            return proc
         if proc.returncode == 130:
             assert at is not None and proc.stderr.startswith("interrupted: "), proc.stderr
         if proc.returncode != 0:
@@ -92,6 +98,15 @@ class ForkModel(RuleBasedStateMachine):
         text[2 * line + 1] = f"    return 'edit {self.edits}'\n"
         (self.fork / CORE).write_text("".join(text))
         git(self.fork, "commit", "-q", "-am", f"Edit {self.edits} on line {line}")
+
+    @precondition(lambda self: self.version == VERSIONS[0])
+    @rule()
+    def commit_on_upstreams_line(self) -> None:
+        """An edit of the line upstream rewrites in 1.1: a flip is blocked and a rebase stops on a conflict."""
+        self.edits += 1
+        text = (self.fork / CORE).read_text().replace("    return 3\n", f"    return 'edit {self.edits}'\n")
+        (self.fork / CORE).write_text(text)
+        git(self.fork, "commit", "-q", "-am", f"Edit {self.edits} on upstream's line", "--allow-empty")
 
     @rule(at=st.sampled_from([None, "export.series", "export.pin"]))
     def export(self, at: str | None) -> None:
