@@ -18,9 +18,10 @@ from typing import Any
 
 from forklift.campaign.schema import BuildSpec, CampaignFile, expand
 from forklift.config import Config, load_config
+from forklift.config.load import program_at
 from forklift.engines import engine_adapter
 from forklift.errors import ConfigError, ForkliftError
-from forklift.installed.package import locate
+from forklift.installed.package import locate, site_from_python
 from forklift.installed.verify import installed_overlay_hash, verify_installed
 from forklift.knobs.flags import engine_version
 from forklift.receipts.envelope import Labels
@@ -68,15 +69,27 @@ def engine_environment(build: Build) -> Iterator[None]:
 def interpreter(name: str, spec_python: str, campaign: CampaignFile) -> str:
     """The build's interpreter: a path (relative to the campaign file) or a command on PATH; missing is one line."""
     spec_python = expand(spec_python, f"{campaign.path}: builds.{name}.python")
-    if "/" not in spec_python:
-        found = shutil.which(spec_python)
+    python = program_at(spec_python, campaign.root)
+    if "/" not in python:
+        found = shutil.which(python)
         if found is None:
             raise ConfigError(f"{campaign.path}: builds.{name}.python = {spec_python!r}: no such command on PATH")
         return found
-    python = Path(spec_python) if Path(spec_python).is_absolute() else campaign.at(spec_python)
-    if not python.is_file() or not os.access(python, os.X_OK):
+    if not Path(python).is_file() or not os.access(python, os.X_OK):
         raise ConfigError(f"{campaign.path}: builds.{name}.python = {spec_python!r}: no interpreter at {python}")
-    return str(python)
+    return python
+
+
+def imports_first(name: str, build: Build, package: str, proven: Path) -> None:
+    """The folder the build's boot imports `package` from (its interpreter, its environment, this working folder)
+    must be the one verified: else an OK would be about files beside the ones that run."""
+    assert build.python is not None
+    found = site_from_python(Path(build.python), package, {**os.environ, **build.env}) / package
+    if os.path.realpath(found) != os.path.realpath(proven):
+        raise ForkliftError(
+            f"build {name}: {build.python} imports {package} from {found} first, not from {proven}, the one verified"
+            " (PYTHONPATH, a .pth file or a folder named so in the working folder puts it first)"
+        )
 
 
 def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Config) -> Build:
@@ -100,6 +113,7 @@ def verify_build(name: str, spec: BuildSpec, campaign: CampaignFile, default: Co
         )
     overlay = installed_overlay_hash(package, series) if series.patches else None
     build = Build(name, python, None, None, overlay, pin, "", site=site)
+    imports_first(name, build, adapter.package, package.site / adapter.package)
     with engine_environment(build):
         version = engine_version(python, adapter)
     what = "pristine" if spec.pristine else f"{len(series.patches)} patches of {config.series_dir} applied"

@@ -51,6 +51,15 @@ class Config:
         return self.root / name if name else None
 
 
+def program_at(program: str, root: Path) -> str:
+    """A program a file names: a bare name is a command on PATH; a path is relative to that file's folder, made
+    absolute without following symlinks (a venv's python is a symlink to the system's: followed, it runs without
+    the venv)."""
+    if "/" not in program:
+        return program
+    return str((root / program).absolute())
+
+
 _UNION_TAGS = ("pypi", "git", "path")  # pydantic puts a pin's tag in the location; it is not a key
 
 

@@ -10,7 +10,7 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,13 +134,13 @@ def _site_of(path: Path, package: str) -> Path:
     )
 
 
-def site_from_python(python: Path, package: str) -> Path:
-    """Ask the interpreter where the package lives, without importing it."""
+def site_from_python(python: Path, package: str, env: Mapping[str, str] | None = None) -> Path:
+    """Ask the interpreter (in `env`, else this environment) where the package lives, without importing it."""
     code = (
         "import importlib.util,sys;s=importlib.util.find_spec(sys.argv[1]);"
         "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')"
     )
-    result = subprocess.run([str(python), "-c", code, package], capture_output=True, text=True)
+    result = subprocess.run([str(python), "-c", code, package], capture_output=True, text=True, env=env)
     location = result.stdout.strip()
     if result.returncode != 0 or not location:
         raise UsageError(f"{python}: {package!r} is not installed for this interpreter")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from forklift.config import Config
+from forklift.config.load import program_at
 from forklift.engines import EngineAdapter, engine_adapter
 from forklift.errors import ForkliftError, UnreachableError
 from forklift.installed.package import locate, site_from_python
@@ -51,6 +52,10 @@ def make_launch_plan(
     resolved = resolve(config.data.profiles, name, choices, overrides, adapter)
     if python is not None or command is not None:
         resolved = replace(resolved, python=python, command=command or adapter.serve_argv(python))
+    elif resolved.python is not None:  # the profile's own: a path in it is relative to forklift.toml
+        own = program_at(resolved.python, config.root)
+        serves = resolved.command == adapter.serve_argv(resolved.python)
+        resolved = replace(resolved, python=own, command=adapter.serve_argv(own) if serves else resolved.command)
     if port is not None:
         moved = [replace(f, values=(str(port),)) if f.name == "--port" else f for f in resolved.flags]
         resolved = replace(resolved, port=port, flags=moved)
