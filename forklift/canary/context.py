@@ -1,10 +1,13 @@
 """`canary needle` and `canary cold-pair`: long prompts, read cold, answered exactly.
 
-needle: a needle sentence at a chosen depth of N tokens of filler; the answer must be the
-needle exactly, and the server's prefix-cache hit counter must not move for the request
-(a salt at the very start makes it cold). With `force_choice` the answer is forced by a
-grammar (`structured_outputs` choice): a positive control for the pipeline, not for the
-model. cold-pair: the same salted long prompt twice, both timed; the first must hit
+needle: a passphrase sentence at each chosen depth of N tokens of filler, asked for through the
+model's chat template with the answer's lead already written (`The passphrase is "`, continued
+by the server: `continue_final_message`) and cut at the closing quote, so what the model writes
+is the passphrase it retrieved and nothing else. It must be the needle exactly, and the server's
+prefix-cache hit counter must not move for the request (a fresh salt at the very start of each
+makes it cold). A real instruct model returns a passphrase-shaped needle this way; asked bare
+for "the code", it chatted on past max_tokens. With `force_choice` the answer is forced by a
+grammar (`structured_outputs` choice): a positive control for the pipeline, not for the model. cold-pair: the same salted long prompt twice, both timed; the first must hit
 nothing in the prefix cache, the second must hit it.
 
 Coldness is read from the server's counters; a server without them fails the check
@@ -27,21 +30,29 @@ FILLER = (
     "Farmers along the bank grow barley in the dry years and rice when the rains come early. "
     "Every spring the town counts its boats, paints their names again and writes them in a ledger. "
 )
-QUESTION = "What is the secret code? Reply with the code only."
+QUESTION = "What is the passphrase? Reply with the passphrase only."
+LEAD = 'The passphrase is "'  # the answer's start, written for the model; its closing quote ends the answer
 
 
 @dataclass(frozen=True)
 class NeedleOptions:
     tokens: int = 1500  # filler context length, in the server's tokens
-    depth: float = 0.5  # where the needle sits: 0 = start, 1 = end
-    needle: str = "forklift-needle-7391"
+    depths: tuple[float, ...] = (0.5,)  # where the needle sits, one request each: 0 = start, 1 = end
+    needle: str = "blue-harbor-7391"
     force_choice: bool = False
     max_tokens: int = 24
 
     def __post_init__(self) -> None:
         at_least("needle", {"--context-tokens": (self.tokens, 1), "--max-tokens": (self.max_tokens, 1)})
-        if not 0.0 <= self.depth <= 1.0:
-            raise UsageError(f"needle --depth {self.depth}: expected a fraction from 0 to 1")
+        if not self.depths:
+            raise UsageError("needle --depth: give at least one depth")
+        for depth in self.depths:
+            if not 0.0 <= depth <= 1.0:
+                raise UsageError(f"needle --depth {depth}: expected a fraction from 0 to 1")
+        if not self.needle.strip() or '"' in self.needle or "\n" in self.needle:
+            raise UsageError(
+                f"needle --needle {self.needle!r}: expected one line without '\"' (the quote ends the answer)"
+            )
 
 
 @dataclass(frozen=True)
@@ -61,11 +72,11 @@ def filler(endpoint: Endpoint, tokens: int) -> str:
     return FILLER * max(1, tokens // per_unit)
 
 
-def needle_prompt(context: str, options: NeedleOptions, salt: str) -> str:
+def needle_prompt(context: str, needle: str, depth: float, salt: str) -> str:
     """The salt, the context with the needle sentence at the last sentence end before `depth`, the question."""
-    sentence_end = context.rfind(". ", 0, int(len(context) * options.depth))
+    sentence_end = context.rfind(". ", 0, int(len(context) * depth))
     cut = sentence_end + 2 if sentence_end >= 0 else 0  # before the first sentence end: the very start
-    return f"[{salt}] {context[:cut]}The secret code is {options.needle}. {context[cut:]}\n{QUESTION}"
+    return f"[{salt}] {context[:cut]}The passphrase is {needle}. {context[cut:]}\n{QUESTION}"
 
 
 def _cold_request(endpoint: Endpoint, path: str, request: dict[str, Any]) -> tuple[Any, float | None]:
@@ -76,42 +87,61 @@ def _cold_request(endpoint: Endpoint, path: str, request: dict[str, Any]) -> tup
     return answer, (after - before if before is not None and after is not None else None)
 
 
-def run_needle(endpoint: Endpoint, options: NeedleOptions) -> SuiteBody:
+def _needle_attempt(endpoint: Endpoint, options: NeedleOptions, context: str, depth: float) -> Attempt:
     salt = secrets.token_hex(8)
-    prompt = needle_prompt(filler(endpoint, options.tokens), options, salt)
     request: dict[str, Any] = {
-        "messages": [{"role": "user", "content": prompt}],
+        "messages": [
+            {"role": "user", "content": needle_prompt(context, options.needle, depth, salt)},
+            {"role": "assistant", "content": LEAD},
+        ],
+        "continue_final_message": True,
+        "add_generation_prompt": False,
+        "stop": ['"'],
         "max_tokens": options.max_tokens,
         "temperature": 0.0,
     }
     if options.force_choice:
         request["structured_outputs"] = {"choice": [options.needle]}
-    record = {**options.__dict__, "salt": salt, "prompt_chars": len(prompt)}
-    body = SuiteBody(suite="needle", url=endpoint.url, model=endpoint.model, options=record)
     answer, hits = _cold_request(endpoint, "/v1/chat/completions", request)
-    attempt = Attempt(id="0", status=answer.status, seconds=answer.seconds)
-    if answer.ok:
-        choice = (answer.body.get("choices") or [{}])[0]
-        got = (choice.get("message") or {}).get("content") or ""
-        attempt.finish_reason = choice.get("finish_reason")
-        attempt.detail = {
-            "answer": got,
-            "prompt_tokens": (answer.body.get("usage") or {}).get("prompt_tokens"),
-            "prefix_cache_hits": hits,
-        }
-        if got.strip() != options.needle:
-            attempt.error = f"answered {got.strip()[:80]!r}, expected {options.needle!r}"
-        elif hits is None:
-            attempt.error = "the server exposes no prefix-cache counter: the request is not shown cold"
-        elif hits:
-            attempt.error = f"{hits:.0f} prefix-cache hit tokens on the cold request"
-        attempt.ok = attempt.error is None
-    else:
+    attempt = Attempt(id=f"depth {depth:g}", status=answer.status, seconds=answer.seconds)
+    attempt.detail = {"depth": depth, "salt": salt}
+    if not answer.ok:
         attempt.error = answer.error()
-    body.items = [attempt.model_dump()]
-    body.summary = {**attempt.detail, "seconds": answer.seconds}
-    body.failure = attempt.error
-    body.passed = attempt.ok
+        return attempt
+    choice = (answer.body.get("choices") or [{}])[0]
+    got = (choice.get("message") or {}).get("content") or ""
+    attempt.finish_reason = choice.get("finish_reason")
+    attempt.detail |= {
+        "answer": got,
+        "prompt_tokens": (answer.body.get("usage") or {}).get("prompt_tokens"),
+        "prefix_cache_hits": hits,
+    }
+    if got != options.needle:
+        attempt.error = f"answered {got[:80]!r}, expected {options.needle!r}"
+    elif hits is None:
+        attempt.error = "the server exposes no prefix-cache counter: the request is not shown cold"
+    elif hits:
+        attempt.error = f"{hits:.0f} prefix-cache hit tokens on the cold request"
+    attempt.ok = attempt.error is None
+    return attempt
+
+
+def run_needle(endpoint: Endpoint, options: NeedleOptions) -> SuiteBody:
+    """One cold request per depth over the same filler; passes only when every depth returned the needle exactly."""
+    context = filler(endpoint, options.tokens)
+    body = SuiteBody(suite="needle", url=endpoint.url, model=endpoint.model, options=dict(options.__dict__))
+    attempts = [_needle_attempt(endpoint, options, context, depth) for depth in options.depths]
+    body.items = [a.model_dump() for a in attempts]
+    body.summary = {
+        "exact": sum(a.ok for a in attempts),
+        "depths": len(attempts),
+        "prompt_tokens": max((a.detail.get("prompt_tokens") or 0 for a in attempts), default=0),
+        "prefix_cache_hits": sum(a.detail.get("prefix_cache_hits") or 0 for a in attempts),
+        "seconds": sum(a.seconds or 0.0 for a in attempts),
+    }
+    bad = next((a for a in attempts if not a.ok), None)
+    body.failure = f"{bad.id}: {bad.error}" if bad else None
+    body.passed = bad is None
     return body
 
 

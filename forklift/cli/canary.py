@@ -38,10 +38,13 @@ def canary(
     context_tokens: Annotated[
         int, typer.Option("--context-tokens", help="needle/cold-pair: filler context, in tokens")
     ] = 1500,
-    depth: Annotated[float, typer.Option("--depth", help="needle: where the needle sits (0 start .. 1 end)")] = 0.5,
+    depth: Annotated[
+        list[float] | None,
+        typer.Option("--depth", help="needle: where the needle sits (0 start .. 1 end; repeat for one request each)"),
+    ] = None,
     needle: Annotated[
-        str, typer.Option("--needle", help="needle: the exact string to retrieve")
-    ] = "forklift-needle-7391",
+        str, typer.Option("--needle", help="needle: the exact passphrase to retrieve (one line, no '\"')")
+    ] = "blue-harbor-7391",
     force_choice: Annotated[
         bool,
         typer.Option("--force-choice", help="needle: force the answer by grammar (a positive control of the pipeline)"),
@@ -84,7 +87,9 @@ def canary(
         "json": lambda: partial(run_json, options=structured()),
         "needle": lambda: partial(
             run_needle,
-            options=NeedleOptions(tokens=context_tokens, depth=depth, needle=needle, force_choice=force_choice),
+            options=NeedleOptions(
+                tokens=context_tokens, depths=tuple(depth or [0.5]), needle=needle, force_choice=force_choice
+            ),
         ),
         "cold-pair": lambda: partial(run_cold_pair, options=ColdPairOptions(tokens=context_tokens)),
         "soak": lambda: partial(run_soak, options=SoakOptions(requests=requests, max_tokens=soak_tokens)),

@@ -12,6 +12,10 @@ by gate, with the interval compare computed over the campaign's boots:
   other's (a TTFT or E2E interval then measures the host: forklift.stats.bursts), or the gate found
   nothing to read. Never a silent pass.
 
+Quality gates read the same rule: `perplexity` over the quality receipts' ppl windows, paired by window
+(forklift.stats.quality.ppl_change; the MDE from the windows' spread), and `divergence` over the bench cells'
+greedy output hashes, the share of prompts whose text changed with its exact 95% (Clopper-Pearson) interval.
+
 A build ships when every gate passes; any hold holds it; otherwise it is undecided.
 The gates travel in the campaign's plan receipt, so `forklift report` decides from receipts alone.
 """
@@ -22,11 +26,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from scipy import stats
 
-from forklift.errors import ConfigError
+from forklift.errors import ConfigError, ForkliftError
 from forklift.launch.schema import CgroupMemory
 from forklift.mdtable import table
+from forklift.quality.schema import Window
+from forklift.stats.interval import LEVEL, minimum_detectable_effect
 from forklift.stats.metrics import METRICS
+from forklift.stats.quality import PplResult, SuiteRun, ppl_change, suite_runs
 from forklift.stats.runs import build_label
 from forklift.textsafe import markdown
 
@@ -40,7 +48,9 @@ EXIT_CODES: dict[Decision, int] = {"SHIP": 0, "HOLD": 1, "UNDECIDED": 3}
 BENCH_METRICS = {m.key: m for m in METRICS if m.better is not None}
 OTHER_METRICS = {
     "kv_pool": "KV pool tokens the boot reported (fewer: the build holds more memory)",
-    "canaries": "every quality and canary receipt of the candidate passed",
+    "canaries": "every quality and canary receipt of the candidate passed (needle exact, tools, json, ...)",
+    "perplexity": "corpus perplexity (ppl suite), paired over windows",
+    "divergence": "share of greedy prompts whose text differs from the baseline's (bench cells)",
     "shipped_defaults_boot": "each profile as shipped (no --set; campaign shipped_defaults = true) booted ready",
     "memory_events": "every boot of the candidate ran in its memory cgroup with no high, max, oom or oom_kill event",
 }
@@ -51,7 +61,8 @@ class Gate(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     metric: str = Field(
-        description="decode_tps, tpot, ttft, e2e (bench cells), kv_pool, canaries, memory_events or shipped_defaults_boot"
+        description="decode_tps, tpot, ttft, e2e (bench cells), kv_pool, canaries, memory_events, "
+        "shipped_defaults_boot, perplexity or divergence"
     )
     worse: float = Field(default=0.0, ge=0, description="percent the candidate may be worse than the baseline")
     cells: list[str] | None = Field(default=None, description="bench cells it reads (default: every cell)")
@@ -79,6 +90,8 @@ class Gate(BaseModel):
             return "shipped defaults boot"
         if self.metric == "memory_events":
             return "no memory cgroup events"
+        if self.metric == "divergence":
+            return f"greedy divergence{where} at most {self.worse:g}% of prompts"
         label = BENCH_METRICS[self.metric].label if self.metric in BENCH_METRICS else self.metric
         return f"{label}{where} no worse than {self.worse:g}%"
 
@@ -187,6 +200,92 @@ def _bench_results(campaign: Campaign, baseline: str, build: str, gate: Gate) ->
     return out or [GateResult(build, gate, ",".join(gate.cells or ["every cell"]), "undecided", "nothing measured")]
 
 
+def _ppl_results(campaign: Campaign, baseline: str, build: str, gate: Gate) -> list[GateResult]:
+    """Each setting and corpus: the candidate's perplexity against the baseline's over the windows both scored.
+
+    A build's boots each score the same windows; a window's logprob is their mean (greedy scoring on one box
+    repeats exactly, so this only matters where it does not)."""
+    sides: dict[tuple[str, str], dict[str, list[SuiteRun]]] = {}
+    for run in suite_runs(campaign.receipts):
+        wanted = run.body.suite == "ppl" and run.build in (baseline, build)
+        if wanted and (not gate.settings or run.setting in gate.settings):
+            sides.setdefault((run.setting, run.label), {}).setdefault(run.build, []).append(run)
+    out = []
+    for (setting, label), runs in sides.items():
+        where = f"{setting} / {label}"
+        failed = [r for r in runs.get(baseline, []) + runs.get(build, []) if not r.body.passed]
+        if failed or baseline not in runs or build not in runs:
+            why = f"{failed[0].build}: {failed[0].body.failure}" if failed else "no ppl receipt of both builds"
+            out.append(GateResult(build, gate, where, "undecided", why))
+            continue
+        try:
+            result = ppl_change(pooled_windows(runs[baseline]), pooled_windows(runs[build]))
+        except ForkliftError as exc:
+            out.append(GateResult(build, gate, where, "undecided", str(exc)))
+            continue
+        out.append(_ppl_result(build, gate, where, result))
+    return out or [GateResult(build, gate, "suites", "undecided", "no ppl receipt of both builds")]
+
+
+def _ppl_result(build: str, gate: Gate, where: str, result: PplResult) -> GateResult:
+    values = f"{result.ppl_a:.4f} → {result.ppl_b:.4f}"
+    if result.identical:
+        return GateResult(build, gate, where, "pass", f"{values}: identical on all {result.windows} windows")
+    if result.low is None or result.high is None or result.standard_error is None:
+        return GateResult(build, gate, where, "undecided", f"{values}: one window, no interval")
+    base = result.ppl_a
+    mde = minimum_detectable_effect(result.standard_error / base, result.windows - 1)
+    change, low, high = result.delta / base, result.low / base, result.high / base
+    outcome = judge_interval(change, low, high, mde, True, False, gate.worse / 100.0)
+    evidence = (
+        f"{values}, Δ {_pct(change)}, CI {_pct(low)}..{_pct(high)}, allowed {gate.worse:g}% worse, "
+        f"MDE ±{mde * 100:.2f}%, {result.windows} windows paired"
+    )
+    return GateResult(build, gate, where, outcome, evidence)
+
+
+def pooled_windows(runs: list[SuiteRun]) -> list[Window]:
+    """One window per id: its logprob sum averaged over the receipts that scored it with the same tokens."""
+    by_id: dict[str, list[Window]] = {}
+    for run in runs:
+        for item in run.body.items:
+            window = Window.model_validate(item)
+            by_id.setdefault(window.id, []).append(window)
+    pooled = []
+    for found in by_id.values():
+        same = [w for w in found if w.tokens == found[0].tokens and w.logprob_sum is not None]
+        if same:
+            mean = sum(w.logprob_sum or 0.0 for w in same) / len(same)
+            pooled.append(found[0].model_copy(update={"logprob_sum": mean}))
+    return pooled
+
+
+def _divergence_results(campaign: Campaign, baseline: str, build: str, gate: Gate) -> list[GateResult]:
+    """Per bench cell: of the prompts sent greedy to both builds, how many came back as other text."""
+    allowance = gate.worse / 100.0
+    out = []
+    for row in campaign.rows:
+        if (row.old.build, row.new.build) != (baseline, build) or row.result is None:
+            continue
+        if (gate.cells and row.cell not in gate.cells) or (gate.settings and row.new.setting not in gate.settings):
+            continue
+        where = f"{row.setting} / {row.cell}"
+        drift = row.result.divergence
+        if not drift.assessed or not drift.compared:
+            out.append(GateResult(build, gate, where, "undecided", drift.summary))
+            continue
+        diverged, n = len(drift.diverged), drift.compared
+        low, high = stats.binomtest(diverged, n).proportion_ci(confidence_level=LEVEL)
+        floor = stats.binomtest(0, n).proportion_ci(confidence_level=LEVEL).high  # the share 0 of n cannot rule out
+        outcome: Outcome = "pass" if high <= allowance else "hold" if low > allowance else "undecided"
+        evidence = (
+            f"{diverged}/{n} prompts diverged ({diverged / n:.0%}, 95% CI {low:.0%}..{high:.0%}), allowed "
+            f"{gate.worse:g}%; with {n} prompts a share under {floor:.0%} can read 0"
+        )
+        out.append(GateResult(build, gate, where, outcome, evidence))
+    return out or [GateResult(build, gate, ",".join(gate.cells or ["every cell"]), "undecided", "nothing measured")]
+
+
 def _pool_results(campaign: Campaign, baseline: str, build: str, gate: Gate) -> list[GateResult]:
     out, seen = [], set()
     for row in campaign.rows:
@@ -275,6 +374,10 @@ def decide(campaign: Campaign, spec: ShipSpec) -> list[BuildDecision]:
                 results += _shipped_results(campaign, build, gate)
             elif gate.metric == "memory_events":
                 results.append(_memory_result(campaign, build, gate))
+            elif gate.metric == "perplexity":
+                results += _ppl_results(campaign, baseline, build, gate)
+            elif gate.metric == "divergence":
+                results += _divergence_results(campaign, baseline, build, gate)
             else:
                 results += _canary_results(campaign, build, gate)
         outcomes = {r.outcome for r in results}

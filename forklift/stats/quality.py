@@ -76,6 +76,7 @@ class PplResult(BaseModel):
     delta: float  # B - A
     low: float | None  # None: fewer than two windows, no interval
     high: float | None
+    standard_error: float | None = None  # of delta, over windows (None: one window)
     identical: bool  # every window's summed logprob equal on both sides
 
 
@@ -168,7 +169,7 @@ def ppl_change(a: list[Window], b: list[Window]) -> PplResult:
     rate = lp.sum(axis=0) / tok.sum(axis=0)  # mean logprob a token, per side
     ppl = np.exp(-rate)
     delta = float(ppl[1] - ppl[0])
-    low = high = None
+    low = high = standard_error = None
     if n >= 2:
         # PPL = exp(-R), R = sum(lp) / sum(tok): window i moves PPL by -PPL (lp_i - R tok_i) / sum(tok)
         share = -ppl * (lp - rate * tok) / tok.sum(axis=0)
@@ -183,6 +184,7 @@ def ppl_change(a: list[Window], b: list[Window]) -> PplResult:
         delta=delta,
         low=low,
         high=high,
+        standard_error=standard_error,
         identical=bool(np.all(lp[:, 0] == lp[:, 1]) and np.all(tok[:, 0] == tok[:, 1])),
     )
 

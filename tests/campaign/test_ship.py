@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from forklift.campaign import load_campaign_file
@@ -328,3 +329,62 @@ def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_a
         by_cell = {cell: next(line for line in ttft if f"noop / {cell}:" in line) for cell in ("c1", "c16")}
         assert "asks for 6 boots a side" in by_cell["c1"] and by_cell["c1"].endswith("adding 1 repeat(s) of 6 boots")
         assert by_cell["c16"].endswith("no boots to add")
+
+
+def test_perplexity_and_divergence_gates_pass_the_same_numbers_and_hold_a_real_change():
+    """The perplexity gate pairs windows (the same windows on both sides); the divergence gate reads the greedy
+    output hashes' share with its exact interval. Receipts and Divergence are the real models."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from forklift.quality.schema import SuiteBody, Window
+    from forklift.receipts import new_receipt
+    from forklift.report.campaign import Row, Side
+    from forklift.report.ship import ShipSpec, decide
+    from forklift.stats.divergence import Divergence
+
+    base = [-300.0 - 7 * (i % 5) for i in range(16)]  # 16 windows of 100 tokens: perplexity ~ e^3
+
+    def ppl(build: str, sums: list[float]) -> tuple[Path, Any]:
+        items = [Window(id=f"gpl:{i}", start=i, end=i + 1, tokens=100, logprob_sum=v) for i, v in enumerate(sums)]
+        options = {"corpus": {"name": "gpl", "sha256": "a" * 64}, "unit": "chars", "size": 1200, "windows": 16}
+        body = SuiteBody(
+            suite="ppl", url="u", model="m", options=options, passed=True, items=[w.model_dump() for w in items]
+        )
+        return Path(f"{build}.json"), new_receipt("quality", build=build, body=body.model_dump())
+
+    def row(build: str, diverged: int, compared: int = 16) -> Row:
+        drift = Divergence(
+            assessed=True, reason="greedy", compared=compared, diverged=[f"p{i}" for i in range(diverged)]
+        )
+        return Row("box", "w", "c1", Side("A", "real"), Side(build, "real"), result=SimpleNamespace(divergence=drift))
+
+    rng = np.random.default_rng(0)
+    receipts = [
+        ppl("A", base),
+        ppl("A", base),  # a second boot of A: the same windows, pooled
+        ppl("noop", base),
+        ppl("damaged", [v * 1.01 for v in base]),  # 1 % more nats a token on every window: perplexity +3.2 %
+        ppl("shaky", [v + rng.normal(0, 30) for v in base]),  # noise the size of a window's spread
+    ]
+    rows = [row("noop", 0), row("damaged", 13), row("shaky", 4)]
+    campaign = SimpleNamespace(rows=rows, builds=["A", "noop", "damaged", "shaky"], baseline="A", receipts=receipts)
+    spec = ShipSpec.model_validate(
+        {"gates": [{"metric": "perplexity", "worse": "1%"}, {"metric": "divergence", "worse": "25%"}]}
+    )
+    decisions = {d.build: d for d in decide(campaign, spec)}
+    assert {b: d.decision for b, d in decisions.items()} == {"noop": "SHIP", "damaged": "HOLD", "shaky": "UNDECIDED"}
+    noop_ppl, noop_div = decisions["noop"].results
+    assert noop_ppl.where == "default / ppl gpl" and noop_ppl.evidence.endswith("identical on all 16 windows")
+    assert noop_div.outcome == "pass" and noop_div.evidence.startswith("0/16 prompts diverged (0%, 95% CI 0%..21%)")
+    held_ppl, held_div = decisions["damaged"].results
+    assert (
+        held_ppl.outcome == "hold"
+        and "Δ +3.2%, CI +2.9%..+3.4%" in held_ppl.evidence
+        and "16 windows paired" in held_ppl.evidence
+    )
+    assert held_div.outcome == "hold" and held_div.gate.title == "greedy divergence at most 25% of prompts"
+    shaky_ppl, shaky_div = decisions["shaky"].results
+    # the windows' noise makes the MDE larger than the 1 % allowed: the design cannot tell, so it says so
+    assert shaky_ppl.outcome == "undecided" and float(shaky_ppl.evidence.split("MDE ±")[1].split("%")[0]) > 1.0
+    assert shaky_div.outcome == "undecided"  # 4/16: its interval straddles 25 %

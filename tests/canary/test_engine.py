@@ -63,12 +63,12 @@ def test_needle_random_model_fails_with_its_answer_and_the_forced_choice_passes_
     negative, (miss,) = canary(tmp_path / "negative", *common)
     assert negative.returncode == 1  # real negative: random weights retrieve nothing
     answer = miss["body"]["items"][0]["detail"]["answer"]
-    assert miss["body"]["failure"] == f"answered {answer.strip()[:80]!r}, expected 'forklift-needle-7391'"
+    assert miss["body"]["failure"] == f"depth 0.3: answered {answer[:80]!r}, expected 'blue-harbor-7391'"
     assert miss["body"]["summary"]["prefix_cache_hits"] == 0
     assert 1000 < miss["body"]["summary"]["prompt_tokens"] < 2048
     positive, (hit,) = canary(tmp_path / "positive", *common, "--force-choice")  # grammar-forced: a positive control
     assert positive.returncode == 0, positive.stdout
-    assert hit["body"]["summary"]["answer"] == "forklift-needle-7391"
+    assert hit["body"]["items"][0]["detail"]["answer"] == "blue-harbor-7391"
     assert hit["body"]["summary"]["prefix_cache_hits"] == 0  # a fresh salt: cold although the filler was just sent
 
 

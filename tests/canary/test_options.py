@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from forklift.canary import ColdPairOptions, NeedleOptions, SoakOptions, StructuredOptions
@@ -9,28 +11,41 @@ from forklift.canary.context import FILLER, QUESTION, needle_prompt
 from forklift.errors import UsageError
 
 CONTEXT = FILLER * 4
-NEEDLE = "The secret code is forklift-needle-7391. "
+NEEDLE = "The passphrase is blue-harbor-7391. "
 
 
 @pytest.mark.parametrize("depth", [0.0, 0.01])
 def test_a_needle_before_the_first_sentence_end_sits_at_the_very_start(depth):
-    prompt = needle_prompt(CONTEXT, NeedleOptions(depth=depth), "salt")
+    prompt = needle_prompt(CONTEXT, "blue-harbor-7391", depth, "salt")
     assert prompt.startswith(f"[salt] {NEEDLE}{CONTEXT}")
 
 
 def test_a_needle_sits_at_a_sentence_end_at_its_depth():
-    half = needle_prompt(CONTEXT, NeedleOptions(depth=0.5), "salt")
+    half = needle_prompt(CONTEXT, "blue-harbor-7391", 0.5, "salt")
     before, after = half.removeprefix("[salt] ").removesuffix(f"\n{QUESTION}").split(NEEDLE)
     assert before + after == CONTEXT and before.endswith(". ")
     assert 0.4 < len(before) / len(CONTEXT) <= 0.5
-    end = needle_prompt(CONTEXT, NeedleOptions(depth=1.0), "salt")
+    end = needle_prompt(CONTEXT, "blue-harbor-7391", 1.0, "salt")
     assert end.startswith(f"[salt] {CONTEXT}{NEEDLE}")
 
 
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: NeedleOptions(depth=1.5), "needle --depth 1.5: expected a fraction from 0 to 1"),
+        (lambda: NeedleOptions(depths=(0.5, 1.5)), "needle --depth 1.5: expected a fraction from 0 to 1"),
+        (lambda: NeedleOptions(depths=()), "needle --depth: give at least one depth"),
+        (
+            lambda: NeedleOptions(needle='say "hi"'),
+            "needle --needle 'say \"hi\"': expected one line without '\"' (the quote ends the answer)",
+        ),
+        (
+            lambda: NeedleOptions(needle="two\nlines"),
+            "needle --needle 'two\\nlines': expected one line without '\"' (the quote ends the answer)",
+        ),
+        (
+            lambda: NeedleOptions(needle=" "),
+            "needle --needle ' ': expected one line without '\"' (the quote ends the answer)",
+        ),
         (lambda: NeedleOptions(tokens=0), "needle --context-tokens 0: must be at least 1"),
         (lambda: ColdPairOptions(tokens=-1), "cold-pair --context-tokens -1: must be at least 1"),
         (lambda: SoakOptions(max_tokens=0), "soak --soak-tokens 0: must be at least 1"),
@@ -40,5 +55,5 @@ def test_a_needle_sits_at_a_sentence_end_at_its_depth():
     ],
 )
 def test_options_out_of_range_are_one_line_naming_the_option(make, message):
-    with pytest.raises(UsageError, match=f"^{message}$".replace(".", r"\.")):
+    with pytest.raises(UsageError, match=f"^{re.escape(message)}$"):
         make()
