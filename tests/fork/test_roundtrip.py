@@ -142,7 +142,10 @@ def test_rebase_stops_on_each_conflict_and_export_moves_everything(vllm_fork, di
     assert kept == [names[0], names[1], names[3], names[4]]
     manifest = (distribution / "patches" / "MANIFEST.toml").read_text()
     assert ENVS in manifest and MEDUSA not in manifest
-    assert "| 4 |" in (distribution / "PATCHES.md").read_text()
+    patches_md = (distribution / "PATCHES.md").read_text()
+    assert "| 4 |" in patches_md
+    for patch in load_series(distribution / "patches").patches:  # each row's export point, from its header
+        assert f"| `{patch.header.get('export-commit')[:12]}` |" in patches_md
     replay = forklift("-c", dist, "replay", "--against", "work", "--repo", str(clone))
     assert replay.returncode == 0, replay.stdout
     check = forklift("-c", dist, "check")

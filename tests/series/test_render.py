@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from forklift.fsio import Executable
 from forklift.series.apply import apply_patch, split_lines
 from forklift.series.model import parse_patch
-from forklift.series.render import _matched, _one_side, file_diff, overlay_hash
+from forklift.series.render import _matched, _one_side, file_diff, overlay_hash, patches_md
 from tests.series.peers import gnu_patch_apply, write_tree
 
 
@@ -91,3 +91,17 @@ def test_a_created_or_deleted_file_renders_as_matching_would(lines, cut):
         content = content[:-1]  # no newline at the end
     assert _one_side(b"+", content) == _matched([], split_lines(content))
     assert _one_side(b"-", content) == _matched(split_lines(content), [])
+
+
+def test_patches_md_names_each_exported_patch_s_export_point():
+    """A series exported from a fork gets an `export point` column (the fork commit, from Export-Commit:);
+    a hand-written series keeps the table it had, and a field that is no commit id is not shown."""
+    diff = "--- a/f.py\n+++ b/f.py\n@@ -1 +1 @@\n-a\n+b\n"
+    commit = "0123456789abcdef" * 2 + "01234567"
+    exported = parse_patch("0001-x.patch", f"Description: x\nExport-Commit: {commit}\n---\n{diff}")
+    plain = parse_patch("0002-y.patch", f"Description: y\nExport-Commit: not|a commit\n---\n{diff}")
+    text = patches_md([exported, plain])
+    assert "| +/- | export point |" in text
+    assert f"| +1 -1 | `{commit[:12]}` |" in text
+    assert "| `0002-y.patch` |" in text and "not|a commit" not in text
+    assert "export point" not in patches_md([plain])
