@@ -101,6 +101,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "manifest": ("manifest",),
     "tree": ("tree",),
     "pick": ("pick",),
+    "rangediff": ("range-diff",),
     "fork": ("export", "import", "rebase", "replay"),
     "flip": ("flip",),
     "watch": ("watch",),
