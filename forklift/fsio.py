@@ -13,6 +13,7 @@ import os
 import stat
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -98,6 +99,36 @@ def read_bounded(path: Path, what: str = "file", limit: int | None = None) -> by
             if size > limit:  # it grew while being read
                 raise ForkliftError(f"{path}: {what} is over the {limit_words(limit)}")
         return b"".join(chunks)
+
+
+GZIP_SUFFIX = ".gz"
+_GZIP = 16 + zlib.MAX_WBITS  # zlib's window bits for a gzip member
+
+
+def read_gunzipped(path: Path, what: str = "file", limit: int | None = None) -> bytes:
+    """A gzip file's decompressed bytes, at most `limit` of them (the file itself too): each step decompresses
+    no more than what the limit has left, so a small file that inflates to gigabytes stops at the limit.
+    Members written one after another (`cat a.gz b.gz`) read as one stream, as gzip reads them."""
+    limit = max_file_bytes() if limit is None else limit
+    packed, out, size = read_bounded(path, what, limit), [], 0
+    try:
+        while packed:
+            member = zlib.decompressobj(_GZIP)
+            while not member.eof:
+                chunk = member.decompress(packed, limit + 1 - size)
+                size += len(chunk)
+                if size > limit:
+                    raise ForkliftError(f"{path}: {what} decompresses to over the {limit_words(limit)}")
+                out.append(chunk)
+                packed = member.unconsumed_tail
+                if not chunk and not packed:  # no input left and nothing more comes out
+                    break
+            if not member.eof:
+                raise ForkliftError(f"{path}: not a readable gzip {what}: it ends inside a member (truncated?)")
+            packed = member.unused_data
+    except zlib.error as exc:
+        raise ForkliftError(f"{path}: not a readable gzip {what}: {exc}") from None
+    return b"".join(out)
 
 
 def limit_words(limit: int) -> str:
@@ -189,8 +220,9 @@ def _check_depth(value: Any, where: str, what: str, above: int = 0) -> None:
 
 
 def read_json(path: Path, what: str = "JSON file") -> Any:
-    """One JSON file through the bounded reader and the strict parser: the one way forklift reads JSON."""
-    raw = read_bounded(path, what)
+    """One JSON file through the bounded reader and the strict parser: the one way forklift reads JSON.
+    A file named *.gz is decompressed first, within the same size limit."""
+    raw = read_gunzipped(path, what) if path.name.endswith(GZIP_SUFFIX) else read_bounded(path, what)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -42,7 +42,7 @@ from forklift.launch.session import launched
 from forklift.receipts import new_receipt, write_receipt
 from forklift.receipts.envelope import Labels
 from forklift.receipts.facts import kernel_boot_id
-from forklift.receipts.store import read_receipt
+from forklift.receipts.store import read_receipt, receipts_in
 from forklift.report.ship import BENCH_METRICS, PLAN_KIND
 from forklift.stats.sample import read_bench_runs
 
@@ -51,7 +51,7 @@ WARMUP_KIND = "campaign-warmup"
 
 
 def finished(folder: Path) -> bool:
-    return any(folder.glob(f"*-{CELL_KIND}-*.json"))
+    return bool(receipts_in(folder, f"*-{CELL_KIND}-*"))
 
 
 def set_aside(receipts: Path, key: str) -> Path | None:
@@ -112,7 +112,7 @@ class Runner:
             if self.campaign.shipped_defaults
             else None,
         }
-        for old in self.receipts.glob(f"*-{PLAN_KIND}-*.json"):
+        for old in receipts_in(self.receipts, f"*-{PLAN_KIND}-*"):
             old.unlink()  # one plan per folder: the latest run's (a resumed campaign states it again)
         write_receipt(new_receipt(PLAN_KIND, body=body), self.receipts)
 
@@ -166,7 +166,7 @@ class Runner:
             receipt.status == "ok"
             and receipt.body.get("key") == slot.key
             and receipt.body.get("machine_boot") == boot_id
-            for receipt in map(read_receipt, sorted((self.receipts / "warmups").glob(f"*-{WARMUP_KIND}-*.json")))
+            for receipt in map(read_receipt, receipts_in(self.receipts / "warmups", f"*-{WARMUP_KIND}-*"))
         )
 
     def warm_up(self, slot: Slot) -> None:
@@ -206,7 +206,7 @@ class Runner:
 
         return [
             float(read_receipt(path).body.get("seconds") or 0.0)
-            for path in sorted(self.receipts.glob(f"*/*-{CELL_KIND}-*.json"))
+            for path in receipts_in(self.receipts, f"*/*-{CELL_KIND}-*")
         ]
 
     def aims(self) -> list[Aim]:

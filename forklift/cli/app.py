@@ -113,7 +113,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "quality": ("quality",),
     "canary": ("canary",),
     "compare": ("compare",),
-    "report": ("report",),
+    "report": ("report", "pack"),
     "ladder": ("ladder",),
     "campaign": ("campaign",),
 }

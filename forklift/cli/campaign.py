@@ -84,7 +84,7 @@ def campaign(
 
 def _status(runner: Runner, key: str) -> str | None:
     from forklift.campaign.run import CELL_KIND
-    from forklift.receipts.store import read_receipt
+    from forklift.receipts.store import read_receipt, receipts_in
 
-    found = sorted((runner.receipts / key).glob(f"*-{CELL_KIND}-*.json"))
+    found = receipts_in(runner.receipts / key, f"*-{CELL_KIND}-*")
     return read_receipt(found[-1]).status if found else None

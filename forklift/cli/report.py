@@ -1,4 +1,4 @@
-"""`forklift report`: a campaign's receipts as one markdown report plus PNG plots."""
+"""`forklift report`: a campaign's receipts as one markdown report plus PNG plots; `forklift pack`: receipts kept small."""
 
 from __future__ import annotations
 
@@ -35,3 +35,23 @@ def report_command(
     say(f"{len(campaign.rows)} rows from {len(campaign.receipts)} receipts; wrote:")
     for path in files:
         say(f"  {path}")
+
+
+@app.command("pack", rich_help_panel=MEASURE)
+def pack_command(
+    paths: Annotated[list[Path], typer.Argument(help="Receipt files, or folders of them (searched recursively).")],
+) -> None:
+    """Pack finished receipts to keep or commit them: each NAME.json becomes NAME.json.gz (gzip, request chunk
+    times in exact columns), checked to read back as the same receipt before the .json is removed. Every
+    command reads packed receipts as it reads the others."""
+    from forklift.receipts.packed import is_packed, pack_receipt
+    from forklift.receipts.store import receipt_paths
+
+    before = after = count = 0
+    for path in receipt_paths(paths):
+        if is_packed(path):
+            continue
+        size = path.stat().st_size
+        packed = pack_receipt(path)
+        before, after, count = before + size, after + packed.stat().st_size, count + 1
+    say(f"packed {count} receipts: {before / 1e6:,.2f} MB -> {after / 1e6:,.2f} MB")

@@ -8,9 +8,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from forklift.errors import ForkliftError, validation_line
-from forklift.fsio import read_json, write_atomic
+from forklift.fsio import write_atomic
 from forklift.receipts.envelope import SCHEMA, Receipt
 from forklift.receipts.facts import receipt_name
+from forklift.receipts.packed import PACKED_SUFFIX, read_receipt_json
 
 SCHEMA_1 = "forklift.receipt/1"
 LADDER_KINDS = ("ladder", "ladder-cell")  # their bodies name the ladder's setting and each cell's: a ladder's data
@@ -49,7 +50,7 @@ def from_schema_1(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_receipt(path: Path) -> Receipt:
-    return receipt_from_json(path, read_json(path, "receipt"))
+    return receipt_from_json(path, read_receipt_json(path))
 
 
 def receipt_from_json(path: Path, raw: Any) -> Receipt:
@@ -78,18 +79,26 @@ def validated_body(path: Path, receipt: Receipt, model: type[BodyModel]) -> Body
 
 
 def read_receipts(paths: list[Path]) -> list[tuple[Path, Receipt]]:
-    """Receipts from files and folders (folders recursively, *.json), in path order."""
+    """Receipts from files and folders (folders recursively, *.json and packed *.json.gz), in path order."""
     return [(p, read_receipt(p)) for p in receipt_paths(paths)]
 
 
 def receipt_paths(paths: list[Path]) -> list[Path]:
-    """The receipt files of files and folders (folders recursively, *.json), in path order."""
+    """The receipt files of files and folders (folders recursively, *.json and *.json.gz), in path order."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")))
+            found.extend(receipts_in(path, "**/*"))
         elif path.exists():
             found.append(path)
         else:
             raise ForkliftError(f"{path}: no such receipt file or folder")
     return found
+
+
+def receipts_in(folder: Path, pattern: str) -> list[Path]:
+    """The receipts in `folder` whose name without its suffix matches `pattern` (a glob; `**/` for subfolders),
+    written (NAME.json) or packed (NAME.json.gz), in path order; hidden files (a writer's scratch) left out."""
+    return sorted(
+        p for suffix in (".json", PACKED_SUFFIX) for p in folder.glob(pattern + suffix) if not p.name.startswith(".")
+    )

@@ -33,6 +33,7 @@ import msgspec
 from forklift.errors import ForkliftError
 from forklift.fsio import MAX_DEPTH, check_expansion, limit_words, loads_json, max_file_bytes, open_regular
 from forklift.receipts.envelope import Receipt
+from forklift.receipts.packed import is_packed, read_receipt_json
 from forklift.receipts.store import receipt_from_json
 from forklift.textsafe import terminal
 
@@ -55,7 +56,10 @@ Member = Callable[[str, int, int, dict[str, Any]], tuple[Any, int]]
 
 def read_receipt_streaming(path: Path, record: type[msgspec.Struct], records: Records) -> Receipt:
     """A receipt whose bench cells' `requests` went to `records` batch by batch, each record decoded and
-    type-checked as `record` (the requests are left empty here)."""
+    type-checked as `record` (the requests are left empty here). A packed receipt (NAME.json.gz, at most the size
+    limit unpacked) is read whole, its records handed on the same way."""
+    if is_packed(path):
+        return _read_packed(path, record, records)
     with open_regular(path, "receipt", FILE_LIMIT_FACTOR * max_file_bytes()) as (fd, size):
         collecting = gc.isenabled()
         gc.disable()  # parsed JSON holds no cycles; collections run over every batch's objects would double the time
@@ -68,6 +72,36 @@ def read_receipt_streaming(path: Path, record: type[msgspec.Struct], records: Re
         if os.fstat(fd).st_size != size:
             raise changed(path, f"it was {size:,} bytes, it is {os.fstat(fd).st_size:,}")
     return receipt_from_json(path, raw)
+
+
+def _read_packed(path: Path, record: type[msgspec.Struct], records: Records) -> Receipt:
+    raw = read_receipt_json(path)
+    decoder = msgspec.json.Decoder(GenericAlias(list, (record,)))
+    body = raw.get("body") if isinstance(raw, dict) and raw.get("kind") == "bench" else None
+    cells = body.get("cells") if isinstance(body, dict) else None
+    for index, cell in enumerate(cells if isinstance(cells, list) else []):
+        requests = cell.get("requests") if isinstance(cell, dict) else None
+        if not isinstance(requests, list):
+            continue
+        cell["requests"] = []
+        for start in range(0, len(requests), PACKED_BATCH):
+            try:  # through JSON text, as a streamed batch is: the same checks, chunks kept as their text
+                batch = decoder.decode(msgspec.json.encode(requests[start : start + PACKED_BATCH]))
+            except msgspec.ValidationError as exc:
+                why, _, at = str(exc).partition(" - at `$")
+                found = re.match(r"\[(\d+)\](.*)`", at)
+                where = f"{start + int(found[1])}{found[2]}" if found else ""
+                raise invalid(path, f"cells.{index}.requests.{where}: {why}") from None
+            try:
+                records(index, batch)
+            except RecordError as exc:
+                raise invalid(path, f"cells.{index}.requests.{start + exc.index}{exc.where}: {exc.why}") from None
+            except ValueError as exc:
+                raise invalid(path, f"cells.{index}.requests: {exc}") from None
+    return receipt_from_json(path, raw)
+
+
+PACKED_BATCH = 4096  # records converted at once: a cell's typed records are never all made together
 
 
 def changed(path: Path, how: str) -> ForkliftError:
@@ -384,5 +418,9 @@ class _Scan:
         return batch
 
     def invalid(self, what: str) -> ForkliftError:
-        """A record that is not what it must be; `what` holds the file's text (a key): shown on one line."""
-        return ForkliftError(f"{self.path}: invalid bench body at {terminal(what)}")
+        return invalid(self.path, what)
+
+
+def invalid(path: Path, what: str) -> ForkliftError:
+    """A record that is not what it must be; `what` holds the file's text (a key): shown on one line."""
+    return ForkliftError(f"{path}: invalid bench body at {terminal(what)}")

@@ -24,6 +24,7 @@ from forklift.launch.boot import engine_reason
 from forklift.launch.schema import BootBody
 from forklift.receipts import Receipt, read_receipts, validated_body
 from forklift.receipts.envelope import setting_label
+from forklift.receipts.packed import written_name
 from forklift.report.numbers import box_name
 from forklift.report.ship import PLAN_KIND, ShipSpec
 from forklift.stats import (
@@ -156,7 +157,7 @@ def _boots(receipts: list[tuple[Path, Receipt]]) -> list[Boot]:
     return [
         Boot(path, r, validated_body(path, r, BootBody))
         for path, r in receipts
-        if r.kind == "boot" and path.name not in ladder
+        if r.kind == "boot" and written_name(path) not in ladder
     ]
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from forklift.ladder.schema import LadderBody
 from forklift.mdtable import table_text
 from forklift.receipts import Receipt, validated_body
+from forklift.receipts.packed import written_name
 from forklift.report.ladder import ladder_rows
 from forklift.stats.runs import build_label
 from forklift.textsafe import markdown
@@ -68,7 +69,8 @@ def ladder_build(path: Path, receipt: Receipt, body: LadderBody, receipts: dict[
     """The engine build a ladder ran: its receipt's, else (a ladder that did not record it) what its boots recorded."""
     if receipt.build or receipt.engine_version:
         return build_label(receipt)
-    boots = [receipts.get(path.with_name(c.boot_receipt)) for c in body.cells if c.boot_receipt]
+    named = {(p.parent, written_name(p)): r for p, r in receipts.items()}
+    boots = [named.get((path.parent, c.boot_receipt)) for c in body.cells if c.boot_receipt]
     return next((build_label(b) for b in boots if b and (b.build or b.engine_version)), build_label(receipt))
 
 

@@ -12,7 +12,7 @@ SERVING = Path(__file__).resolve().parents[2] / "docs" / "gpu-report" / "receipt
 
 
 def body(name: str) -> BenchBody:
-    (path,) = SERVING.glob(f"{name}-*-bench-*.json")
+    (path,) = SERVING.glob(f"{name}-*-bench-*.json.gz")
     return BenchBody.model_validate(read_receipt(path).body)
 
 

@@ -12,6 +12,7 @@ import pytest
 from forklift.campaign import load_campaign_file
 from forklift.campaign.builds import Build, engine_environment, interpreter
 from forklift.errors import ConfigError
+from forklift.receipts.packed import read_receipt_json
 from forklift.report.ship import judge_interval
 
 HEAD = """
@@ -252,8 +253,9 @@ def test_the_report_judges_each_cell_against_the_margins_its_plan_receipt_states
     shipped = Path(__file__).resolve().parents[2] / "docs" / "gpu-report" / "ship" / "receipts"
     folder = tmp_path / "receipts"
     shutil.copytree(shipped, folder)
-    (plan,) = folder.glob("*-campaign-plan-*.json")
-    receipt = json.loads(plan.read_text())
+    (packed,) = folder.glob("*-campaign-plan-*.json.gz")
+    receipt, plan = read_receipt_json(packed), packed.with_name(packed.name.removesuffix(".gz"))
+    packed.unlink()  # rewritten below as the plain receipt it was packed from
     assert receipt["body"]["margins"] == [{"metric": "decode_tps", "within": 2.0, "cells": ["c16"]}]
 
     def verdicts(margins):

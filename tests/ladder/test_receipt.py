@@ -21,7 +21,7 @@ BUILD = "0.26.0+10867b15"  # what every boot of that ladder recorded
 
 
 def stored(kind: str) -> list[Receipt]:
-    receipts = [read_receipt(p) for p in sorted(LADDER.glob("*.json"))]
+    receipts = [read_receipt(p) for p in sorted(LADDER.glob("*.json.gz"))]
     return [r for r in receipts if r.kind == kind]
 
 

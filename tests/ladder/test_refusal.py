@@ -21,7 +21,7 @@ from tests.launch.test_logfacts import source_strings
 
 REFUSED = (
     Path(__file__).resolve().parents[2]
-    / "docs/gpu-report/receipts/ladder/20261201T111920-boot-f67ba6a40f99.json"  # the 0.999 rung's boot
+    / "docs/gpu-report/receipts/ladder/20261201T111920-boot-f67ba6a40f99.json.gz"  # the 0.999 rung's boot
 )
 H200_026 = (  # verbatim from that receipt's facts.fatal
     "ValueError: Free memory on device cuda:0 (139.29/139.8 GiB) on startup is less than desired GPU memory "

@@ -12,6 +12,7 @@ from forklift.bench.schema import BenchBody
 from forklift.launch.schema import BootBody
 from forklift.receipts import read_receipts, validated_body
 from forklift.receipts.envelope import SCHEMA
+from forklift.receipts.packed import read_receipt_json
 from forklift.receipts.store import SCHEMA_1, read_receipt
 from forklift.report import render_report
 
@@ -20,12 +21,12 @@ COMPARE = DOCS / "gpu-report" / "receipts" / "compare"
 
 
 def raw(path: Path) -> dict:
-    return json.loads(path.read_text())
+    return read_receipt_json(path)
 
 
 def test_a_bench_that_stated_its_setting_in_its_body_names_it_in_the_envelope():
     # collect() copied each boot's setting into the --url benches' bodies, the envelope's stayed empty
-    (path,) = COMPARE.glob("eager-b-*-bench-*.json")
+    (path,) = COMPARE.glob("eager-b-*-bench-*.json.gz")
     assert raw(path)["schema"] == SCHEMA_1 and raw(path).get("setting") is None
     receipt = read_receipt(path)
     assert receipt.schema_ == SCHEMA and receipt.setting == raw(path)["body"]["setting"] == "h200 graphs=eager"
@@ -33,14 +34,14 @@ def test_a_bench_that_stated_its_setting_in_its_body_names_it_in_the_envelope():
 
 
 def test_a_boot_that_named_only_its_profile_in_the_envelope_keeps_the_setting_its_body_stated():
-    (path,) = COMPARE.glob("*-boot-a9dba4076051.json")
+    (path,) = COMPARE.glob("*-boot-a9dba4076051.json.gz")
     assert (raw(path).get("setting"), raw(path)["profile"]["name"]) == (None, "h200")
     receipt = read_receipt(path)
     assert receipt.setting == "h200 graphs=cuda" and validated_body(path, receipt, BootBody).outcome == "ready"
 
 
 def test_a_receipt_with_no_stated_setting_falls_back_to_its_profile_name(tmp_path):
-    (path,) = COMPARE.glob("*-boot-a9dba4076051.json")
+    (path,) = COMPARE.glob("*-boot-a9dba4076051.json.gz")
     old = raw(path)
     del old["body"]["setting"]
     (tmp_path / "old.json").write_text(json.dumps(old))

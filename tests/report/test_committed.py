@@ -28,3 +28,18 @@ def test_a_committed_campaign_report_renders_again_from_its_receipts(folder, bas
     assert files[0].read_text() == (committed / "report.md").read_text(), (
         f"forklift report {folder}/receipts --output {folder}/report.md renders another report"
     )
+
+
+# What one committed campaign's receipts may take in the repository, packed (`forklift pack`): the largest,
+# docs/gpu-report/ship-rerun (18 boots, 8B model, C1 and C16), takes 2.4 MiB; unpacked it took 12.8 MiB.
+CAMPAIGN_EVIDENCE_LIMIT = 3 << 20
+EVIDENCE = ["ship", "ship-rerun", "cross-boot", "ttft", "receipts"]
+
+
+@pytest.mark.parametrize("folder", EVIDENCE)
+def test_committed_gpu_evidence_is_packed_and_under_the_limit(folder):
+    receipts = ROOT / "docs/gpu-report" / folder
+    plain = list(receipts.rglob("*.json"))
+    assert not plain, f"pack them: forklift pack {receipts.relative_to(ROOT)} ({len(plain)} plain receipts)"
+    size = sum(p.stat().st_size for p in receipts.rglob("*.json.gz"))
+    assert 0 < size <= CAMPAIGN_EVIDENCE_LIMIT, f"{folder}: {size:,} bytes of receipts"

@@ -24,6 +24,8 @@ from forklift.bench.schema import BenchBody
 from forklift.errors import ForkliftError
 from forklift.receipts import read_receipts
 from forklift.receipts import stream as stream_module
+from forklift.receipts.packed import read_receipt_json
+from forklift.receipts.store import receipt_paths
 from forklift.stats import bench_runs, compare_groups, match
 from forklift.stats.requests import COLUMNS, RequestColumns, columns_of
 from forklift.stats.sample import read_bench_runs
@@ -32,7 +34,10 @@ from tests.stats.synthetic import bench_receipt, records, written
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = [ROOT / "tests/stats/data/receipts", ROOT / "docs/example-report/receipts", ROOT / "docs/gpu-report"]
 BENCH = sorted(
-    path for folder in FOLDERS for path in folder.rglob("*.json") if json.loads(path.read_text()).get("kind") == "bench"
+    path
+    for folder in FOLDERS
+    for path in receipt_paths([folder])
+    if not path.name.startswith("vllm-") and read_receipt_json(path).get("kind") == "bench"
 )
 
 
