@@ -395,3 +395,28 @@ def utf8_text(raw: bytes, where: Path, name: str, error: type[ForkliftError] = F
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise error(f"{where}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save {name} as UTF-8") from None
+
+
+MAX_WALK_DEPTH = 256  # folders below the top: vLLM's deepest file is 9 down
+
+
+def walk_files(top: Path, skip: Iterable[str] = (), max_depth: int = MAX_WALK_DEPTH) -> Iterator[Path]:
+    """Every file under `top` (symlinks to folders not followed, folders named in `skip` left out), walked with a
+    stack rather than recursion: a tree nested past `max_depth` is one line, never a RecursionError."""
+    skipped = set(skip)
+    stack = [(top, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            raise ForkliftError(f"{folder}: cannot list the folder: {exc.strerror}") from None
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name in skipped:
+                    continue
+                if depth + 1 > max_depth:
+                    raise ForkliftError(f"{top}: folders nested more than {max_depth} deep ({entry.path[:200]!r})")
+                stack.append((Path(entry.path), depth + 1))
+            elif not entry.is_dir():
+                yield Path(entry.path)

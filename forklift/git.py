@@ -47,6 +47,22 @@ NEUTRAL_ENV = {
 }
 
 
+def git_command(
+    args: list[str] | tuple[str, ...], *, cwd: Path | str | None = None, env: dict[str, str] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment of ``git ARGS`` with the user's configuration neutralised (for run_git, and for
+    a caller that must read git's output as it comes)."""
+    argv = ["git"]
+    for setting in NEUTRAL_CONFIG:
+        argv += ["-c", setting]
+    if cwd is not None:
+        argv += ["-C", str(cwd)]
+    argv += list(args)
+    # Inherited GIT_DIR and friends (set when forklift runs inside a git hook) would redirect every call.
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in ("GIT_SSH_COMMAND", "GIT_SSH")}
+    return argv, {**inherited, **NEUTRAL_ENV, **(env or {})}
+
+
 def run_git(
     args: list[str] | tuple[str, ...],
     *,
@@ -60,18 +76,9 @@ def run_git(
 
     `what` prefixes the error (a repository path) so the line names the culprit.
     """
-    argv = ["git"]
-    for setting in NEUTRAL_CONFIG:
-        argv += ["-c", setting]
-    if cwd is not None:
-        argv += ["-C", str(cwd)]
-    argv += list(args)
-    # Inherited GIT_DIR and friends (set when forklift runs inside a git hook) would redirect every call.
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in ("GIT_SSH_COMMAND", "GIT_SSH")}
+    argv, full_env = git_command(args, cwd=cwd, env=env)
     try:
-        proc = subprocess.run(
-            argv, check=False, input=input, capture_output=True, env={**inherited, **NEUTRAL_ENV, **(env or {})}
-        )
+        proc = subprocess.run(argv, check=False, input=input, capture_output=True, env=full_env)
     except FileNotFoundError:
         raise ForkliftError("git is not installed or not on PATH (forklift needs it for git pins and forks)") from None
     if check and proc.returncode != 0:

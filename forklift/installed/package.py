@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forklift.errors import ForkliftError, UsageError
-from forklift.fsio import open_regular
+from forklift.fsio import open_regular, walk_files
 from forklift.installed.stamp import Stamp, pristine_record, read_stamp
 from forklift.source.hashing import file_sha256
 
@@ -55,14 +55,8 @@ class InstalledPackage:
 
     def files(self) -> list[str]:
         """Every file under the package folder, except byte-code caches."""
-        root = self.site / self.package
-        out = []
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-            for name in filenames:
-                if not name.endswith(".pyc"):
-                    out.append((Path(dirpath) / name).relative_to(self.site).as_posix())
-        return sorted(out)
+        files = walk_files(self.site / self.package, skip=("__pycache__",))
+        return sorted(p.relative_to(self.site).as_posix() for p in files if p.suffix != ".pyc")
 
 
 _VERSION_LINE = re.compile(rb"^Version:[ \t]*(\S+)[ \t]*$", re.MULTILINE)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
+from forklift.fsio import walk_files
 
 _MAY_READ = re.compile(rb"environ|getenv")
 _CODE = {
@@ -82,7 +83,7 @@ def registry(tree: Path, adapter: EngineAdapter, reads: bool = True) -> Registry
         raise ForkliftError(f"{registry_path}: no `{adapter.registry_dict}` dict found")
     package = tree / adapter.package
     found: list[Read] = []
-    for path in sorted(package.rglob("*.py")) if reads else ():
+    for path in sorted(p for p in walk_files(package) if p.suffix == ".py") if reads else ():
         if path == registry_path:
             continue
         data = path.read_bytes()
@@ -105,6 +106,8 @@ def parse_module(source: bytes, path: Path | str, note: str = "") -> ast.Module:
         return ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise ForkliftError(f"{path}:{exc.lineno}: not valid Python{note}: {exc.msg}") from None
+    except (RecursionError, MemoryError):  # Python's own parser gives up on code nested this deep
+        raise ForkliftError(f"{path}: nested too deeply for Python's parser{note}") from None
 
 
 def registered_names(module: ast.Module, dict_name: str) -> set[str]:

@@ -198,7 +198,7 @@ def compile_findings(overlay: Overlay, memo: CompiledMemo | None = None) -> list
             continue
         try:
             compile(content, path, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as exc:
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # the last two: nested too deep
             where = f"{path}:{getattr(exc, 'lineno', '?')}"
             findings.append(
                 Finding(

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 from forklift.errors import ForkliftError, UnreachableError
-from forklift.git import last_line, run_git, temporary_index
+from forklift.git import git_command, last_line, run_git, temporary_index
 from forklift.source.cache import Cache
 from forklift.source.index import redact
+from forklift.source.limits import MAX_DEPTH, PATH_MAX, Limits, UnsafeMember
 
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 
@@ -113,13 +115,53 @@ def has_commit(mirror: Path, commit: str) -> bool:
     return run_git(["--git-dir", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"], check=False).returncode == 0
 
 
-def checkout_commit(mirror: Path, commit: str, dest: Path) -> None:
+def checkout_commit(mirror: Path, commit: str, dest: Path, label: str) -> None:
     """Write the full tree of `commit` into `dest` (read-tree + checkout-index: unlike
-    `git archive`, no export-ignore attribute can leave a file out)."""
+    `git archive`, no export-ignore attribute can leave a file out), once its listing is within bounds."""
+    bound_tree(mirror, commit, label, Limits.from_env())
     with temporary_index(dest.parent) as index:
         run_git(["--git-dir", str(mirror), "read-tree", commit], env=index)
         dest.mkdir()
         run_git(["--git-dir", str(mirror), "--work-tree", str(dest), "checkout-index", "--all", "--force"], env=index)
+
+
+def bound_tree(mirror: Path, commit: str, label: str, limits: Limits) -> None:
+    """The tree of `commit`, listed before a file is written: at most the archive limits in entries and bytes,
+    paths at most MAX_DEPTH folders deep and PATH_MAX / 2 long. Read as git lists it and stopped at the first
+    bound passed: a repository of a few KiB can name the same subtree over and over (a 268 KiB one lists
+    262,148 files), so neither the listing nor the checkout may be taken whole on trust."""
+    argv, env = git_command(["--git-dir", str(mirror), "ls-tree", "-r", "-l", "-z", "--full-tree", commit])
+    entries = total = 0
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as git:
+        assert git.stdout is not None and git.stderr is not None
+        try:
+            pending = b""
+            while chunk := git.stdout.read(1 << 16):
+                *records, pending = (pending + chunk).split(b"\0")
+                if len(pending) > PATH_MAX:
+                    raise UnsafeMember(f"unsafe git tree {label}: a path over {PATH_MAX // 2} bytes")
+                for record in records:
+                    info, _, path = record.partition(b"\t")
+                    size = info.split()[-1] if info else b"-"
+                    entries += 1
+                    total += int(size) if size.isdigit() else 0
+                    if entries > limits.max_members:
+                        raise UnsafeMember(f"unsafe git tree {label}: more than {limits.max_members:,} files")
+                    if total > limits.max_bytes:
+                        raise UnsafeMember(
+                            f"unsafe git tree {label}: its files hold more than {limits.max_bytes:,} bytes"
+                        )
+                    if path.count(b"/") >= MAX_DEPTH:
+                        raise UnsafeMember(f"unsafe git tree {label}: a path more than {MAX_DEPTH} folders deep")
+                    if len(path) > PATH_MAX // 2:
+                        raise UnsafeMember(f"unsafe git tree {label}: a path over {PATH_MAX // 2} bytes")
+        except BaseException:
+            git.kill()  # a bound passed (or Ctrl-C): the rest of the listing is never read
+            raise
+        stderr = git.stderr.read(1 << 16)
+        returncode = git.wait()
+    if returncode != 0:
+        raise ForkliftError(f"git tree {label}: git ls-tree failed: {_why(stderr)}")
 
 
 def _why(stderr: bytes) -> str:

@@ -150,7 +150,7 @@ def _checkout(mirror: Path, commit: str, label: str, cache: Cache, progress: Con
 
     def build(dest: Path) -> None:
         with _status(progress, f"checking out {commit[:12]}"):
-            gitpin.checkout_commit(mirror, commit, dest)
+            gitpin.checkout_commit(mirror, commit, dest, label)
         refuse_escaping_links(dest, f"git tree {label}")
 
     cache.build_tree(f"git-{commit}", build)
