@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from forklift.bench.slo import parse_slo
 from forklift.errors import UsageError
+from forklift.workload.lengths import Span, parse_lengths
 
 if TYPE_CHECKING:
     from forklift.bench.runner import BenchPlan
@@ -91,12 +92,8 @@ class BenchOptions(BaseModel):
                 f"--concurrency {self.concurrency!r}: expected a comma-separated list of integers, e.g. 1,2,4"
             ) from None
 
-    def synthetic_lengths(self) -> tuple[int, int]:
-        try:
-            inp, out = (int(part) for part in (self.synthetic or "").split(":"))
-        except ValueError:
-            raise UsageError(f"--synthetic {self.synthetic!r}: expected INPUT:OUTPUT tokens, e.g. 128:512") from None
-        return inp, out
+    def synthetic_lengths(self) -> tuple[Span, Span]:
+        return parse_lengths(self.synthetic or "", "--synthetic")
 
     @property
     def bench_mode(self) -> str:
@@ -108,7 +105,11 @@ class BenchOptions(BaseModel):
         from forklift.workload.conversation import conversation_workload
 
         if self.conversations is not None:
-            words, out = self.synthetic_lengths()
+            (words, most_words), (out, most_out) = self.synthetic_lengths()
+            if (words, out) != (most_words, most_out):
+                raise UsageError(
+                    f"--synthetic {self.synthetic!r}: a conversation's turns take fixed lengths, not ranges"
+                )
             return conversation_workload(
                 conversations=self.conversations,
                 turns=self.turns,
@@ -120,11 +121,11 @@ class BenchOptions(BaseModel):
                 salt_nonce=self.salt_nonce,
             )
         if self.synthetic is not None:
-            inp, out = self.synthetic_lengths()
+            inputs, outputs = self.synthetic_lengths()
             endpoint: Literal["chat", "completions"] = "chat" if self.endpoint == "chat" else "completions"
             return synthetic_workload(
-                input_tokens=inp,
-                output_tokens=out,
+                input_tokens=inputs,
+                output_tokens=outputs,
                 count=self.prompts,
                 endpoint=endpoint,
                 preset=self.sampling,

@@ -28,6 +28,7 @@ from forklift.quality.endpoint import Endpoint
 from forklift.quality.session import ReadySuite, run_suite
 from forklift.receipts.envelope import Labels
 from forklift.workload import load_cohort, synthetic_workload
+from forklift.workload.lengths import parse_lengths
 
 if TYPE_CHECKING:
     from forklift.bench.runner import BenchPlan
@@ -136,10 +137,7 @@ def bench_plan(endpoint: ServedSetting, options: BenchSuiteOptions) -> tuple[Ben
     if (options.cohort is None) == (options.synthetic is None):
         raise UsageError("bench suite: give exactly one workload: cohort = FILE.jsonl or synthetic = IN:OUT")
     if options.synthetic is not None:
-        try:
-            inp, out = (int(part) for part in options.synthetic.split(":"))
-        except ValueError:
-            raise UsageError(f"bench suite: synthetic = {options.synthetic!r}: expected IN:OUT, e.g. 128:512") from None
+        inp, out = parse_lengths(options.synthetic, "bench suite: synthetic =")
         workload = synthetic_workload(
             input_tokens=inp,
             output_tokens=out,

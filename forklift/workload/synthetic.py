@@ -18,6 +18,7 @@ from forklift.client.records import Endpoint
 from forklift.client.sse import TooLarge
 from forklift.errors import ForkliftError, UsageError
 from forklift.workload.items import PRESETS, WorkItem, Workload
+from forklift.workload.lengths import Span, span_text
 
 # Plain words most tokenizers keep whole: filler text that tokenizes predictably.
 FILLER_WORDS = [
@@ -64,8 +65,8 @@ FIT_ATTEMPTS = 8
 
 def synthetic_workload(
     *,
-    input_tokens: int,
-    output_tokens: int,
+    input_tokens: int | Span,
+    output_tokens: int | Span,
     count: int,
     endpoint: Endpoint = "completions",
     preset: str = "default",
@@ -74,28 +75,32 @@ def synthetic_workload(
     ignore_eos: bool = True,
     salt_nonce: str = "forklift",
 ) -> Workload:
-    """`count` distinct prompts of exactly `input_tokens` (fitted at prepare time), `output_tokens` out."""
-    if input_tokens < 1 or output_tokens < 1 or count < 1:
+    """`count` distinct prompts of exactly their input length (fitted at prepare time) and output length;
+    a length given as a range is drawn uniformly for each prompt from its seed, so the draw is the workload's."""
+    inputs = (input_tokens, input_tokens) if isinstance(input_tokens, int) else input_tokens
+    outputs = (output_tokens, output_tokens) if isinstance(output_tokens, int) else output_tokens
+    if inputs[0] < 1 or outputs[0] < 1 or count < 1 or inputs[0] > inputs[1] or outputs[0] > outputs[1]:
         raise UsageError(
-            f"synthetic workload: input tokens ({input_tokens}), output tokens ({output_tokens}) "
+            f"synthetic workload: input tokens ({span_text(inputs)}), output tokens ({span_text(outputs)}) "
             f"and count ({count}) must all be positive"
         )
     if preset not in PRESETS:
         raise UsageError(f"sampling preset {preset!r}: expected one of {', '.join(PRESETS)}")
-    items = tuple(
-        WorkItem(
+
+    def item(i: int) -> WorkItem:
+        draw = random.Random(f"lengths|{seed}|{i}")  # fixed lengths draw nothing: their workloads are as before
+        return WorkItem(
             id=f"syn-{i:04d}",
-            max_tokens=output_tokens,
+            max_tokens=draw.randint(*outputs) if outputs[0] != outputs[1] else outputs[0],
             ignore_eos=ignore_eos,
-            synthetic_tokens=input_tokens,
+            synthetic_tokens=draw.randint(*inputs) if inputs[0] != inputs[1] else inputs[0],
             synthetic_seed=seed * 1_000_003 + i,
         )
-        for i in range(count)
-    )
+
     return Workload(
-        name=f"synthetic-{input_tokens}in-{output_tokens}out",
+        name=f"synthetic-{span_text(inputs)}in-{span_text(outputs)}out",
         endpoint=endpoint,
-        items=items,
+        items=tuple(item(i) for i in range(count)),
         preset=preset,
         seed=seed,
         salted=salted,

@@ -25,7 +25,10 @@ def cohort(tmp_path):
         (["--url", "U", "--cohort", "{c}", "--set", "spec=off"], "--set needs --profile"),
         (["--url", "U"], "exactly one workload"),
         (["--url", "U", "--cohort", "{c}", "--synthetic", "4:4"], "exactly one workload"),
-        (["--url", "U", "--synthetic", "4x4"], "--synthetic '4x4': expected INPUT:OUTPUT"),
+        (
+            ["--url", "U", "--synthetic", "4x4"],
+            "--synthetic '4x4': expected IN:OUT tokens, each a count or a range LOW-HIGH",
+        ),
         (["--url", "U", "--cohort", "{c}", "--concurrency", "1,two"], "--concurrency '1,two'"),
         (["--url", "U", "--cohort", "{c}", "--concurrency", "0"], "every value must be >= 1"),
         (["--url", "U", "--cohort", "{c}", "--concurrency", ","], "--concurrency: give at least one level"),

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from forklift.cli.app import app
 from forklift.receipts import read_receipts
+from forklift.workload import synthetic_workload
 from tests.fixtures.pypi import VLLM_032_UPSTREAM
 
 pytestmark = pytest.mark.engine
@@ -163,6 +164,17 @@ def test_conversations_feed_answers_back_and_reuse_their_own_history_turn_by_tur
     (cell,) = concurrent.body["cells"]
     assert all(r["prefix_hits"] is None for r in cell["requests"])  # two in flight: one's hits are not told apart
     assert cell["metrics_delta"]["prefix_cache_hits"] >= 2 * 128 and cell["aggregate"]["turns"]["2"]["reuse"] is None
+
+
+def test_drawn_lengths_are_exact_by_the_servers_own_count(vllm_server, tmp_path):
+    args = ["--url", vllm_server.url, "--synthetic", "40-300:2-9", "--prompts", "8", "--warmup", "0", "--runs", "1"]
+    _, receipt = bench(tmp_path, *args, "--seed", "5")
+    drawn = {i.id: i for i in synthetic_workload(input_tokens=(40, 300), output_tokens=(2, 9), count=8, seed=5).items}
+    records = receipt.body["cells"][0]["requests"]
+    assert len({r["prompt_tokens"] for r in records}) > 4  # lengths spread over the range
+    for record in records:  # each prompt as long as drawn, counted by the server's usage
+        item = drawn[record["prompt_id"]]
+        assert (record["prompt_tokens"], record["completion_tokens"]) == (item.synthetic_tokens, item.max_tokens)
 
 
 def test_salted_misses_and_unsalted_repeat_hits_the_prefix_cache(vllm_server, tmp_path):
