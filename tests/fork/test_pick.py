@@ -155,3 +155,18 @@ def test_pick_that_conflicts_with_the_series_writes_nothing(tmp_path, upstream_g
     assert len(proc.stderr.strip().splitlines()) == 1
     assert (dist / "patches" / "series").read_text() == before
     assert sorted(p.name for p in (dist / "patches").iterdir()) == ["0001-own.patch", "series"]
+
+
+def test_the_origin_url_names_the_commit_page_and_never_a_token(tmp_path):
+    """A clone whose origin carries a token: the header gets github.com/OWNER/NAME/commit/SHA, no credentials;
+    any other remote gets commit:SHA."""
+    from forklift.fork.pick import commit_place
+    from forklift.fork.repo import Git
+    from tests.series.distro import commit_all
+
+    repo = tmp_path / "clone"
+    commit = commit_all(repo, {"f.py": "x = 1\n"}, "one")
+    _git(repo, "remote", "add", "origin", "https://someone:ghp_SECRET@github.com/vllm-project/vllm.git")
+    assert commit_place(Git(repo), commit) == f"https://github.com/vllm-project/vllm/commit/{commit}"
+    _git(repo, "remote", "set-url", "origin", "https://git.example.com/vllm.git")
+    assert commit_place(Git(repo), commit) == f"commit:{commit}"
