@@ -5,6 +5,7 @@ Bottom layer: imports nothing from forklift.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import glob
 import json
@@ -248,9 +249,36 @@ def _finite(value: Any) -> Any:
     return value
 
 
+# What the place, not forklift, refuses: no permission, a read-only file system or file, a full disk or quota,
+# a file where a folder must be (mkdir of a path under a file says EEXIST or ENOTDIR).
+UNWRITABLE_ERRNOS = frozenset(
+    {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR, errno.EEXIST, errno.ETXTBSY}
+)
+
+
 def unwritable(path: Path, exc: OSError) -> UsageError:
     """An output forklift cannot write (a file where a folder must be, /proc, no permission): one line."""
     return UsageError(f"{path}: cannot write here: {exc.strerror or exc}")
+
+
+def place_error(exc: OSError) -> UsageError | None:
+    """The one line for an OSError that says the place cannot be written (`UNWRITABLE_ERRNOS`, naming the path the
+    system named), or None for any other (a bug or a read error, which keeps its own report)."""
+    if exc.errno not in UNWRITABLE_ERRNOS or not exc.filename:
+        return None
+    return unwritable(Path(os.fsdecode(exc.filename)), exc)
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Write under `path` in the block (a file, a folder's files, the cache): a place that refuses it is one
+    UsageError line naming the path the system named, or `path`."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in UNWRITABLE_ERRNOS:
+            raise
+        raise place_error(exc) or unwritable(path, exc) from None
 
 
 def make_folder(folder: Path) -> Path:

@@ -44,6 +44,7 @@ def main() -> None:
         replay_or_record(sys.argv[1:])  # before typer is imported: a replay needs neither it, rich nor pydantic
     from forklift.cli.app import app, say
     from forklift.errors import ForkliftError, Interrupted
+    from forklift.fsio import place_error
 
     if not completing:
         app.only = _command(sys.argv[1:])
@@ -52,6 +53,11 @@ def main() -> None:
     except ForkliftError as exc:
         say(("interrupted:" if isinstance(exc, Interrupted) else "error:", "bold red"), f" {exc}", err=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a place that refuses a write (read-only, full, a file in the way): one line naming it
+        if (refused := place_error(exc)) is None:
+            raise
+        say(("error:", "bold red"), f" {refused}", err=True)
+        sys.exit(refused.exit_code)
     except SystemExit as exc:
         # typer turns KeyboardInterrupt into a silent exit 130; say what stopped and what was kept
         if exc.code == 130 and isinstance(getattr(exc.__context__, "__cause__", None), KeyboardInterrupt):

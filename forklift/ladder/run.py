@@ -19,6 +19,7 @@ from forklift.bench.session import BenchOutcome, record_bench
 from forklift.config import Config
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
+from forklift.fsio import make_folder
 from forklift.ladder.axis import Axis, recommend
 from forklift.ladder.memory import MemoryWatch, samplers_for
 from forklift.ladder.schema import Burst, LadderBody, LadderCell
@@ -115,7 +116,7 @@ def run_cell(
     peak: dict[str, float] = {}
     fatal: str | None = None
 
-    logs.mkdir(parents=True, exist_ok=True)
+    make_folder(logs)
     with launched(
         config, plan, receipts, logs, labels=engine.labels, extra_env=extra_env, raise_failed=False
     ) as booted:

@@ -21,6 +21,7 @@ import httpx
 
 from forklift.engines import EngineAdapter
 from forklift.errors import ForkliftError
+from forklift.fsio import make_folder, writing
 from forklift.launch.bootlog import parse_boot_log, strip_prefix
 from forklift.launch.cgroup import MemoryCgroup, create
 from forklift.launch.resolve import Resolved
@@ -49,10 +50,12 @@ class Server:
 
 def start(resolved: Resolved, log_path: Path, extra_env: dict[str, str] | None = None) -> Server:
     """Start the engine (inside the profile's memory cgroup, if it has one); its output goes to log_path."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(log_path.parent)
     env = {**os.environ, **resolved.env, **(extra_env or {})}
     cgroup = create(resolved.memory, resolved.profile) if resolved.memory else None
-    with open(log_path, "ab") as log:
+    with writing(log_path):
+        log = open(log_path, "ab")  # noqa: SIM115  # opened alone: an engine that cannot start is not a place error
+    with log:
         try:
             process = subprocess.Popen(
                 resolved.argv,

@@ -25,7 +25,7 @@ from packaging.utils import canonicalize_name
 from forklift.config import Config
 from forklift.config.schema import PypiPin
 from forklift.errors import ConfigError, ForkliftError, UsageError
-from forklift.fsio import Link, Reader, tree_reader
+from forklift.fsio import Link, Reader, make_folder, tree_reader, writing
 from forklift.installed.package import metadata_version
 from forklift.installed.stamp import STAMP, Stamp, StampedPatch
 from forklift.series.gate import configured_series
@@ -136,16 +136,16 @@ def build_wheel(config: Config, out: Path, progress: Console | None = None) -> W
     target = out / plan.filename
     if target.parent != out:  # the name is one plain file name (names.wheel_filename): never a folder
         raise ForkliftError(f"{plan.filename!r}: not a plain file name")
-    out.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{plan.filename}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            _write(plan, handle)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with writing(out):
+        fd, tmp = tempfile.mkstemp(dir=make_folder(out), prefix=f".{plan.filename}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                _write(plan, handle)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return plan
 
 

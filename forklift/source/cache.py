@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forklift.errors import ForkliftError
-from forklift.fsio import write_atomic
+from forklift.fsio import make_folder, write_atomic
 from forklift.source.hashing import directory_digest
 
 if TYPE_CHECKING:
@@ -64,15 +64,13 @@ class Cache:
     def lock(self, name: str) -> FileLock:
         from filelock import FileLock  # imported here: a replayed check takes no lock, and filelock is slow to import
 
-        folder = self.root / "locks"
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = make_folder(self.root / "locks")
         return FileLock(str(folder / f"{name}.lock"))
 
     @contextmanager
     def scratch(self) -> Iterator[Path]:
         """A temporary folder on the cache's file system, so finished work can be renamed into place."""
-        folder = self.root / "tmp"
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = make_folder(self.root / "tmp")
         self.sweep_scratch()
         name = secrets.token_hex(8)
         # The folder's lock is taken before the folder exists and held while it is in use; the OS drops
@@ -173,7 +171,7 @@ class Cache:
             tree = self.tree_path(key)
             if tree.exists():  # left by a crash before the marker: never trust it
                 shutil.rmtree(tree)
-            tree.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(tree.parent)
             with self.scratch() as scratch:
                 build(scratch / "tree")
                 os.rename(scratch / "tree", tree)
@@ -191,7 +189,7 @@ class Cache:
         with self.lock(f"artifact-{sha256}"):
             if dest.is_file():
                 return dest
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(dest.parent)
             with self.scratch() as scratch:
                 tmp = scratch / "artifact"
                 digest, count = hashlib.sha256(), 0

@@ -18,6 +18,7 @@ from packaging.utils import canonicalize_name
 
 from forklift.config.load import parse_config
 from forklift.errors import UsageError
+from forklift.fsio import make_folder, writing
 from forklift.source import gitpin
 from forklift.source.hashing import directory_digest, file_sha256, pinnable_kind
 from forklift.source.index import resolve_pypi_file
@@ -54,11 +55,12 @@ def init_distribution(
     text = render_config(kind, upstream)
     parse_config(text, config)  # the schema is the judge: never write a config it would refuse
     series = folder / "patches" / "series"
-    series.parent.mkdir(parents=True, exist_ok=True)  # creates `folder` too
-    if not series.exists():
-        series.write_text(SERIES_HEADER, encoding="utf-8")
-    with open(config, "x", encoding="utf-8") as handle:  # "x": a racing writer still cannot be overwritten
-        handle.write(text)
+    with writing(folder):
+        make_folder(series.parent)  # creates `folder` too
+        if not series.exists():
+            series.write_text(SERIES_HEADER, encoding="utf-8")
+        with open(config, "x", encoding="utf-8") as handle:  # "x": a racing writer still cannot be overwritten
+            handle.write(text)
     return Initialized(config, series, upstream)
 
 
