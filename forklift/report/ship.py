@@ -196,6 +196,13 @@ def _bench_results(campaign: Campaign, baseline: str, build: str, gate: Gate) ->
         unlike = found.decision.unlike if found is not None else None
         if unlike is not None:  # the interval is shown, but it is the host's: never a hold or a pass on it
             outcome, evidence = "undecided", f"{unlike}; {evidence}"
+        elif found is not None and found.confounded:  # other text on each side: another trajectory, not the engine
+            drift = row.result.divergence if row.result is not None else None
+            count = f"{len(drift.diverged)}/{drift.compared}" if drift is not None else "some"
+            outcome = "undecided"
+            evidence = (
+                f"texts diverged on {count} greedy prompts: a {metric.label} delta there is no regression; {evidence}"
+            )
         out.append(GateResult(build, gate, where, outcome, evidence))
     return out or [GateResult(build, gate, ",".join(gate.cells or ["every cell"]), "undecided", "nothing measured")]
 

@@ -146,7 +146,7 @@ def test_decide_judges_every_candidate_gate_by_gate_and_says_why(tmp_path):
 
     def result(change, low, high, mde):
         estimate = Estimate(change=change, low=low, high=high, paired=True, n_a=2, n_b=2, mde=mde, unit="boot", df=2.0)
-        found = SimpleNamespace(estimate=estimate, decision=SimpleNamespace(unlike=None))
+        found = SimpleNamespace(estimate=estimate, decision=SimpleNamespace(unlike=None), confounded=False)
         return SimpleNamespace(metric=lambda key: found if key == "decode_tps" else None)
 
     def row(build, cell, found):
@@ -390,3 +390,32 @@ def test_perplexity_and_divergence_gates_pass_the_same_numbers_and_hold_a_real_c
     # the windows' noise makes the MDE larger than the 1 % allowed: the design cannot tell, so it says so
     assert shaky_ppl.outcome == "undecided" and float(shaky_ppl.evidence.split("MDE ±")[1].split("%")[0]) > 1.0
     assert shaky_div.outcome == "undecided"  # 4/16: its interval straddles 25 %
+
+
+def test_a_tok_step_gate_never_holds_on_texts_that_diverged():
+    """HyperQwen's retraction: greedy, 8 prompts, the texts diverged; a tok/step interval wholly below the allowance
+    measures other trajectories, so the gate says so (UNDECIDED), never HOLD."""
+    from types import SimpleNamespace
+
+    from forklift.report.campaign import Row, Side
+    from forklift.report.ship import ShipSpec, decide
+    from forklift.stats.divergence import Divergence
+    from forklift.stats.interval import Estimate
+
+    estimate = Estimate(change=-0.11, low=-0.15, high=-0.07, paired=True, n_a=8, n_b=8, mde=0.03, unit="prompt", df=7.0)
+    drift = Divergence(assessed=True, reason="greedy", compared=8, diverged=["p1", "p4", "p6"])
+
+    def campaign(confounded: bool) -> SimpleNamespace:
+        found = SimpleNamespace(estimate=estimate, decision=SimpleNamespace(unlike=None), confounded=confounded)
+        result = SimpleNamespace(metric=lambda key: found if key == "tok_step" else None, divergence=drift)
+        row = Row("box", "w", "c1", Side("A", "ngram"), Side("B", "ngram"), result=result)
+        return SimpleNamespace(rows=[row], builds=["A", "B"], baseline="A", receipts=[])
+
+    spec = ShipSpec.model_validate({"gates": [{"metric": "tok_step", "worse": "5%"}]})
+    (retracted,) = decide(campaign(confounded=True), spec)
+    assert retracted.decision == "UNDECIDED"
+    assert retracted.results[0].evidence.startswith(
+        "texts diverged on 3/8 greedy prompts: a tok/step delta there is no regression; Δ -11.0%"
+    )
+    (same_text,) = decide(campaign(confounded=False), spec)  # the same interval over the same texts: a regression
+    assert same_text.decision == "HOLD"
