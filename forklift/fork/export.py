@@ -223,6 +223,11 @@ def commit_diff(
         "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--name-only", f"{commit}^", commit
     ).stdout
     paths = sorted(p.decode("utf-8", "surrogateescape") for p in listing.split(b"\0") if p)
+    for path in paths:  # a diff's header is one line: such a name cannot be written into a patch
+        if "\n" in path or "\r" in path:
+            raise ForkliftError(
+                f"commit {commit[:12]} changes {path!r}, a file name with a line break: no patch can name it"
+            )
     inside = [p for p in paths if upstream.contains(p) and (not root or p.startswith(root + "/"))]  # [series] root
     kept = tuple(inside)
     outside = tuple(p for p in paths if p not in inside)

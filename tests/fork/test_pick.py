@@ -170,3 +170,30 @@ def test_the_origin_url_names_the_commit_page_and_never_a_token(tmp_path):
     assert commit_place(Git(repo), commit) == f"https://github.com/vllm-project/vllm/commit/{commit}"
     _git(repo, "remote", "set-url", "origin", "https://git.example.com/vllm.git")
     assert commit_place(Git(repo), commit) == f"commit:{commit}"
+
+
+def test_hostile_commits_are_one_line_and_write_nothing(tmp_path):
+    """A clone of a small path-pinned upstream whose commits change a binary file, or add a file whose name
+    holds a newline: each pick is refused in one line; the series is untouched."""
+    from tests.series.distro import MOD, commit_all, distribution, edit
+
+    dist = distribution(tmp_path, {"pkg/mod.py": MOD}, {"a.patch": edit("pkg/mod.py", 5, "v5 = 50")})
+    clone = tmp_path / "clone"
+    commit_all(clone, {"pkg/mod.py": MOD}, "v1", tag="v1")
+    binary = commit_all(clone, {"pkg/blob.bin": b"\0\1\2"}, "Add a blob")
+    newline = commit_all(clone, {"pkg/a\nb.py": "x = 1\n"}, "A name with a newline")
+    series = (dist / "patches" / "series").read_text()
+    expected = {
+        binary: f"error: commit {binary[:12]} changes the binary file pkg/blob.bin: a series holds text diffs only",
+        newline: f"error: commit {newline[:12]} changes 'pkg/a\\nb.py', a file name with a line break: no patch can",
+    }
+    for commit, line in expected.items():
+        proc = forklift("-c", dist, "pick", commit, "--repo", clone)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith(line), proc.stderr
+    assert (dist / "patches" / "series").read_text() == series
+    assert sorted(p.name for p in (dist / "patches").iterdir()) == ["a.patch", "series"]
+    picked = commit_all(clone, {"pkg/mod.py": MOD.replace("v20 = 20\n", "v20 = 'twenty'\n")}, "Fix: v20 `as` text\t!")
+    proc = forklift("-c", dist, "pick", picked, "--repo", clone)
+    assert proc.returncode == 0, proc.stderr
+    assert (dist / "patches" / "series").read_text().splitlines()[-1] == "0001-fix-v20-as-text.patch"
