@@ -235,6 +235,9 @@ class Runner:
         said: which aim, what the pilot measured, how many boots that asks for, what the budget allows.
         """
 
+        if self.campaign.ship is not None and self.campaign.ship.add_boots is False:
+            self.say(f"fixed design (ship.add_boots = false): the {len(self.plan.slots)} planned boots, none added")
+            return []
         aims = self.aims()
         if not aims or not self.plan.slots:
             return []

@@ -103,10 +103,12 @@ class ShipSpec(BaseModel):
         default=None, description="the build every other is judged against (default: the first)"
     )
     gates: list[Gate] = Field(default_factory=list)
-    add_boots: bool = Field(
-        default=False,
-        description="after the planned boots, add whole repeats (within the campaign's budget) until each bench "
-        "gate's MDE is within its allowance: a gate that can decide is not left undecided for want of boots",
+    add_boots: bool | None = Field(
+        default=None,
+        description="true: after the planned boots, add whole repeats (within the campaign's budget) until each "
+        "bench gate's MDE is within its allowance: a gate that can decide is not left undecided for want of boots; "
+        "false: a fixed design, the planned boots and no more (a suite's target_mde adds none either); "
+        "unset: only a suite's target_mde adds boots",
     )
 
 

@@ -280,13 +280,16 @@ def test_add_boots_without_a_budget_is_one_line(tmp_path):
         load_campaign_file(path)
 
 
-@pytest.mark.parametrize(("add_boots", "added"), [(False, 0), (True, 6)])
-def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_asked(tmp_path, add_boots, added):
+@pytest.mark.parametrize(("add_boots", "added", "c1_mde"), [(False, 0, "1%"), (True, 6, "1%"), (False, 0, "0.05%")])
+def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_asked(
+    tmp_path, add_boots, added, c1_mde
+):
     """The twelve planned boots of the 2026-12-02 18:45 H200 campaign (docs/gpu-report/ship-rerun) as the pilot of
     campaign.toml with the TTFT gate it ran under (25% at C1 and C16): C1's TTFT boot means moved 13% (pilot sd),
     four boots a side reach an MDE of ~30%. Its decode targets ask for no boots; with `ship.add_boots` the TTFT
     gate's pilot sd asks for six boots a side, and the 18-minute budget has room for one repeat (six boots) after
-    the 666 s its cells took, as that campaign said. The shipped C1 TTFT gate (50%) asks for none on them."""
+    the 666 s its cells took, as that campaign said. The shipped C1 TTFT gate (50%) asks for none on them.
+    `add_boots = false` is a fixed design: nothing is added, not even for a suite's target_mde that asks for more."""
     import shutil
 
     from forklift.campaign import make_campaign_plan
@@ -302,6 +305,7 @@ def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_a
     text = text.replace("${FORKLIFT_BUILDS}", str(tmp_path / "builds"))
     (tmp_path / "shipped.toml").write_text(text)
     text = text.replace("add_boots = true", f"add_boots = {str(add_boots).lower()}")
+    text = text.replace('target_mde = "1%"', f'target_mde = "{c1_mde}"')  # 0.05%: more boots than the budget has
     shipped_ttft = (
         '{ metric = "ttft", cells = ["c1"], worse = "50%" },\n  { metric = "ttft", cells = ["c16"], worse = "25%" }'
     )
@@ -322,11 +326,14 @@ def test_the_h200_campaign_adds_a_repeat_for_its_undecided_ttft_gate_only_when_a
     assert len(shipped_c1) == 2 and all(line.endswith("no boots to add") for line in shipped_c1), shipped_c1
     slots, said = pilot("campaign.toml")
     assert len(slots) == added and all(slot.repeat == 3 for slot in slots)
+    if not add_boots:  # a fixed design: its suites' target_mde asks for no boots either, and nothing is weighed
+        assert said == ["fixed design (ship.add_boots = false): the 12 planned boots, none added"]
+        return
     assert said[0] == "budget 18m: 666 s spent over 12 timed boots, room for 1 more repeat(s) of 6 boots"
     decode = [line for line in said if "(decode_tps)" in line]
-    assert len(decode) == (8 if add_boots else 4) and all(line.endswith("no boots to add") for line in decode)
+    assert len(decode) == 8 and all(line.endswith("no boots to add") for line in decode)
     ttft = [line for line in said if line.startswith("gate 'TTFT c1,c16 no worse than 25%'")]
-    assert len(ttft) == (4 if add_boots else 0)
+    assert len(ttft) == 4
     if add_boots:  # C1's TTFT boot means moved ~13% (pilot sd): six boots a side reach 25%; C16's less
         by_cell = {cell: next(line for line in ttft if f"noop / {cell}:" in line) for cell in ("c1", "c16")}
         assert "asks for 6 boots a side" in by_cell["c1"] and by_cell["c1"].endswith("adding 1 repeat(s) of 6 boots")
