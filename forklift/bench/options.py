@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from forklift.bench.slo import parse_slo
+from forklift.engines import DEFAULT_ENGINE
 from forklift.errors import UsageError
 from forklift.workload.lengths import Span, parse_lengths
 
@@ -46,7 +47,7 @@ class BenchOptions(BaseModel):
     runs: int = 4
     warmup: int = 1
     timeout: float = 600.0
-    engine: str = "vllm"
+    engine: str = DEFAULT_ENGINE
     slo: str | None = None
     conversations: int | None = None
     turns: int = 2

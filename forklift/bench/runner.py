@@ -35,6 +35,7 @@ from forklift.bench.slo import Slo, capacity
 from forklift.bench.steady import steady_window
 from forklift.client.records import RequestRecord
 from forklift.client.stream import PreparedRequest, StreamClient
+from forklift.engines import DEFAULT_ENGINE
 from forklift.errors import UsageError
 from forklift.receipts.envelope import Status
 from forklift.workload import Workload, prepare
@@ -62,7 +63,7 @@ class BenchPlan:
     runs: int = 4
     warmup: int = 1
     timeout: float = 600.0
-    engine: str = "vllm"
+    engine: str = DEFAULT_ENGINE
     seed: int = 0  # of the pacing process
     api_key: str | None = field(default=None, repr=False)  # the launched profile's --api-key, sent, never written
     slo: Slo | None = None  # latency bounds: each cell counts its goodput

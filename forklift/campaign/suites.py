@@ -20,6 +20,7 @@ from forklift.bench.runner import BenchPlan, CellSpec, cell_specs
 from forklift.bench.session import record_bench
 from forklift.campaign.precision import parse_percent
 from forklift.canary import SUITE_RUNNERS
+from forklift.engines import DEFAULT_ENGINE
 from forklift.errors import UsageError
 from forklift.ladder import Burst, parse_axis
 from forklift.ladder.run import Engine, run_ladder
@@ -45,7 +46,7 @@ class ServedSetting:
     labels: Labels  # envelope fields for every receipt (build, setting, aa, pin, ...)
     boot: dict[str, Any]  # the boot body (KV pool and other facts)
     log_path: Path | None = None
-    engine: str = "vllm"
+    engine: str = DEFAULT_ENGINE
     engine_roots: tuple[Path, ...] = ()  # where the build's engine is installed (quality refuses corpora there)
 
 

@@ -12,6 +12,7 @@ from rich.text import Text
 from forklift.cli.app import MEASURE, App, ReceiptsOption, app, console, load, receipts_dir, say, styled, warn
 from forklift.cli.launch import SERVER, ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
 from forklift.cli.progress import BootStatus
+from forklift.engines import DEFAULT_ENGINE
 from forklift.errors import ForkliftError
 
 if TYPE_CHECKING:
@@ -230,7 +231,7 @@ def bench(
     model: ModelOption = None,
     engine: Annotated[
         str, typer.Option("--engine", help="engine adapter naming the server's metrics", rich_help_panel=SERVER)
-    ] = "vllm",
+    ] = DEFAULT_ENGINE,
     cohort: Annotated[
         Path | None,
         typer.Option("--cohort", help="prompt cohort, JSONL: id, messages or prompt, ...", rich_help_panel=WORKLOAD),

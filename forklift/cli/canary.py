@@ -12,6 +12,7 @@ import typer
 from forklift.cli.app import MEASURE, ReceiptsOption, app
 from forklift.cli.launch import ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
 from forklift.cli.quality import EngineOption, TimeoutOption, finish, run_suites, suite_names
+from forklift.engines import DEFAULT_ENGINE
 from forklift.errors import UsageError
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def canary(
         Path | None, typer.Option("--log", help="with --url: the server's log (logscan, grammar rejections)")
     ] = None,
     timeout: TimeoutOption = 600.0,
-    engine: EngineOption = "vllm",
+    engine: EngineOption = DEFAULT_ENGINE,
     receipts: ReceiptsOption = None,
 ) -> None:
     """Forced tool calls, JSON schema, needle, cold/cached pair, soak, log scan; exit 0 only if every suite passes."""

@@ -25,6 +25,7 @@ from forklift.cli.app import (
     styled,
 )
 from forklift.cli.launch import ModelOption, ProfileOption, ServerLogsOption, ServerSetsOption, UrlOption
+from forklift.engines import DEFAULT_ENGINE
 from forklift.errors import ForkliftError, UsageError
 
 if TYPE_CHECKING:
@@ -179,7 +180,7 @@ def quality(
     endpoint: Annotated[str, typer.Option("--endpoint", help="gsm8k: chat or completions")] = "completions",
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="gsm8k: answer length limit")] = 256,
     timeout: TimeoutOption = 600.0,
-    engine: EngineOption = "vllm",
+    engine: EngineOption = DEFAULT_ENGINE,
     engine_root: Annotated[
         list[Path] | None,
         typer.Option(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from forklift.engines import EngineAdapter, FactPattern, FatalPattern, ScanPattern
+from forklift.engines.adapter import EngineAdapter, FactPattern, FatalPattern, ScanPattern
 
 
 def _int(text: str) -> int:

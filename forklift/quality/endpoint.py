@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from forklift.engines import DEFAULT_ENGINE
 from forklift.errors import ForkliftError
 
 
@@ -27,7 +28,7 @@ class Endpoint:
     model: str
     timeout: float = 600.0
     log_path: Path | None = None  # logscan and grammar-rejection counts read it
-    engine: str = "vllm"  # the adapter naming its metrics and log patterns
+    engine: str = DEFAULT_ENGINE  # the adapter naming its metrics and log patterns
     engine_roots: tuple[Path, ...] = ()  # where the engine under test is installed (corpora there are refused)
 
 
