@@ -1,7 +1,7 @@
 """Every output of every command, pointed at a place that refuses writes, is one line naming the path and a non-zero
 exit, never a traceback: a read-only folder and a path under a regular file (ENOTDIR), for each output option
 (report -o, wheel OUT, tree OUT, init --dir, --receipts, --logs, --junit, --summary, a campaign's folders, the
-distribution's own files) and for FORKLIFT_CACHE and FORKLIFT_STATE_DIR.
+distribution's own files) and for FORKLIFT_CACHE and FORKLIFT_STATE_DIR; and against a full disk (a small tmpfs).
 
 Tests run as root here, and root writes through a mode of 0555: the read-only folder is made immutable
 (chattr +i) or a read-only bind mount, whichever this machine allows; a non-root run uses the mode.
@@ -10,6 +10,7 @@ Servers and engines are stand-ins (a dead port, tests/launch/fake_engine.py): th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -60,6 +61,27 @@ def read_only(tmp_path) -> Iterator[Callable[[Path], Path]]:
     yield lock
     for command in reversed(undo):
         subprocess.run(command, check=True)
+
+
+@pytest.fixture
+def full() -> Iterator[Callable[[Path], Path]]:
+    """Makes a folder a file system with no space left (a 16 KiB tmpfs, filled), unmounted at the end."""
+    mounted: list[Path] = []
+
+    def fill(folder: Path) -> Path:
+        folder.mkdir()
+        if subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(folder)], capture_output=True
+        ).returncode:
+            pytest.skip("SKIPPED: mounting a small tmpfs (a full disk) is not allowed here")
+        mounted.append(folder)
+        with open(folder / "fill", "wb") as handle, contextlib.suppress(OSError):
+            handle.write(bytes(1 << 20))
+        return folder
+
+    yield fill
+    for folder in mounted:
+        subprocess.run(["umount", str(folder)], check=True)
 
 
 def _series_distribution(tmp_path: Path) -> Path:
@@ -167,16 +189,20 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("place", ["read-only folder", "under a file"])
-def test_an_output_that_cannot_be_written_is_one_line_naming_it(tmp_path, read_only, case, place):
+@pytest.mark.parametrize("place", ["read-only folder", "under a file", "full disk"])
+def test_an_output_that_cannot_be_written_is_one_line_naming_it(tmp_path, read_only, full, case, place):
+    if (case, place) == ("FORKLIFT_CACHE check", "full disk"):
+        pytest.skip("a folder pin is read where it lies: its check writes only memos a full disk may refuse")
     run = _cases(tmp_path)[case]
     if place == "read-only folder":
         (tmp_path / "locked").mkdir()
         target = read_only(tmp_path / "locked")
+    elif place == "full disk":
+        target = full(tmp_path / "full")
     else:
         (tmp_path / "a-file").write_text("")
         target = tmp_path / "a-file" / "out"
-    _one_line(run(target), target if place == "read-only folder" else tmp_path / "a-file")
+    _one_line(run(target), tmp_path / "a-file" if place == "under a file" else target)
 
 
 def test_the_report_in_its_receipts_folder_and_the_distributions_own_files(tmp_path, read_only):

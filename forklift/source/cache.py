@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forklift.errors import ForkliftError
-from forklift.fsio import make_folder, write_atomic
+from forklift.fsio import make_folder, write_atomic, writing
 from forklift.source.hashing import directory_digest
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ class Cache:
             if tree.exists():  # left by a crash before the marker: never trust it
                 shutil.rmtree(tree)
             make_folder(tree.parent)
-            with self.scratch() as scratch:
+            with writing(self.root), self.scratch() as scratch:  # a full or read-only cache: one line naming it
                 build(scratch / "tree")
                 os.rename(scratch / "tree", tree)
             # the listing digest lets `cache verify` and --verify-cache tell an edited tree from a pristine one
@@ -190,7 +190,7 @@ class Cache:
             if dest.is_file():
                 return dest
             make_folder(dest.parent)
-            with self.scratch() as scratch:
+            with writing(self.root), self.scratch() as scratch:
                 tmp = scratch / "artifact"
                 digest, count = hashlib.sha256(), 0
                 with open(tmp, "wb") as out:
