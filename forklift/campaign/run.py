@@ -65,6 +65,11 @@ def set_aside(receipts: Path, key: str) -> Path | None:
     return target
 
 
+class WindowEnd(ForkliftError):
+    """The run stopped between two cells at its deadline (--until) or cell count (--max-cells): nothing is cut,
+    and the same command resumes it."""
+
+
 @dataclass
 class Runner:
     campaign: CampaignFile
@@ -76,6 +81,9 @@ class Runner:
     execute: Callable[[Runner, list[Cell]], int] | None = None  # returns how many it ran
     node: dict[str, Any] | None = None  # where the cell runs, stated in its cell receipt (a Ray node)
     _plans: dict[tuple[str, str], LaunchPlan] = field(default_factory=dict)
+    max_cells: int | None = None  # cells this run may start (--max-cells)
+    until: float | None = None  # the time (epoch seconds) by which this run's last cell must end (--until)
+    _started: int = 0
 
     @property
     def receipts(self) -> Path:
@@ -123,6 +131,8 @@ class Runner:
                 f"{self.campaign.path}: boxes: name Ray nodes, so the campaign runs on a Ray cluster "
                 '(executor = "ray" with RAY_ADDRESS, or --ray ADDRESS)'
             )
+        if self.execute is not None and (self.max_cells is not None or self.until is not None):
+            raise ConfigError("--max-cells and --until stop a campaign between cells run here, not on a Ray cluster")
         if self.execute is not None and self.plan.warmups:
             raise ConfigError(
                 f"{self.campaign.path}: warmup_boots: not on a Ray cluster yet (each node would need its own warm-up)"
@@ -148,8 +158,25 @@ class Runner:
         if self.execute is not None:
             return (self.execute(self, todo) if todo else 0), len(cells) - len(todo)
         for cell in todo:
+            self.check_window(cell.key)
             self.run_cell(cell)
+            self._started += 1
         return len(todo), len(cells) - len(todo)
+
+    def check_window(self, key: str) -> None:
+        """Stop before `key` when this run has started its --max-cells, or when a cell as long as the finished
+        ones took on average would end after --until (a first cell, with none to go by, always starts)."""
+        if self.max_cells is not None and self._started >= self.max_cells:
+            raise WindowEnd(f"{key}: not started: this run started its {self.max_cells} cell(s) (--max-cells)")
+        if self.until is None:
+            return
+        spent = [s for s in self.spent() if s > 0]
+        expected = sum(spent) / len(spent) if spent else 0.0
+        if time.time() + expected > self.until:
+            raise WindowEnd(
+                f"{key}: not started: a cell takes about {expected:.0f} s here and --until is "
+                f"{max(0.0, self.until - time.time()):.0f} s away"
+            )
 
     def run_cell(self, cell: Cell) -> None:
         if isinstance(cell, Slot):

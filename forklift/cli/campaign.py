@@ -23,6 +23,19 @@ def campaign(
         str | None,
         typer.Option("--ray", metavar="ADDRESS", help="run every cell as a task on this Ray cluster (HOST:PORT)"),
     ] = None,
+    max_cells: Annotated[
+        int | None,
+        typer.Option("--max-cells", min=1, help="start at most N cells in this run, then stop between two cells"),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            metavar="TIME",
+            help="stop between two cells rather than start one that would end after TIME: a time from now "
+            "('9m', '540s') or an ISO 8601 time ('2026-12-06T02:00Z')",
+        ),
+    ] = None,
 ) -> None:
     """Run a campaign into one folder of labelled receipts, then decide: exit 0 SHIP, 1 HOLD, 3 UNDECIDED.
 
@@ -30,7 +43,7 @@ def campaign(
     """
     from forklift.campaign import load_campaign_file, make_campaign_plan
     from forklift.campaign.builds import verify_builds
-    from forklift.campaign.run import Runner, finished, plan_lines
+    from forklift.campaign.run import Runner, WindowEnd, finished, plan_lines
     from forklift.config import load_config
     from forklift.errors import ForkliftError
 
@@ -42,7 +55,7 @@ def campaign(
     def say(line: str) -> None:
         console.print(line, soft_wrap=True, markup=False)
 
-    runner = Runner(spec, config, builds, plan, say=say)
+    runner = Runner(spec, config, builds, plan, say=say, max_cells=max_cells, until=deadline(until))
     if ray or spec.executor == "ray":
         from forklift.campaign.cluster import ray_executor
 
@@ -59,6 +72,10 @@ def campaign(
         done = sum(1 for key in plan.keys if finished(runner.receipts / key))
         say(f"interrupted: {done} of {len(plan.keys)} cells finished; run the same command again to resume")
         raise typer.Exit(130) from None
+    except WindowEnd as stop:
+        done = sum(1 for key in plan.keys if finished(runner.receipts / key))
+        say(f"{stop}; {done} of {len(plan.keys)} cells finished: run the same command again to go on")
+        raise typer.Exit(WINDOW_EXIT) from None
     say(f"{ran} cells run, {skipped} finished before and skipped; receipts in {runner.receipts}")
     from forklift.report import load_campaign, render_report
 
@@ -80,6 +97,30 @@ def campaign(
     for line in decision_lines(decisions, result.baseline):
         say(line)
     raise typer.Exit(EXIT_CODES[overall(decisions)])
+
+
+WINDOW_EXIT = 75  # sysexits' EX_TEMPFAIL: not a decision yet; the same command goes on
+
+
+def deadline(text: str | None) -> float | None:
+    """--until as epoch seconds: a time from now ('9m') or an ISO 8601 time (UTC unless it says)."""
+    if text is None:
+        return None
+    import time
+    from datetime import datetime, timezone
+
+    from forklift.campaign.precision import parse_budget
+    from forklift.errors import ConfigError, UsageError
+
+    try:
+        return time.time() + parse_budget(text, "--until")
+    except ConfigError:
+        pass
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--until {text!r}: give a time from now ('9m', '540s') or an ISO 8601 time") from None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def _status(runner: Runner, key: str) -> str | None:
