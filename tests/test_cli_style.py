@@ -68,3 +68,11 @@ def test_tables_are_not_cut_when_stdout_is_not_a_terminal(tmp_path):
     narrow = run("--width", "80", "compare", a, b)
     assert narrow.returncode == 0, narrow.stderr
     assert table_rows(narrow.stdout) and not any(cell in row for row in table_rows(narrow.stdout))
+
+
+def test_every_top_level_command_sits_in_a_help_panel():
+    import typer.main
+
+    group = typer.main.get_command(app)
+    loose = sorted(name for name, command in group.commands.items() if not getattr(command, "rich_help_panel", None))
+    assert loose == []

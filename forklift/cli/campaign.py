@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from forklift.cli.app import app, console
+from forklift.cli.app import MEASURE, app, console
 
 if TYPE_CHECKING:
     from forklift.campaign.run import Runner
 
 
-@app.command()
+@app.command(rich_help_panel=MEASURE)
 def campaign(
     file: Annotated[Path, typer.Argument(help="campaign.toml: builds, settings, suites, order")],
     dry_run: Annotated[

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from forklift.cli.app import app, console, load
+from forklift.cli.app import MEASURE, app, console, load
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -30,7 +30,7 @@ def ladder_table(body: LadderBody) -> Table:
     return table
 
 
-@app.command()
+@app.command(rich_help_panel=MEASURE)
 def ladder(
     profile: Annotated[str, typer.Argument(help="a [profiles.NAME] of forklift.toml")],
     axis: Annotated[str, typer.Option("--axis", help="KEY=V1,V2,... or KEY=START:STOP:STEP (a flag or an env knob)")],
