@@ -243,7 +243,10 @@ def write_flip(
         entry, sep, comment = raw.partition("#")
         name = entry.split()
         if name and name[0] in retired:
-            raw = f"# retired: {name[0]} (already upstream in {report.new})"
+            carried = next(
+                (f": commit {r.carried_by}" for r in report.patches if r.name == name[0] and r.carried_by), ""
+            )
+            raw = f"# retired: {name[0]} (already upstream in {report.new}{carried})"
         elif name and name[0] in recut:  # re-cut with a/ b/ prefixes: -p1, the series default
             raw = re.sub(r"\s+-p\d+(?=\s|$)", "", entry) + sep + comment
         series_lines.append(raw)

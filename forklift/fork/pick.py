@@ -23,7 +23,16 @@ from forklift.fsio import write_atomic
 from forklift.series.apply import Reader, apply_patch, apply_series
 from forklift.series.check import CheckReport, check_series
 from forklift.series.headers import split_trailers
-from forklift.series.model import SERIES_FILE, parse_patch, split_header, unrooted, with_root
+from forklift.series.model import (
+    SERIES_FILE,
+    Series,
+    parse_patch,
+    parse_series_file,
+    read_series_part,
+    split_header,
+    unrooted,
+    with_root,
+)
 from forklift.series.render import file_diff, series_patches_md
 
 _GITHUB = re.compile(
@@ -86,10 +95,10 @@ def commit_place(git: Git, commit: str) -> str:
 
 def pick_commit(config: Config, git: Git, rev: str, tree: Path, read: Reader) -> Pick:
     """The commit `rev` of upstream's clone as the series' next patch, checked on the pinned tree `tree`."""
-    from forklift.series.gate import configured_overlay, configured_series
+    from forklift.series.gate import configured_overlay
 
     commit, subject = single_parent_commit(git, rev)
-    series = configured_series(config)
+    series = _series(config)
     root = series.root
     for patch in series.patches:
         if commit in split_header(patch.text)[0]:
@@ -136,13 +145,27 @@ def pick_commit(config: Config, git: Git, rev: str, tree: Path, read: Reader) ->
     return Pick(name, commit, subject, text, dropped, moved, release, report)
 
 
+def _series(config: Config) -> Series:
+    """The configured series; an empty one where `series` lists no patch yet (a pick may be the first)."""
+    from forklift.series.gate import configured_series
+
+    series_file = config.series_dir / SERIES_FILE
+    if series_file.is_file() and parse_series_file(
+        read_series_part(series_file, "the series file").decode("utf-8", "surrogateescape"), series_file
+    ):
+        return configured_series(config)
+    conf = config.data.series
+    return Series(folder=config.series_dir, root=conf.root, applier=conf.applier)
+
+
 def write_pick(config: Config, pick: Pick) -> list[Path]:
     """The patch file, then its line at the end of the series file, then PATCHES.md when configured."""
     from forklift.series.gate import configured_series
 
     series_file = config.series_dir / SERIES_FILE
+    config.series_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(config.series_dir / pick.name, pick.text)
-    listed = series_file.read_text(encoding="utf-8")
+    listed = series_file.read_text(encoding="utf-8") if series_file.is_file() else ""
     write_atomic(series_file, listed + ("" if listed.endswith("\n") or not listed else "\n") + pick.name + "\n")
     written = [config.series_dir / pick.name, series_file]
     if config.patches_md is not None:

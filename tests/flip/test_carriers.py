@@ -90,6 +90,11 @@ def test_a_git_pin_traces_in_its_own_repository(tmp_path):
     assert rows["b.patch"]["carried_by"] is None  # it applies: not retired, not traced
     table = forklift("-c", dist, "flip", "v2", "--receipts", tmp_path / "r")
     assert f"upstream commit {fix[:12]} Fix v5" in table.stdout
+    wrote = forklift("-c", dist, "flip", "v2", "--write", "--receipts", tmp_path / "r")
+    assert wrote.returncode == 0, wrote.stderr
+    retired = (dist / "patches" / "series").read_text().splitlines()[0]  # the retired line names the commit too
+    assert retired.startswith("# retired: a.patch (already upstream in ")
+    assert retired.endswith(f": commit {fix[:12]} Fix v5)")
 
 
 def test_an_upstream_repo_without_the_release_tags_is_one_line(tmp_path):

@@ -197,3 +197,17 @@ def test_hostile_commits_are_one_line_and_write_nothing(tmp_path):
     proc = forklift("-c", dist, "pick", picked, "--repo", clone)
     assert proc.returncode == 0, proc.stderr
     assert (dist / "patches" / "series").read_text().splitlines()[-1] == "0001-fix-v20-as-text.patch"
+
+
+def test_the_first_patch_of_a_new_series_can_be_a_pick(tmp_path):
+    from tests.series.distro import MOD, commit_all, distribution
+
+    (tmp_path / "dist" / "patches").mkdir(parents=True)
+    dist = distribution(tmp_path, {"pkg/mod.py": MOD}, {}, series="# no patch yet\n")
+    clone = tmp_path / "clone"
+    commit_all(clone, {"pkg/mod.py": MOD}, "v1", tag="v1")
+    fix = commit_all(clone, {"pkg/mod.py": MOD.replace("v7 = 7\n", "v7 = 'seven'\n")}, "Spell v7")
+    proc = forklift("-c", dist, "pick", fix, "--repo", clone)
+    assert proc.returncode == 0, proc.stderr
+    assert (dist / "patches" / "series").read_text() == "# no patch yet\n0001-spell-v7.patch\n"
+    assert forklift("-c", dist, "check", "--receipts", tmp_path / "r").returncode == 0
