@@ -40,7 +40,7 @@ from forklift.launch.plan import LaunchPlan, make_launch_plan
 from forklift.launch.resolve import printed_lines
 from forklift.launch.session import launched
 from forklift.receipts import new_receipt, write_receipt
-from forklift.receipts.envelope import Labels
+from forklift.receipts.envelope import Labels, fingerprint
 from forklift.receipts.facts import kernel_boot_id
 from forklift.receipts.store import read_receipt, receipts_in
 from forklift.report.ship import BENCH_METRICS, PLAN_KIND
@@ -138,6 +138,7 @@ class Runner:
                 f"{self.campaign.path}: warmup_boots: not on a Ray cluster yet (each node would need its own warm-up)"
             )
         self.write_plan()
+        self.note_other_machines()
         for key in self.plan.keys:
             moved = set_aside(self.receipts, key)
             if moved:
@@ -188,13 +189,32 @@ class Runner:
         """A warm-up of this slot finished ready since the machine last booted: its caches are still warm.
 
         A resumed campaign on the same running machine skips it; a rebooted or fresh box has a new boot id."""
-        boot_id = kernel_boot_id()
+        boot_id, here = kernel_boot_id(), fingerprint().machine_id
         return boot_id is not None and any(
             receipt.status == "ok"
             and receipt.body.get("key") == slot.key
             and receipt.body.get("machine_boot") == boot_id
+            and receipt.fingerprint.machine_id == here
             for receipt in map(read_receipt, receipts_in(self.receipts / "warmups", f"*-{WARMUP_KIND}-*"))
         )
+
+    def note_other_machines(self) -> list[str]:
+        """The machines (fingerprint.machine_id) other than this one that finished cells of the campaign, said
+        once: the campaign goes on here, warms up again, and every comparison keeps each machine's boots to
+        themselves (rows per machine, never pooled), so a move costs boots a side, not the finished cells."""
+        here = fingerprint()
+        others: dict[str, str] = {}
+        for path in receipts_in(self.receipts, f"*/*-{CELL_KIND}-*"):
+            made = read_receipt(path).fingerprint
+            if made.machine_id != here.machine_id:
+                others.setdefault(made.machine_id, made.hostname)
+        if others:
+            was = ", ".join(f"{machine} ({host})" for machine, host in sorted(others.items()))
+            self.say(
+                f"machine changed: cells were finished on {was}; this is {here.machine_id} ({here.hostname}): "
+                "it warms up again, and the report keeps each machine's boots in rows of their own"
+            )
+        return sorted(others)
 
     def warm_up(self, slot: Slot) -> None:
         """Boot and stop, measuring nothing: the first boot on a box compiles (torch.compile, CUDA graphs) and

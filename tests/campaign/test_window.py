@@ -74,3 +74,32 @@ def test_until_reads_a_time_from_now_or_an_iso_time(text):
 def test_until_refuses_anything_else_in_one_line(text):
     with pytest.raises(UsageError, match=r"^--until '.*': give a time from now"):
         deadline(text)
+
+
+def test_a_half_done_campaign_moved_to_another_machine_warms_up_again_says_so_and_finishes(tmp_path):
+    """The lost machine is a fake fingerprint: the finished cells' receipts (and the warm-up's, made since this
+    kernel booted) are rewritten as if another machine had made them."""
+    import json
+
+    from forklift.campaign.run import WARMUP_KIND
+    from forklift.receipts import new_receipt, write_receipt
+    from forklift.receipts.facts import kernel_boot_id
+    from forklift.receipts.store import receipts_in
+
+    first = runner(tmp_path, max_cells=5)
+    (slot,) = first.plan.warmups
+    body = {"key": slot.key, "seconds": 80.0, "boot": "ready", "receipts": "", "machine_boot": kernel_boot_id()}
+    write_receipt(new_receipt(WARMUP_KIND, body=body), first.receipts / "warmups")
+    assert first.warmed(slot)  # on the machine that warmed up
+    with pytest.raises(WindowEnd):
+        first.run_cells(first.plan.cells)
+    for path in receipts_in(first.receipts, "**/*"):
+        receipt = json.loads(path.read_text())
+        receipt["fingerprint"] = {**receipt["fingerprint"], "machine_id": "lost-box", "hostname": "gpu-a"}
+        path.write_text(json.dumps(receipt))
+    said: list[str] = []
+    moved = runner(tmp_path)
+    moved.say = said.append
+    assert moved.note_other_machines() == ["lost-box"] and not moved.warmed(slot)
+    assert said[0].startswith("machine changed: cells were finished on lost-box (gpu-a); this is ")
+    assert moved.run_cells(moved.plan.cells) == (7, 5) and done(moved) == 12
