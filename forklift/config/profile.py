@@ -19,7 +19,7 @@ args = { max-model-len = 32768 }
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, field_validator, model_validator
 
@@ -28,6 +28,10 @@ from pydantic import BaseModel, ByteSize, ConfigDict, Field, field_validator, mo
 # it (Any) so resolve.py can refuse a value no flag can take with one line naming it.
 ArgValue = Any
 EnvValue = Any
+# A box's GPU indices and a cluster's nodes: far above any machine, low enough that a count from someone else's
+# forklift.toml cannot become a list of a billion ranks.
+MAX_GPUS = 1024
+MAX_NODES = 1024
 
 
 class _Strict(BaseModel):
@@ -46,8 +50,8 @@ class Ray(_Strict):
 
     head: str = Field(description="the head node's address, as the workers reach it")
     port: int = Field(default=6379, ge=1, le=65535)
-    workers: list[str] = Field(min_length=1, description="the worker nodes")
-    gpus_per_node: int = Field(ge=1)
+    workers: list[str] = Field(min_length=1, max_length=MAX_NODES, description="the worker nodes")
+    gpus_per_node: int = Field(ge=1, le=MAX_GPUS)
 
 
 class MemoryLimits(_Strict):
@@ -82,8 +86,10 @@ class Profile(_Strict):
     health_timeout: float | None = Field(default=None, gt=0, description="seconds to wait for /health")
     args: dict[str, ArgValue] = Field(default_factory=dict)
     env: dict[str, EnvValue] = Field(default_factory=dict)
-    gpus: list[int] | None = Field(
-        default=None, description="GPU indices of this profile, one per rank: CUDA_VISIBLE_DEVICES, the idle check"
+    gpus: list[Annotated[int, Field(ge=0, le=MAX_GPUS)]] | None = Field(
+        default=None,
+        max_length=MAX_GPUS,
+        description="GPU indices of this profile, one per rank: CUDA_VISIBLE_DEVICES, the idle check",
     )
     ray: Ray | None = None
     memory: MemoryLimits | None = Field(default=None, description="run the engine inside a memory-bounded cgroup")
