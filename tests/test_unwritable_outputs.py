@@ -124,13 +124,17 @@ def _cases(tmp_path: Path) -> dict[str, Callable[[Path], subprocess.CompletedPro
     gsm8k.write_text(json.dumps({"question": "1 + 1?", "answer": "#### 2"}) + "\n")
     wheel_dist = write_distribution(tmp_path / "wheel-dist")
 
-    def campaign(place: Path) -> subprocess.CompletedProcess[str]:
-        from tests.campaign.test_interrupts import local_campaign
+    def campaign(key: str, value: str) -> Callable[[Path], subprocess.CompletedProcess[str]]:
+        def run(place: Path) -> subprocess.CompletedProcess[str]:
+            from tests.campaign.test_interrupts import local_campaign
 
-        folder = local_campaign(tmp_path / "campaign")
-        text = (folder / "campaign.toml").read_text().replace('report = "report.md"', "")
-        (folder / "campaign.toml").write_text(f'receipts = "{place / "r"}"\n' + text)
-        return _forklift("campaign", "campaign.toml", cwd=folder, env={"FAKE_ENGINE_PIDS": str(tmp_path / "pids")})
+            folder = local_campaign(tmp_path / "campaign")
+            text = (folder / "campaign.toml").read_text().replace('report = "report.md"', "")
+            (folder / "campaign.toml").write_text(f'{key} = "{place / value}"\n' + text)
+            env = {"FAKE_ENGINE_PIDS": str(tmp_path / "pids")}
+            return _forklift("campaign", "campaign.toml", cwd=folder, env=env)
+
+        return run
 
     return {
         "report -o": lambda p: _forklift("report", RECEIPTS, "-o", p / "r.md", cwd=tmp_path),
@@ -162,7 +166,9 @@ def _cases(tmp_path: Path) -> dict[str, Callable[[Path], subprocess.CompletedPro
             "-c", fake, "ladder", "fake", "--axis", "max-num-seqs=1,2", "--receipts", p, cwd=fake, env=fake_env
         ),
         "wheel OUT": lambda p: _forklift("-c", wheel_dist, "wheel", p / "w", cwd=tmp_path),
-        "campaign receipts": campaign,
+        "campaign receipts": campaign("receipts", "r"),
+        "campaign logs": campaign("logs", "l"),
+        "campaign report": campaign("report", "report.md"),
     }
 
 
@@ -185,6 +191,8 @@ CASES = [
     "ladder --receipts",
     "wheel OUT",
     "campaign receipts",
+    "campaign logs",
+    "campaign report",
 ]
 
 
@@ -193,6 +201,8 @@ CASES = [
 def test_an_output_that_cannot_be_written_is_one_line_naming_it(tmp_path, read_only, full, case, place):
     if (case, place) == ("FORKLIFT_CACHE check", "full disk"):
         pytest.skip("a folder pin is read where it lies: its check writes only memos a full disk may refuse")
+    if (case, place) == ("campaign logs", "full disk"):
+        pytest.skip("the log file is made; the engine's own writes to it fail, and its cells say the boot failed")
     run = _cases(tmp_path)[case]
     if place == "read-only folder":
         (tmp_path / "locked").mkdir()
