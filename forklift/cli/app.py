@@ -108,6 +108,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "launch": ("launch", "stop"),
     "knobs": ("knobs",),
     "installed": ("apply", "verify"),
+    "upstream_tests": ("upstream-tests",),
     "ship": ("wheel", "image"),
     "bench": ("bench",),
     "quality": ("quality",),

@@ -182,6 +182,17 @@ def default_location(script: str) -> Path:
     return python
 
 
+def engine_interpreter(path: Path | None, script: str) -> Path:
+    """The engine's python from a venv or the python itself, else the one behind the console script on PATH."""
+    if path is None:
+        return default_location(script)
+    if path.is_dir() and (path / "bin" / "python").exists():
+        return path / "bin" / "python"
+    if path.is_file() and os.access(path, os.X_OK):
+        return path
+    raise UsageError(f"{path}: not a venv or a python to run the engine's tests with")
+
+
 def locate(path: Path | None, package: str, script: str) -> InstalledPackage:
     site = _site_of(path if path is not None else default_location(script), package)
     wanted = f"{package}/__init__.py"
