@@ -136,6 +136,13 @@ def _cases(tmp_path: Path) -> dict[str, Callable[[Path], subprocess.CompletedPro
 
         return run
 
+    def flip(*args: object) -> subprocess.CompletedProcess[str]:
+        from tests.flip.test_carriers import _git_distribution
+
+        (tmp_path / "flip").mkdir()
+        flipped, _ = _git_distribution(tmp_path / "flip")  # pinned to tag v1 of a local repository; v2 is newer
+        return _forklift("-c", flipped, "flip", "v2", *args, cwd=tmp_path)
+
     return {
         "report -o": lambda p: _forklift("report", RECEIPTS, "-o", p / "r.md", cwd=tmp_path),
         "check --receipts": lambda p: _forklift("-c", dist, "check", "--receipts", p / "r", cwd=tmp_path),
@@ -165,6 +172,8 @@ def _cases(tmp_path: Path) -> dict[str, Callable[[Path], subprocess.CompletedPro
         "ladder --receipts": lambda p: _forklift(
             "-c", fake, "ladder", "fake", "--axis", "max-num-seqs=1,2", "--receipts", p, cwd=fake, env=fake_env
         ),
+        "flip --report": lambda p: flip("--report", p / "f.md", "--receipts", tmp_path / "r"),
+        "flip --receipts": lambda p: flip("--receipts", p / "r"),
         "wheel OUT": lambda p: _forklift("-c", wheel_dist, "wheel", p / "w", cwd=tmp_path),
         "campaign receipts": campaign("receipts", "r"),
         "campaign logs": campaign("logs", "l"),
@@ -189,6 +198,8 @@ CASES = [
     "launch --logs",
     "launch FORKLIFT_STATE_DIR",
     "ladder --receipts",
+    "flip --report",
+    "flip --receipts",
     "wheel OUT",
     "campaign receipts",
     "campaign logs",
