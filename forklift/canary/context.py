@@ -4,8 +4,10 @@ needle: a passphrase sentence at each chosen depth of N tokens of filler, asked 
 model's chat template with the answer's lead already written (`The passphrase is "`, continued
 by the server: `continue_final_message`) and cut at the closing quote, so what the model writes
 is the passphrase it retrieved and nothing else. It must be the needle exactly, and the server's
-prefix-cache hit counter must not move for the request (a fresh salt at the very start of each
-makes it cold). A real instruct model returns a passphrase-shaped needle this way; asked bare
+prefix-cache hit counter must not move for the request: each carries a fresh `cache_salt` (the
+engine's per-request prefix-cache salt), not salt text, which a real model once returned as the
+passphrase from the prompt's start (depth 0.1). A server that ignores the salt serves the shared
+filler from its cache, and the check fails saying so. A real instruct model returns a passphrase-shaped needle this way; asked bare
 for "the code", it chatted on past max_tokens. With `force_choice` the answer is forced by a
 grammar (`structured_outputs` choice): a positive control for the pipeline, not for the model. cold-pair: the same salted long prompt twice, both timed; the first must hit
 nothing in the prefix cache, the second must hit it.
@@ -72,11 +74,11 @@ def filler(endpoint: Endpoint, tokens: int) -> str:
     return FILLER * max(1, tokens // per_unit)
 
 
-def needle_prompt(context: str, needle: str, depth: float, salt: str) -> str:
-    """The salt, the context with the needle sentence at the last sentence end before `depth`, the question."""
+def needle_prompt(context: str, needle: str, depth: float) -> str:
+    """The context with the needle sentence at the last sentence end before `depth`, then the question."""
     sentence_end = context.rfind(". ", 0, int(len(context) * depth))
     cut = sentence_end + 2 if sentence_end >= 0 else 0  # before the first sentence end: the very start
-    return f"[{salt}] {context[:cut]}The passphrase is {needle}. {context[cut:]}\n{QUESTION}"
+    return f"{context[:cut]}The passphrase is {needle}. {context[cut:]}\n{QUESTION}"
 
 
 def _cold_request(endpoint: Endpoint, path: str, request: dict[str, Any]) -> tuple[Any, float | None]:
@@ -91,9 +93,10 @@ def _needle_attempt(endpoint: Endpoint, options: NeedleOptions, context: str, de
     salt = secrets.token_hex(8)
     request: dict[str, Any] = {
         "messages": [
-            {"role": "user", "content": needle_prompt(context, options.needle, depth, salt)},
+            {"role": "user", "content": needle_prompt(context, options.needle, depth)},
             {"role": "assistant", "content": LEAD},
         ],
+        "cache_salt": salt,
         "continue_final_message": True,
         "add_generation_prompt": False,
         "stop": ['"'],
@@ -121,7 +124,7 @@ def _needle_attempt(endpoint: Endpoint, options: NeedleOptions, context: str, de
     elif hits is None:
         attempt.error = "the server exposes no prefix-cache counter: the request is not shown cold"
     elif hits:
-        attempt.error = f"{hits:.0f} prefix-cache hit tokens on the cold request"
+        attempt.error = f"{hits:.0f} prefix-cache hit tokens on the cold request (does the server honour cache_salt?)"
     attempt.ok = attempt.error is None
     return attempt
 

@@ -16,17 +16,17 @@ NEEDLE = "The passphrase is blue-harbor-7391. "
 
 @pytest.mark.parametrize("depth", [0.0, 0.01])
 def test_a_needle_before_the_first_sentence_end_sits_at_the_very_start(depth):
-    prompt = needle_prompt(CONTEXT, "blue-harbor-7391", depth, "salt")
-    assert prompt.startswith(f"[salt] {NEEDLE}{CONTEXT}")
+    prompt = needle_prompt(CONTEXT, "blue-harbor-7391", depth)
+    assert prompt.startswith(f"{NEEDLE}{CONTEXT}")
 
 
 def test_a_needle_sits_at_a_sentence_end_at_its_depth():
-    half = needle_prompt(CONTEXT, "blue-harbor-7391", 0.5, "salt")
-    before, after = half.removeprefix("[salt] ").removesuffix(f"\n{QUESTION}").split(NEEDLE)
+    half = needle_prompt(CONTEXT, "blue-harbor-7391", 0.5)
+    before, after = half.removesuffix(f"\n{QUESTION}").split(NEEDLE)
     assert before + after == CONTEXT and before.endswith(". ")
     assert 0.4 < len(before) / len(CONTEXT) <= 0.5
-    end = needle_prompt(CONTEXT, "blue-harbor-7391", 1.0, "salt")
-    assert end.startswith(f"[salt] {CONTEXT}{NEEDLE}")
+    end = needle_prompt(CONTEXT, "blue-harbor-7391", 1.0)
+    assert end.startswith(f"{CONTEXT}{NEEDLE}")
 
 
 @pytest.mark.parametrize(
