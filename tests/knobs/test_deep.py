@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -62,14 +63,17 @@ def test_check_reports_it_as_a_file_that_does_not_compile():
     assert finding.subject == "vllm/deep.py" and finding.message.startswith("vllm/deep.py:?: RecursionError: ")
 
 
-def test_engine_folders_nested_too_deep_are_one_line(tmp_path):
-    tree = engine_tree(tmp_path)
-    deep_folder(tree / "vllm", 1100)
+def test_engine_folders_nested_too_deep_are_one_line():
+    # Outside pytest's temp folders: their clean-up (shutil.rmtree) recurses once per level, and a tree left
+    # by a killed run would break every later session's start. GNU rm removes it.
+    top = Path(tempfile.mkdtemp(prefix="forklift-deep-"))
     try:
+        tree = engine_tree(top)
+        deep_folder(tree / "vllm", 1100)
         with pytest.raises(ForkliftError, match=rf"^{tree / 'vllm'}: folders nested more than {MAX_WALK_DEPTH} deep"):
             registry(tree, VLLM)
         installed = InstalledPackage(tree, "vllm", tree / "vllm-1.dist-info", {})
         with pytest.raises(ForkliftError, match=rf"folders nested more than {MAX_WALK_DEPTH} deep"):
             installed.files()
-    finally:  # GNU rm removes it; pytest's own clean-up (shutil.rmtree) recurses once per level
-        subprocess.run(["rm", "-rf", str(tree / "vllm" / "a")], check=True)
+    finally:
+        subprocess.run(["rm", "-rf", str(top)], check=True)
