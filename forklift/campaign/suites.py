@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from forklift.bench.runner import BenchPlan, CellSpec, cell_specs
 from forklift.bench.session import record_bench
+from forklift.bench.slo import Slo, parse_slo
 from forklift.campaign.precision import parse_percent
 from forklift.canary import SUITE_RUNNERS
 from forklift.engines import DEFAULT_ENGINE
@@ -109,6 +110,11 @@ class BenchSuiteOptions(SuiteOptions):
     target_metric: Literal["decode_tps", "tpot", "ttft", "e2e"] = Field(
         default="decode_tps", description="the metric target_mde is held to"
     )
+    slo: str | None = Field(
+        default=None,
+        description="latency bounds in ms, e.g. 'ttft=500,tpot=50': goodput per cell, and over a sweep the "
+        "highest load whose p99s meet them (the receipt's slo_capacity, read by the slo_capacity gate)",
+    )
 
 
 def suite_mode(options: BenchSuiteOptions) -> str:
@@ -129,7 +135,19 @@ def bench_options(options: BenchSuiteOptions, config: Any, root: Path) -> BenchS
     """A cohort path in campaign.toml is relative to the campaign file; a target MDE must be a percent."""
     if options.target_mde is not None:
         parse_percent(options.target_mde, "target_mde")
+    if options.slo is not None:
+        suite_slo(options)
     return options if options.cohort is None else options.model_copy(update={"cohort": str(root / options.cohort)})
+
+
+def suite_slo(options: BenchSuiteOptions) -> Slo | None:
+    """The suite's bounds, or one line naming the bad `slo = ...` (as the campaign file spells it)."""
+    if options.slo is None:
+        return None
+    try:
+        return parse_slo(options.slo)
+    except UsageError as exc:
+        raise UsageError(str(exc).replace("--slo ", "slo = ", 1)) from None
 
 
 def bench_plan(endpoint: ServedSetting, options: BenchSuiteOptions) -> tuple[BenchPlan, str]:
@@ -165,6 +183,7 @@ def bench_plan(endpoint: ServedSetting, options: BenchSuiteOptions) -> tuple[Ben
         warmup=options.warmup,
         timeout=options.timeout,
         seed=options.seed,
+        slo=suite_slo(options),
     ), mode
 
 

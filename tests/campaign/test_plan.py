@@ -6,9 +6,12 @@ from pathlib import Path
 import pytest
 
 from forklift.campaign import load_campaign_file, make_campaign_plan
+from forklift.bench.slo import Slo
 from forklift.campaign.plan import build_order
+from forklift.campaign.suites import ServedSetting, bench_plan
 from forklift.config.load import parse_config
 from forklift.errors import ConfigError
+from forklift.receipts.envelope import Labels
 from tests.fixtures.engine import distribution_toml
 
 PROFILES = """
@@ -73,6 +76,18 @@ def test_plan_interleaves_every_setting_and_runs_ladders_once_per_build_and_sett
     assert plan.ladders[0].key == "ladder1-tiny_spec=off-old"
 
 
+def test_a_bench_suites_slo_reaches_its_bench_plan(tmp_path):
+    campaign, config = files(
+        tmp_path, CAMPAIGN.replace("concurrency = [1, 2]", 'concurrency = [1, 2]\nslo = "ttft=500,tpot=50"')
+    )
+    ((_, prepared),) = make_campaign_plan(campaign, config).served
+    endpoint = ServedSetting(
+        url="http://127.0.0.1:1", model="tiny", folder=tmp_path, setting="s", labels=Labels(), boot={}
+    )
+    plan, mode = bench_plan(endpoint, prepared.ready)
+    assert mode == "sweep" and plan.slo == Slo(ttft=500, tpot=50)
+
+
 @pytest.mark.parametrize(
     ("change", "culprit"),
     [
@@ -88,6 +103,7 @@ def test_plan_interleaves_every_setting_and_runs_ladders_once_per_build_and_sett
             "settings[0]: profile tiny: axis spec: unknown value 'eagle'",
         ),
         (('profile = "tiny"\nset', 'profile = "huge"\nset'), "settings[1]: unknown profile 'huge'"),
+        (("concurrency = [1, 2]", 'concurrency = [1, 2]\nslo = "ttft=fast"'), "suites[0]: slo = 'ttft=fast': "),
     ],
 )
 def test_bad_campaign_is_one_line_naming_file_and_key(tmp_path, change, culprit):
