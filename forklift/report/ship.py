@@ -23,7 +23,7 @@ The gates travel in the campaign's plan receipt, so `forklift report` decides fr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from scipy import stats
@@ -53,6 +53,7 @@ OTHER_METRICS = {
     "divergence": "share of greedy prompts whose text differs from the baseline's (bench cells)",
     "shipped_defaults_boot": "each profile as shipped (no --set; campaign shipped_defaults = true) booted ready",
     "memory_events": "every boot of the candidate ran in its memory cgroup with no high, max, oom or oom_kill event",
+    "slo_capacity": "the highest load whose p99s meet the bench suite's slo is no lower than the baseline's",
 }
 PLAN_KIND = "campaign-plan"
 
@@ -62,7 +63,7 @@ class Gate(BaseModel):
 
     metric: str = Field(
         description="decode_tps, tpot, ttft, e2e (bench cells), kv_pool, canaries, memory_events, "
-        "shipped_defaults_boot, perplexity or divergence"
+        "shipped_defaults_boot, slo_capacity, perplexity or divergence"
     )
     worse: float = Field(default=0.0, ge=0, description="percent the candidate may be worse than the baseline")
     cells: list[str] | None = Field(default=None, description="bench cells it reads (default: every cell)")
@@ -90,6 +91,8 @@ class Gate(BaseModel):
             return "shipped defaults boot"
         if self.metric == "memory_events":
             return "no memory cgroup events"
+        if self.metric == "slo_capacity":
+            return "highest load meeting the SLO no lower"
         if self.metric == "divergence":
             return f"greedy divergence{where} at most {self.worse:g}% of prompts"
         label = BENCH_METRICS[self.metric].label if self.metric in BENCH_METRICS else self.metric
@@ -352,6 +355,59 @@ def _shipped_results(campaign: Campaign, build: str, gate: Gate) -> list[GateRes
     return out
 
 
+def _pooled_verdicts(found: list[dict[str, Any]]) -> list[str]:
+    """One verdict per cell over a build's boots: meets where every boot met it, misses where one missed it."""
+    out = []
+    for rows in zip(*(capacity["cells"] for capacity in found), strict=True):
+        verdicts = {row["verdict"] for row in rows}
+        out.append("misses" if "misses" in verdicts else "meets" if verdicts == {"meets"} else "undecided")
+    return out
+
+
+def _capacity_range(verdicts: list[str]) -> tuple[int, int]:
+    """How many cells, lightest first, the build surely meets (the run of meets ends at the first cell not
+    shown to meet) and at most can (a run reaches no further than the first cell shown to miss)."""
+    low = next((i for i, v in enumerate(verdicts) if v != "meets"), len(verdicts))
+    high = next((i for i, v in enumerate(verdicts) if v == "misses"), len(verdicts))
+    return low, high
+
+
+def _slo_results(campaign: Campaign, baseline: str, build: str, gate: Gate) -> list[GateResult]:
+    """Per setting and sweep (its bounds and cells): the candidate's highest load meeting the SLO against the
+    baseline's, as levels of the sweep. Pass when the candidate's surely-met level reaches the baseline's
+    highest possible one, hold when the candidate's highest possible one is below the baseline's surely-met
+    one, else undecided (an undecided cell where it matters)."""
+    found: dict[tuple[str, str, tuple[str, ...]], dict[str, list[dict[str, Any]]]] = {}
+    for run in campaign.runs:
+        slo = run.body.slo_capacity
+        if slo is None or run.build not in (baseline, build) or (gate.settings and run.setting not in gate.settings):
+            continue
+        bounds = ", ".join(f"{name} ≤ {bound:g} ms" for name, bound in slo["bounds_ms"].items())
+        key = (run.setting, bounds, tuple(row["cell"] for row in slo["cells"]))
+        found.setdefault(key, {}).setdefault(run.build, []).append(slo)
+    out = []
+    for (setting, bounds, cells), sides in found.items():
+        where = f"{setting} / {bounds}"
+        if baseline not in sides or build not in sides:
+            out.append(GateResult(build, gate, where, "undecided", "no slo_capacity of both builds on this sweep"))
+            continue
+        levels, said = {}, []
+        for side in (baseline, build):
+            verdicts = _pooled_verdicts(sides[side])
+            levels[side] = _capacity_range(verdicts)
+            low, high = levels[side]
+            named = ["none", *cells]
+            reach = named[low] if low == high else f"{named[low]}..{named[high]}"
+            shown = ", ".join(f"{c} {v}" for c, v in zip(cells, verdicts, strict=True))
+            said.append(f"{side} {reach} ({shown}; {len(sides[side])} boots)")
+        (base_low, base_high), (new_low, new_high) = levels[baseline], levels[build]
+        outcome: Outcome = "pass" if new_low >= base_high else "hold" if new_high < base_low else "undecided"
+        out.append(GateResult(build, gate, where, outcome, "highest meeting: " + "; ".join(said)))
+    return out or [
+        GateResult(build, gate, "bench", "undecided", "no bench receipt with slo_capacity (a bench suite's slo = ...)")
+    ]
+
+
 def _canary_results(campaign: Campaign, build: str, gate: Gate) -> list[GateResult]:
 
     mine = [r for _, r in campaign.receipts if r.kind in ("quality", "canary") and build_label(r) == build]
@@ -383,6 +439,8 @@ def decide(campaign: Campaign, spec: ShipSpec) -> list[BuildDecision]:
                 results += _shipped_results(campaign, build, gate)
             elif gate.metric == "memory_events":
                 results.append(_memory_result(campaign, build, gate))
+            elif gate.metric == "slo_capacity":
+                results += _slo_results(campaign, baseline, build, gate)
             elif gate.metric == "perplexity":
                 results += _ppl_results(campaign, baseline, build, gate)
             elif gate.metric == "divergence":

@@ -10,34 +10,19 @@ import math
 import numpy as np
 import pytest
 
-from forklift.bench.schema import Cell
 from forklift.bench.slo import Slo, capacity, p99_interval
-from forklift.client.records import RequestRecord
-
-SIGMA = 0.2
-Z99 = 2.3263  # the standard normal's 99th percentile
-
-
-def latencies(p99_ms, n, rng):
-    return rng.lognormal(math.log(p99_ms / 1000) - Z99 * SIGMA, SIGMA, n)
-
-
-def cell(name, concurrency, p99_ms, rng, n=600, failed=0):
-    requests = [
-        RequestRecord(prompt_id=f"p{i}", run=1, send=0.0, first_token=t, end=t + 1.0, chunks=[(t, 1), (t + 1.0, 1)])
-        for i, t in enumerate(latencies(p99_ms, n, rng))
-    ]
-    requests += [RequestRecord(prompt_id=f"f{i}", run=1, send=0.0, error_kind="http") for i in range(failed)]
-    return Cell(name=name, concurrency=concurrency, runs=2, kept_runs=[1], requests=requests, complete=True)
+from tests.stats.synthetic import p99_latencies, slo_cell
 
 
 def verdict(p99_ms, rng, n=600):
-    return capacity([cell("c", 1, p99_ms, rng, n)], Slo(ttft=500))["cells"][0]["verdict"]
+    return capacity([slo_cell("c", 1, p99_ms, rng, n)], Slo(ttft=500))["cells"][0]["verdict"]
 
 
 def test_a_sweep_reads_the_highest_load_whose_p99_meets_the_bound():
     rng = np.random.default_rng(1)
-    found = capacity([cell("c1", 1, 200, rng), cell("c4", 4, 300, rng), cell("c8", 8, 1500, rng)], Slo(ttft=500))
+    found = capacity(
+        [slo_cell("c1", 1, 200, rng), slo_cell("c4", 4, 300, rng), slo_cell("c8", 8, 1500, rng)], Slo(ttft=500)
+    )
     assert [row["verdict"] for row in found["cells"]] == ["meets", "meets", "misses"]
     assert found["highest"] == "c4" and found["bounds_ms"] == {"ttft": 500.0}
     point, low, high = found["cells"][2]["p99_ms"]["ttft"]
@@ -46,21 +31,21 @@ def test_a_sweep_reads_the_highest_load_whose_p99_meets_the_bound():
 
 def test_below_368_requests_a_p99_is_shown_beyond_a_bound_never_within_one():
     rng = np.random.default_rng(2)
-    assert p99_interval(latencies(200, 367, rng))[2] == math.inf
-    assert p99_interval(latencies(200, 368, rng))[2] < math.inf
+    assert p99_interval(p99_latencies(200, 367, rng))[2] == math.inf
+    assert p99_interval(p99_latencies(200, 368, rng))[2] < math.inf
     assert verdict(200, rng, n=64) == "undecided" and verdict(1500, rng, n=64) == "misses"
 
 
 def test_a_failed_request_is_beyond_any_bound_and_a_gap_ends_the_run_of_passing_cells():
     rng = np.random.default_rng(3)
-    found = capacity([cell("c1", 1, 200, rng, failed=20), cell("c2", 2, 200, rng)], Slo(ttft=500))
+    found = capacity([slo_cell("c1", 1, 200, rng, failed=20), slo_cell("c2", 2, 200, rng)], Slo(ttft=500))
     assert found["cells"][0]["verdict"] == "misses" and found["cells"][0]["p99_ms"]["ttft"][0] == math.inf
     assert found["cells"][1]["verdict"] == "meets" and found["highest"] is None  # c1 broke the run
 
 
 def test_the_interval_covers_the_true_p99_at_least_95_percent_of_the_time():
     rng = np.random.default_rng(4)
-    covered = [low <= 0.5 <= high for _, low, high in (p99_interval(latencies(500, 600, rng)) for _ in range(400))]
+    covered = [low <= 0.5 <= high for _, low, high in (p99_interval(p99_latencies(500, 600, rng)) for _ in range(400))]
     assert np.mean(covered) >= 0.95
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from forklift.campaign import load_campaign_file, make_campaign_plan
 from forklift.bench.slo import Slo
+from forklift.campaign import load_campaign_file, make_campaign_plan
 from forklift.campaign.plan import build_order
 from forklift.campaign.suites import ServedSetting, bench_plan
 from forklift.config.load import parse_config

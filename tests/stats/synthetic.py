@@ -7,6 +7,7 @@ per-request noise, so the true relative change is known exactly.
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +74,27 @@ def records(
             )
             clock = end
     return out
+
+
+SLO_SIGMA = 0.2
+Z99 = 2.3263  # the standard normal's 99th percentile
+
+
+def p99_latencies(p99_ms: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """`n` lognormal latencies in seconds (right-skewed, as a cell's TTFT is; sigma 0.2) whose true p99 is set."""
+    return rng.lognormal(math.log(p99_ms / 1000) - Z99 * SLO_SIGMA, SLO_SIGMA, n)
+
+
+def slo_cell(
+    name: str, concurrency: int, p99_ms: float, rng: np.random.Generator, n: int = 600, failed: int = 0
+) -> Cell:
+    """A kept run of `n` requests whose true TTFT p99 is `p99_ms`, and `failed` requests that got no answer."""
+    requests = [
+        RequestRecord(prompt_id=f"p{i}", run=1, send=0.0, first_token=t, end=t + 1.0, chunks=[(t, 1), (t + 1.0, 1)])
+        for i, t in enumerate(p99_latencies(p99_ms, n, rng))
+    ]
+    requests += [RequestRecord(prompt_id=f"f{i}", run=1, send=0.0, error_kind="http") for i in range(failed)]
+    return Cell(name=name, concurrency=concurrency, runs=2, kept_runs=[1], requests=requests, complete=True)
 
 
 def delivered_in_burst(record: RequestRecord, wait: float = 2.0) -> RequestRecord:
