@@ -15,6 +15,8 @@ by gate, with the interval compare computed over the campaign's boots:
 Quality gates read the same rule: `perplexity` over the quality receipts' ppl windows, paired by window
 (forklift.stats.quality.ppl_change; the MDE from the windows' spread), and `divergence` over the bench cells'
 greedy output hashes, the share of prompts whose text changed with its exact 95% (Clopper-Pearson) interval.
+`slo_capacity` reads levels, not an interval of a change: each build's highest sweep cell meeting the bench
+suite's SLO at p99, from every boot's cell verdicts (forklift.bench.slo.capacity; _slo_results states the rule).
 
 A build ships when every gate passes; any hold holds it; otherwise it is undecided.
 The gates travel in the campaign's plan receipt, so `forklift report` decides from receipts alone.

@@ -16,13 +16,13 @@ MET, MISSED = 200, 1500  # true p99s (ms): 600 requests show them within and bey
 
 def bench(folder, build, p99s, rng, n=600):
     """One boot's sweep c1, c2, c4 with these true p99s, as the campaign's bench suite with slo writes it."""
-    cells = [slo_cell(f"c{c}", c, p99, rng, n) for c, p99 in zip((1, 2, 4), p99s, strict=True)]
+    cells = [slo_cell(f"c{c}", c, p99, rng, n) for c, p99 in zip((1, 2, 4)[: len(p99s)], p99s, strict=True)]
     body = BenchBody(url="http://127.0.0.1:8000", model="tiny", mode="sweep", workload=workload(), cells=cells)
     body.slo_capacity = capacity(cells, SLO)
     written(new_receipt("bench", build=build, setting="tiny", body=body.model_dump(mode="json")), folder)
 
 
-def judged(tmp_path, a, b, n=600):
+def judged(tmp_path, a, b, n=600, results=1):
     folder, rng = tmp_path / "receipts", np.random.default_rng(7)
     for p99s in a:
         bench(folder, "A", p99s, rng, n)
@@ -31,6 +31,9 @@ def judged(tmp_path, a, b, n=600):
     gates = [{"metric": "slo_capacity"}]
     written(new_receipt(PLAN_KIND, body={"baseline": "A", "ship": {"gates": gates}}), folder)
     (decision,) = decide(campaign := load_campaign(folder), campaign.ship)
+    if results != 1:
+        assert len(decision.results) == results
+        return decision.decision, decision.results
     (result,) = decision.results
     return decision.decision, result
 
@@ -63,6 +66,12 @@ def test_too_few_requests_to_show_a_p99_within_the_bound_is_undecided(tmp_path):
 def test_too_few_requests_leave_a_possibly_better_candidate_undecided(tmp_path):
     decision, _ = judged(tmp_path, [(MET, MET, MISSED)], [(MET, MET, MET)], n=64)
     assert decision == "UNDECIDED"
+
+
+def test_sweeps_of_other_cells_are_not_compared(tmp_path):
+    decision, results = judged(tmp_path, [(MET, MET, MISSED)], [(MET, MET)], results=2)
+    assert decision == "UNDECIDED"
+    assert {r.evidence for r in results} == {"no slo_capacity of both builds on this sweep"}
 
 
 def test_a_campaign_without_slo_is_undecided_never_a_pass(tmp_path):
