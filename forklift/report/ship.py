@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from scipy import stats
 
 from forklift.errors import ConfigError, ForkliftError
@@ -78,6 +78,12 @@ class Gate(BaseModel):
         if metric not in known:
             raise ValueError(f"unknown metric {metric!r} (known: {', '.join(known)})")
         return metric
+
+    @model_validator(mode="after")
+    def _levels_read_whole_sweeps(self) -> Gate:
+        if self.metric == "slo_capacity" and (self.worse or self.cells is not None):
+            raise ValueError("slo_capacity compares whole sweeps level by level: it takes no worse or cells")
+        return self
 
     @field_validator("worse", mode="before")
     @classmethod

@@ -66,6 +66,14 @@ def test_a_gate_naming_an_unknown_metric_is_one_line(tmp_path):
     assert "decode_tps" in message  # the known ones are named
 
 
+def test_an_slo_capacity_gate_with_an_allowance_or_cells_is_one_line(tmp_path):
+    for bad in ('worse = "5%"', 'cells = ["c1"]'):
+        with pytest.raises(ConfigError) as caught:
+            load_campaign_file(write(tmp_path, f'[ship]\ngates = [{{ metric = "slo_capacity", {bad} }}]\n'))
+        message = str(caught.value)
+        assert "\n" not in message and "ship.gates.0" in message and "takes no worse or cells" in message, message
+
+
 def test_a_ship_baseline_that_is_no_build_is_one_line(tmp_path):
     with pytest.raises(ConfigError, match=r"ship.baseline = 'C': not a build \(builds: A, B\)"):
         load_campaign_file(write(tmp_path, '[ship]\nbaseline = "C"\n'))
