@@ -33,7 +33,8 @@ class Hierarchy:
     """Where this process's memory cgroup lives: the folder forklift makes its groups in."""
 
     version: Version
-    parent: Path
+    parent: Path  # this process's own cgroup
+    top: Path | None = None  # the hierarchy's mount point: no folder above it is a cgroup
 
 
 def find_hierarchy(proc_cgroup: str, mountinfo: str) -> Hierarchy:
@@ -61,7 +62,7 @@ def find_hierarchy(proc_cgroup: str, mountinfo: str) -> Hierarchy:
             folder = (point / relative.lstrip("/")).resolve() if relative != "." else point
             if version == 2 and "memory" not in _read(folder / "cgroup.controllers", "").split():
                 continue  # a unified tree without the memory controller (it is bound to v1)
-            return Hierarchy(version, folder)  # type: ignore[arg-type]
+            return Hierarchy(version, folder, point)  # type: ignore[arg-type]
     raise ForkliftError(
         "no memory cgroup to run the engine in: neither a cgroup v2 tree with the memory controller nor a v1 memory hierarchy is mounted"
     )
@@ -190,18 +191,43 @@ def parse_keyed(text: str) -> dict[str, int]:
     return {pair[0]: int(pair[1]) for pair in pairs if len(pair) == 2 and pair[1].isdigit()}
 
 
+def v2_home(hierarchy: Hierarchy) -> Path:
+    """Where a v2 memory cgroup can be made: the nearest cgroup, this process's own or above it, whose children get
+    the memory controller (its cgroup.subtree_control lists memory).
+
+    v2 gives no controller to the children of a cgroup that holds processes (EBUSY, seen on an H100 host where
+    forklift ran in /process_api/<id>), so forklift's own cgroup usually cannot; the parent that gave it memory
+    can, and the engine's cgroup is then forklift's sibling. Where no cgroup up to the mount point lists it, this
+    one is asked to (the root cgroup, or an empty one, may)."""
+    folder = hierarchy.parent
+    while True:
+        if "memory" in _read(folder / "cgroup.subtree_control", "").split():
+            return folder
+        if folder == hierarchy.top or folder.parent == folder or hierarchy.top is None:
+            break
+        folder = folder.parent
+    control = hierarchy.parent / "cgroup.subtree_control"
+    try:
+        control.write_text("+memory", encoding="ascii")
+    except OSError as exc:
+        raise ForkliftError(
+            f"cannot give memory cgroups to {hierarchy.parent}'s children ({exc.strerror}) and no cgroup above it "
+            "does: start forklift in a cgroup whose parent enables memory for its children"
+        ) from None
+    return hierarchy.parent
+
+
 def create(limits: MemoryLimits, name: str, hierarchy: Hierarchy | None = None) -> MemoryCgroup:
     """A fresh cgroup under this process's own memory cgroup, with the limits set; nothing is left on failure."""
     if hierarchy is None:
         hierarchy = find_hierarchy(_read(Path("/proc/self/cgroup")), _read(Path("/proc/self/mountinfo")))
     settings = _settings(hierarchy.version, limits)
-    if hierarchy.version == 2 and "memory" not in _read(hierarchy.parent / "cgroup.subtree_control", "").split():
-        _write(hierarchy.parent / "cgroup.subtree_control", "+memory")
-    path = hierarchy.parent / f"forklift-{name}-{os.getpid()}-{secrets.token_hex(3)}"
+    home = v2_home(hierarchy) if hierarchy.version == 2 else hierarchy.parent
+    path = home / f"forklift-{name}-{os.getpid()}-{secrets.token_hex(3)}"
     try:
         path.mkdir()
     except OSError as exc:
-        raise ForkliftError(f"cannot make a memory cgroup in {hierarchy.parent}: {exc.strerror}") from None
+        raise ForkliftError(f"cannot make a memory cgroup in {home}: {exc.strerror}") from None
     cgroup = MemoryCgroup(path, hierarchy.version, limits)
     try:
         for file, value in settings:

@@ -32,3 +32,16 @@ def test_unsalted_workload_is_never_flagged():
     sweep = body("sweep")
     unsalted = sweep.model_copy(update={"workload": sweep.workload.model_copy(update={"salted": False})})
     assert cache_reuse(unsalted) == []
+
+
+def test_a_conversation_reusing_its_own_history_is_not_flagged_but_a_warm_first_turn_is():
+    # The H100 run of 2 x 4 turns (docs/gpu-report/protocols) warned of 144,672 cached tokens: its own histories.
+    sweep = body("single")
+    cell = sweep.cells[0]
+    turns = {"1": {"prefix_hits": 0}, "2": {"prefix_hits": 4000}}
+    history = cell.model_copy(update={"metrics_delta": {"prefix_cache_hits": 4000}, "aggregate": {"turns": turns}})
+    assert cache_reuse(sweep.model_copy(update={"cells": [history]})) == []
+    warm = {"1": {"prefix_hits": 496}, "2": {"prefix_hits": 4000}}
+    seen = history.model_copy(update={"aggregate": {"turns": warm}})
+    (warning,) = cache_reuse(sweep.model_copy(update={"cells": [seen]}))
+    assert warning.startswith(f"cell {cell.name}: 496 prompt tokens hit the prefix cache")

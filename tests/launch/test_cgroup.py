@@ -142,3 +142,36 @@ def test_an_engine_over_its_cgroup_is_reported_as_killed_by_the_oom_killer(tmp_p
     body = receipt(tmp_path)["body"]
     assert body["outcome"] == "died" and body["memory"]["oom_kills"] == 1
     assert not Path(body["memory"]["cgroup"]).exists()
+
+
+def v2_tree(tmp_path: Path, parent_controls: str, own_controls: str = "") -> cg.Hierarchy:
+    """Files shaped as a cgroup v2 tree's (this host binds the memory controller to v1, so v2 cannot run here):
+    /sys/fs/cgroup -> process_api -> <id>, forklift in <id>, as on an H100 host (docs/gpu-report/protocols)."""
+    top = tmp_path / "cgroup"
+    own = top / "process_api" / "b28e6362"
+    own.mkdir(parents=True)
+    (top / "cgroup.subtree_control").write_text("cpu io memory pids\n")
+    (top / "process_api" / "cgroup.subtree_control").write_text(parent_controls)
+    (own / "cgroup.subtree_control").write_text(own_controls)
+    return cg.Hierarchy(2, own, top)
+
+
+def test_v2_makes_the_engines_cgroup_beside_forklifts_where_the_parent_gives_memory(tmp_path):
+    # the H100 host: its own cgroup holds forklift, so "+memory" there was EBUSY; the parent gives memory
+    hierarchy = v2_tree(tmp_path, "cpuset cpu io memory hugetlb pids\n")
+    assert cg.v2_home(hierarchy) == hierarchy.parent.parent
+    assert (hierarchy.parent / "cgroup.subtree_control").read_text() == ""  # never written
+
+
+def test_v2_climbs_to_the_nearest_cgroup_that_gives_memory(tmp_path):
+    hierarchy = v2_tree(tmp_path, "cpu\n")
+    assert cg.v2_home(hierarchy) == hierarchy.top
+
+
+def test_v2_with_no_cgroup_giving_memory_is_one_line_naming_the_fix(tmp_path):
+    hierarchy = v2_tree(tmp_path, "cpu\n")
+    (hierarchy.top / "cgroup.subtree_control").write_text("cpu\n")
+    (hierarchy.parent / "cgroup.subtree_control").unlink()
+    (hierarchy.parent / "cgroup.subtree_control").mkdir()  # a write there fails, as EBUSY does on a real host
+    with pytest.raises(ForkliftError, match=r"^cannot give memory cgroups to .*b28e6362's children \(.*\) and no "):
+        cg.v2_home(hierarchy)
