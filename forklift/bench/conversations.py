@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from forklift.bench.metrics import counter_deltas, scrape
 from forklift.bench.recorder import BenchRecorder
 from forklift.bench.schema import Cell
-from forklift.client.records import RequestRecord
+from forklift.client.records import UNREACHABLE, RequestRecord
 from forklift.client.stream import PreparedRequest, StreamClient
 from forklift.workload import WorkItem, Workload
 from forklift.workload.prepare import salt_for
-
-UNREACHABLE = ("connect", "server_gone")
 
 
 class Conversation:
@@ -42,7 +41,7 @@ async def send_conversations(
     zero: float,
     recorder: BenchRecorder,
     cell: Cell,
-    advance: Any,
+    advance: Callable[[RequestRecord], None],
     names: dict[str, str],
 ) -> bool:
     """One run of the conversations; True when the server became unreachable."""

@@ -33,14 +33,12 @@ from forklift.bench.recorder import BenchRecorder
 from forklift.bench.schema import Cell, RunFacts
 from forklift.bench.slo import Slo, capacity
 from forklift.bench.steady import steady_window
-from forklift.client.records import RequestRecord
+from forklift.client.records import UNREACHABLE, RequestRecord
 from forklift.client.stream import PreparedRequest, StreamClient
 from forklift.engines import DEFAULT_ENGINE
 from forklift.errors import UsageError
 from forklift.receipts.envelope import Status
 from forklift.workload import Workload, prepare
-
-UNREACHABLE = ("connect", "server_gone")  # nothing more can be measured: stop sending
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,9 @@ ErrorKind = Literal[
     "protocol",
 ]
 
+# The failures after which nothing more can be measured from that server: a bench stops sending.
+UNREACHABLE: tuple[ErrorKind, ...] = ("connect", "server_gone")
+
 
 class RequestRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -81,14 +81,17 @@ def gpu_state() -> GpuState | None:
 
 
 def settled_state(gpus: list[int], settle_s: float = UTIL_SETTLE_S) -> GpuState | None:
-    """The GPUs after a stop, read again until the profile's GPUs report 0 % or `settle_s` passes (the
-    driver's utilization covers its last sample period, up to a second, so the stop itself can show)."""
+    """The GPUs after a stop: utilization read again until the profile's GPUs report 0 % or `settle_s` passes
+    (the driver's figure covers its last sample period, up to a second, so the stop itself can show); memory and
+    the kernel log's Xids read once, at the end."""
+    if memory_used() is None:
+        return None
     deadline = time.monotonic() + settle_s
-    state = gpu_state()
-    while state is not None and any(state.utilization.get(g, 0) for g in gpus) and time.monotonic() < deadline:
+    busy = utilization()
+    while any(busy.get(g, 0) for g in gpus) and time.monotonic() < deadline:
         time.sleep(0.5)
-        state = gpu_state()
-    return state
+        busy = utilization()
+    return GpuState(memory_used() or {}, busy, kernel_xids())
 
 
 def processes() -> dict[int, list[tuple[int, int]]]:
