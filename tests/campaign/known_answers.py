@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.fixtures.engine import EXAMPLE_SERIES, distribution_toml
 
@@ -67,3 +70,24 @@ def make_build(site: Path, root: Path, name: str, patch: str) -> tuple[Path, Pat
         text=True,
     )
     return folder, dist
+
+
+def run_campaign(folder: Path, timeout: float) -> tuple[int, str]:
+    """`forklift campaign campaign.toml` in `folder` with its builds under folder/builds, to its end: (exit code,
+    output). Past `timeout` it gets Ctrl-C (the campaign stops its engine: nothing is left running) and the test fails."""
+    env = {**os.environ, "COLUMNS": "250", "FORKLIFT_BUILDS": str(folder / "builds")}
+    campaign = subprocess.Popen(
+        [sys.executable, "-m", "forklift", "campaign", "campaign.toml"],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        out, _ = campaign.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        campaign.send_signal(signal.SIGINT)
+        out, _ = campaign.communicate(timeout=300)
+        pytest.fail(f"the campaign took over {timeout:g} s:\n{out}")
+    return campaign.returncode, out

@@ -17,15 +17,12 @@ assertions still hold); on a box with cores to spare a missed slowdown fails.
 
 import json
 import os
-import signal
-import subprocess
-import sys
 
 import pytest
 
 from forklift.client.records import RequestRecord
 from forklift.receipts.store import read_receipts
-from tests.campaign.known_answers import make_build
+from tests.campaign.known_answers import make_build, run_campaign
 from tests.fixtures.engine import distribution_toml, ensure_tiny_model, free_port, tiny_profile_toml
 
 pytestmark = pytest.mark.engine
@@ -87,22 +84,8 @@ def test_slowdown_holds_on_its_decode_gate_and_noop_is_no_regression(engine_pyth
         distribution_toml(tiny_profile_toml(engine_python, tiny_model, free_port()))
     )
     (tmp_path / "campaign.toml").write_text(CAMPAIGN.format(python=engine_python))
-    env = {**os.environ, "COLUMNS": "250", "FORKLIFT_BUILDS": str(tmp_path / "builds")}
-    campaign = subprocess.Popen(
-        [sys.executable, "-m", "forklift", "campaign", "campaign.toml"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        out, _ = campaign.communicate(timeout=CAMPAIGN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        campaign.send_signal(signal.SIGINT)  # the campaign stops its engine on Ctrl-C: nothing left running
-        out, _ = campaign.communicate(timeout=300)
-        pytest.fail(f"the campaign took over {CAMPAIGN_TIMEOUT_S} s:\n{out}")
-    assert campaign.returncode in (1, 3), out  # HOLD or UNDECIDED: a campaign with slowdown in it never ships
+    returncode, out = run_campaign(tmp_path, CAMPAIGN_TIMEOUT_S)
+    assert returncode in (1, 3), out  # HOLD or UNDECIDED: a campaign with slowdown in it never ships
     lines = {line.split(":")[0]: line for line in out.splitlines() if " vs A: " in line}
     assert {"slowdown vs A", "noop vs A"} <= set(lines), out
     assert not lines["slowdown vs A"].startswith("slowdown vs A: SHIP"), out

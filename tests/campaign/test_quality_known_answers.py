@@ -16,16 +16,13 @@ HOLD at 0.25%), 4/16 greedy texts diverged (UNDECIDED at 25%), and the needle at
 
 import hashlib
 import json
-import os
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from forklift.receipts.store import read_receipts
-from tests.campaign.known_answers import make_build
+from tests.campaign.known_answers import make_build, run_campaign
 from tests.fixtures.engine import distribution_toml, free_port, tiny_profile_toml
 
 pytestmark = pytest.mark.engine
@@ -107,23 +104,9 @@ def test_noop_ships_and_a_numerics_change_holds_on_perplexity(engine_python, rea
         for number, question in enumerate(QUESTIONS):
             cohort.write(json.dumps({"id": f"q{number}", "messages": [{"role": "user", "content": question}]}) + "\n")
     (tmp_path / "campaign.toml").write_text(CAMPAIGN.format(python=engine_python))
-    env = {**os.environ, "COLUMNS": "250", "FORKLIFT_BUILDS": str(tmp_path / "builds")}
-    campaign = subprocess.Popen(
-        [sys.executable, "-m", "forklift", "campaign", "campaign.toml"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        out, _ = campaign.communicate(timeout=CAMPAIGN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        campaign.send_signal(signal.SIGINT)  # the campaign stops its engine on Ctrl-C: nothing left running
-        out, _ = campaign.communicate(timeout=300)
-        pytest.fail(f"the campaign took over {CAMPAIGN_TIMEOUT_S} s:\n{out}")
+    returncode, out = run_campaign(tmp_path, CAMPAIGN_TIMEOUT_S)
     print(out)  # the gates' evidence, for the log of a passing run too
-    assert campaign.returncode == 1, out  # HOLD
+    assert returncode == 1, out  # HOLD
     lines = {line.split(":")[0]: line for line in out.splitlines() if " vs A: " in line}
     assert lines["noop vs A"] == "noop vs A: SHIP", out
     assert lines["damaged vs A"].startswith("damaged vs A: HOLD (held by perplexity no worse than 0.25%"), out
